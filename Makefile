@@ -1,0 +1,40 @@
+# Thin targets: CI and the README call these, nothing else.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: install run test test-unit lint bench openapi services clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(PY) -m api.serve
+
+# Postgres and Redis are started when installed but stopped; with CI=true a missing one fails.
+services:
+	@bash scripts/services.sh
+
+test: $(STAMP) services
+	$(PY) -m pytest -q
+
+test-unit: $(STAMP)
+	$(PY) -m pytest -q -m unit
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+bench: $(STAMP)
+	@for b in bench/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+openapi: $(STAMP)
+	$(PY) -m api.export_openapi > openapi/openapi.json
+
+clean:
+	rm -rf $(VENV) .tcpfr .pytest_cache

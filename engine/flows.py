@@ -1,0 +1,210 @@
+"""Applications and their endpoint pairs: `tcp_bulk` (an FTP-like transfer of a file, or
+unlimited data until `stop`) and `udp_cbr` (constant bit rate datagrams).
+
+A flow object is what a packet names as its owner; links tell it about drops, the
+endpoints about deliveries, so per-flow counters need no lookup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from engine.kernel import Call
+from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet
+from engine.recorder import DelayStats, TcpProbe
+from engine.tcp.cc import congestion_ops
+from engine.tcp.receiver import TcpReceiver, advertised_window
+from engine.tcp.recovery import recovery_for
+from engine.tcp.sender import TcpSender
+
+
+class Flow:
+    """Common bookkeeping: start/stop times, completion, delays, drops."""
+
+    def __init__(self, env, spec, seed: int, on_done: Callable[[Flow], None]):
+        self.env = env
+        self.spec = spec
+        self.id = spec.id
+        self.start = float(spec.start)
+        self.stop_at = float(spec.stop) if spec.stop is not None else None
+        self.on_done = on_done
+        self.done_at: float | None = None
+        self.delays = DelayStats(seed, f"flow:{spec.id}:delays")
+        self.data_dropped = 0
+        self.other_dropped = 0
+        self.arrived = 0
+
+    @property
+    def finite(self) -> bool:
+        return self.stop_at is not None
+
+    def finish(self) -> None:
+        if self.done_at is None:
+            self.done_at = self.env.now
+            self.on_done(self)
+
+    def dropped(self, pkt: Packet) -> None:
+        if pkt.kind == Kind.DATA or pkt.kind == Kind.UDP:
+            self.data_dropped += 1
+        else:
+            self.other_dropped += 1
+
+    def active_time(self, end: float) -> float:
+        last = self.done_at if self.done_at is not None else end
+        if self.stop_at is not None:
+            last = min(last, self.stop_at)
+        return max(last - self.start, 0.0)
+
+
+class TcpFlow(Flow):
+    def __init__(self, env, spec, seed: int, fwd: tuple, rev: tuple, on_done):
+        super().__init__(env, spec, seed, on_done)
+        tcp = spec.tcp
+        self.total = spec.bytes
+        self.delivered_bytes = 0
+        self.rtts: list[float] = []
+        self.rtt_n = 0
+        self.rtt_sum = 0.0
+        self.rtt_min = math.inf
+        self.rtt_max = 0.0
+        limit = self.total if self.total is not None else math.inf
+        self.sender = TcpSender(env, self, tcp, limit, fwd, congestion_ops(tcp),
+                                recovery_for(tcp), advertised_window(tcp))
+        self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
+        # The last element of each path is the peer endpoint.
+        self.sender.path = fwd + (self.receiver,)
+        self.probe = TcpProbe(spec.id, tcp.mss)
+        self.sender.probe = self.probe
+
+    @property
+    def finite(self) -> bool:
+        return self.total is not None or self.stop_at is not None
+
+    def schedule(self) -> None:
+        Call(self.env, self.start, self._open, None)
+        if self.stop_at is not None:
+            Call(self.env, self.stop_at, self._stop, None)
+
+    def _open(self, _) -> None:
+        self.probe.start(self.sender)
+        self.sender.open()
+
+    def _stop(self, _) -> None:
+        self.sender.stop()
+        self.finish()
+
+    # --- notifications from endpoints and links ------------------------------------
+
+    def data_sent(self, pkt: Packet) -> None:
+        pass
+
+    def data_received(self, pkt: Packet) -> None:
+        self.arrived += 1
+        self.delays.add(self.env.now - pkt.sent_at)
+
+    def delivered(self, rcv_nxt: int) -> None:
+        self.delivered_bytes = rcv_nxt
+        if self.total is not None and rcv_nxt >= self.total:
+            self.finish()
+
+    def rtt_sample(self, r: float) -> None:
+        self.rtt_n += 1
+        self.rtt_sum += r
+        if r < self.rtt_min:
+            self.rtt_min = r
+        if r > self.rtt_max:
+            self.rtt_max = r
+
+    # --- summary ---------------------------------------------------------------------
+
+    def summary(self, end: float) -> dict:
+        s = self.sender
+        completed = self.total is not None and self.delivered_bytes >= self.total
+        active = self.active_time(end)
+        lost = self.data_dropped
+        arrived = self.arrived
+        ratio_base = arrived + lost
+        out = {
+            "kind": "tcp",
+            "completed": completed,
+            "completion_time": (self.done_at - self.start) if completed else None,
+            "bytes_delivered": self.delivered_bytes,
+            "goodput_bps": self.delivered_bytes * 8 / active if active > 0 else 0.0,
+            "throughput_pps": arrived / active if active > 0 else 0.0,
+            "segments_sent": s.segments_sent,
+            "retransmissions": s.retransmissions,
+            "timeouts": s.timeouts,
+            "fast_retransmits": s.fast_retransmits,
+            "dup_acks": s.dup_acks,
+            "packets_dropped": lost + self.other_dropped,
+            "pdr": arrived / ratio_base if ratio_base else None,
+            "plr": lost / ratio_base if ratio_base else None,
+            "rtt_mean": self.rtt_sum / self.rtt_n if self.rtt_n else None,
+            "rtt_min": self.rtt_min if self.rtt_n else None,
+            "rtt_max": self.rtt_max if self.rtt_n else None,
+        }
+        out.update(self.delays.summary())
+        out["cwnd_max"] = self.probe.cwnd_max
+        out["cwnd_mean"] = self.probe.cwnd_mean(self.done_at if completed else end)
+        return out
+
+
+class UdpFlow(Flow):
+    def __init__(self, env, spec, seed: int, fwd: tuple, on_done):
+        super().__init__(env, spec, seed, on_done)
+        self.path = fwd + (self,)
+        self.size = int(spec.packet_size) + UDP_HEADER + IP_HEADER
+        self.payload = int(spec.packet_size)
+        self.interval = spec.packet_size * 8 / spec.rate
+        self.sent = 0
+        self.received_bytes = 0
+
+    def schedule(self) -> None:
+        self.env.process(self._run())
+
+    def _run(self):
+        env = self.env
+        yield env.timeout(self.start)
+        stop = self.stop_at if self.stop_at is not None else math.inf
+        n = 0
+        while True:
+            # Send times are computed from the start, not accumulated, so they do not drift.
+            t = self.start + n * self.interval
+            if t >= stop:
+                break
+            if t > env.now:
+                yield env.timeout(t - env.now)
+            pkt = Packet(self, Kind.UDP, self.size, self.path, env.now)
+            pkt.seq = n
+            pkt.length = self.payload
+            self.sent += 1
+            self.path[0].accept(pkt)
+            n += 1
+        self.finish()
+
+    def accept(self, pkt: Packet) -> None:
+        """The datagram reaches the destination host."""
+        self.arrived += 1
+        self.received_bytes += pkt.length
+        self.delays.add(self.env.now - pkt.sent_at)
+
+    def summary(self, end: float) -> dict:
+        active = self.active_time(end)
+        lost = self.data_dropped
+        base = self.arrived + lost
+        d = self.delays.summary()
+        return {
+            "kind": "udp",
+            "packets_sent": self.sent,
+            "packets_received": self.arrived,
+            "packets_dropped": lost,
+            "pdr": self.arrived / base if base else None,
+            "plr": lost / base if base else None,
+            "throughput_bps": self.received_bytes * 8 / active if active > 0 else 0.0,
+            "delay_mean": d["delay_mean"],
+            "delay_p50": d["delay_p50"],
+            "delay_p95": d["delay_p95"],
+            "delay_p99": d["delay_p99"],
+            "jitter": d["jitter"],
+        }

@@ -1,0 +1,64 @@
+"""The packet: a small slotted record that travels a precomputed path of egress ports.
+
+Sizes are IP datagram bytes (headers included); each link adds its own framing when it
+serialises the packet. A packet carries its path and the index of the next hop, so a
+forwarding decision is a list index, not a table lookup.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+IP_HEADER = 20
+TCP_HEADER = 20
+UDP_HEADER = 8
+TCP_IP_HEADERS = IP_HEADER + TCP_HEADER
+
+
+class Kind(IntEnum):
+    DATA = 0  # TCP segment carrying payload
+    ACK = 1  # pure TCP acknowledgement
+    SYN = 2
+    SYNACK = 3
+    UDP = 4
+
+
+class Packet:
+    __slots__ = (
+        "flow",  # the flow's endpoint pair (owner of counters for this packet)
+        "kind",
+        "size",  # IP bytes
+        "seq",  # first payload byte (TCP) or datagram number (UDP)
+        "length",  # payload bytes
+        "ack",  # cumulative ACK (next byte expected)
+        "wnd",  # advertised receive window, bytes (already scaled)
+        "sack",  # tuple of (start, end) SACK blocks, or None
+        "sent_at",  # time the sender handed it to the network
+        "path",  # tuple of hops: egress ports, then the receiving endpoint
+        "hop",  # index into path of the element that holds the packet now
+        "de",  # Frame Relay discard eligibility
+        "fecn",
+        "becn",
+        "ece",  # the receiver echoes FECN seen on data back to the sender (BECN analogue)
+    )
+
+    def __init__(self, flow, kind: Kind, size: int, path: tuple, sent_at: float):
+        self.flow = flow
+        self.kind = kind
+        self.size = size
+        self.path = path
+        self.hop = 0
+        self.sent_at = sent_at
+        self.seq = 0
+        self.length = 0
+        self.ack = 0
+        self.wnd = 0
+        self.sack = None
+        self.de = False
+        self.fecn = False
+        self.becn = False
+        self.ece = False
+
+    @property
+    def carries_data(self) -> bool:
+        return self.kind == Kind.DATA or self.kind == Kind.UDP

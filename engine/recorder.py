@@ -1,0 +1,216 @@
+"""Metrics by observation. Components keep plain counters and call a probe at a few named
+points; the `Recorder` owned by `simulate()` turns those calls into bounded time-series
+and summary statistics. With no probe attached a component pays one `is None` test.
+
+Memory is bounded: a change-driven trace keeps at most `cap` points (on overflow it drops
+every other point and doubles its minimum spacing); a sampled rate series averages
+adjacent pairs instead, so its integral is preserved; delay statistics keep a fixed-size
+reservoir for the percentiles and exact running sums for the means.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+
+import numpy as np
+
+from engine.net import stream
+
+TRACE_CAP = 20_000
+RESERVOIR = 50_000
+
+
+class Trace:
+    """A change-driven series: a point when the value changes, at most `cap` points."""
+
+    __slots__ = ("unit", "t", "v", "cap", "min_dt", "last_v", "rate")
+
+    def __init__(self, unit: str, cap: int = TRACE_CAP, rate: bool = False):
+        self.unit = unit
+        self.t = array("d")
+        self.v = array("d")
+        self.cap = cap
+        self.min_dt = 0.0
+        self.last_v: float | None = None
+        self.rate = rate
+
+    def add(self, t: float, v: float) -> None:
+        if v == self.last_v:
+            return
+        self.last_v = v
+        ts = self.t
+        if ts and t - ts[-1] < self.min_dt:
+            self.v[-1] = v  # within the current resolution: keep the latest value
+            return
+        ts.append(t)
+        self.v.append(v)
+        if len(ts) >= self.cap:
+            self._thin()
+
+    def sample(self, t: float, v: float) -> None:
+        """A sampled value (rate series): always recorded, thinned by pair averages."""
+        self.t.append(t)
+        self.v.append(v)
+        if len(self.t) >= self.cap:
+            self._thin()
+
+    def _thin(self) -> None:
+        if self.rate:
+            n = len(self.v) // 2 * 2
+            v = np.frombuffer(self.v, dtype=np.float64)[:n].reshape(-1, 2).mean(axis=1)
+            t = np.frombuffer(self.t, dtype=np.float64)[1:n:2]
+            self.v = array("d", v.tobytes())
+            self.t = array("d", t.tobytes())
+        else:
+            self.t = self.t[::2]
+            self.v = self.v[::2]
+            span = self.t[-1] - self.t[0] if len(self.t) > 1 else 0.0
+            self.min_dt = max(self.min_dt * 2, span / self.cap)
+
+    def export(self) -> dict:
+        return {"unit": self.unit, "t": self.t.tolist(), "v": self.v.tolist()}
+
+
+class DelayStats:
+    """One-way delays: exact mean and jitter, percentiles from a seeded reservoir."""
+
+    __slots__ = ("n", "total", "prev", "jitter_sum", "reservoir", "random")
+
+    def __init__(self, seed: int, component: str):
+        self.n = 0
+        self.total = 0.0
+        self.prev: float | None = None
+        self.jitter_sum = 0.0
+        self.reservoir = array("d")
+        self.random = stream(seed, component).random
+
+    def add(self, d: float) -> None:
+        self.n += 1
+        self.total += d
+        if self.prev is not None:
+            self.jitter_sum += abs(d - self.prev)
+        self.prev = d
+        res = self.reservoir
+        if len(res) < RESERVOIR:
+            res.append(d)
+        else:
+            j = int(self.random() * self.n)  # Vitter's algorithm R
+            if j < RESERVOIR:
+                res[j] = d
+
+    def summary(self) -> dict:
+        if self.n == 0:
+            return {"delay_mean": None, "delay_p50": None, "delay_p95": None,
+                    "delay_p99": None, "jitter": None}
+        p50, p95, p99 = np.percentile(np.frombuffer(self.reservoir), [50, 95, 99]).tolist()
+        return {
+            "delay_mean": self.total / self.n,
+            "delay_p50": p50,
+            "delay_p95": p95,
+            "delay_p99": p99,
+            # Mean absolute difference of consecutive packets' delays (RFC 3550's D).
+            "jitter": self.jitter_sum / (self.n - 1) if self.n > 1 else 0.0,
+        }
+
+
+class TcpProbe:
+    """Traces a TCP sender's state after each ACK, timeout and transmission burst."""
+
+    def __init__(self, flow_id: str, mss: int):
+        self.prefix = f"flow.{flow_id}."
+        self.cwnd = Trace("bytes")
+        self.ssthresh = Trace("bytes")
+        self.rwnd = Trace("bytes")
+        self.inflight = Trace("bytes")
+        self.srtt = Trace("s")
+        self.rto = Trace("s")
+        self.seq = Trace("bytes")
+        self.ack = Trace("bytes")
+        self.retransmissions = Trace("packets")
+        self.cwnd_max = 0
+        self.cwnd_area = 0.0
+        self._cwnd_since = None
+        self._cwnd_now = 0
+
+    def effective_cwnd(self, snd) -> int:
+        return snd.window() if not snd.cc.limits_window else snd.st.cwnd
+
+    def start(self, snd) -> None:
+        self._cwnd_since = snd.env.now
+        self._cwnd_now = self.effective_cwnd(snd)
+        self.cwnd_max = self._cwnd_now
+        self.cwnd.add(snd.env.now, self._cwnd_now)
+
+    def on_send(self, snd) -> None:
+        now = snd.env.now
+        self.seq.add(now, snd.st.snd_max)
+        self.inflight.add(now, snd.st.snd_nxt - snd.st.snd_una)
+        self.retransmissions.add(now, snd.retransmissions)
+
+    def on_ack(self, snd) -> None:
+        now = snd.env.now
+        st = snd.st
+        cwnd = self.effective_cwnd(snd)
+        if cwnd != self._cwnd_now:
+            self.cwnd_area += self._cwnd_now * (now - self._cwnd_since)
+            self._cwnd_since = now
+            self._cwnd_now = cwnd
+            if cwnd > self.cwnd_max:
+                self.cwnd_max = cwnd
+            self.cwnd.add(now, cwnd)
+        if st.ssthresh < 1 << 40:
+            self.ssthresh.add(now, st.ssthresh)
+        self.rwnd.add(now, snd.rwnd)
+        self.inflight.add(now, st.snd_nxt - st.snd_una)
+        self.ack.add(now, st.snd_una)
+        if snd.rtt.srtt is not None:
+            self.srtt.add(now, snd.rtt.srtt)
+        self.rto.add(now, snd.rtt.rto)
+        self.retransmissions.add(now, snd.retransmissions)
+
+    def cwnd_mean(self, end: float) -> float | None:
+        if self._cwnd_since is None:
+            return None
+        area = self.cwnd_area + self._cwnd_now * (end - self._cwnd_since)
+        start = self._start_time
+        return area / (end - start) if end > start else float(self._cwnd_now)
+
+    @property
+    def _start_time(self) -> float:
+        return self.cwnd.t[0] if len(self.cwnd.t) else 0.0
+
+    def series(self) -> dict[str, Trace]:
+        names = ("cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
+                 "retransmissions")
+        return {self.prefix + n: getattr(self, n) for n in names}
+
+
+class LinkProbe:
+    """Traces one egress port's queue length (change-driven) and cumulative drops."""
+
+    def __init__(self, port):
+        self.prefix = f"link.{port.link_id}.{port.src}>{port.dst}."
+        self.queue = Trace("packets")
+        self.drops = Trace("packets")
+        self.utilization = Trace("ratio", rate=True)
+
+    def on_queue(self, port, now: float, waiting: int) -> None:
+        self.queue.add(now, waiting)
+
+    def on_drop(self, port, now: float, waiting: int) -> None:
+        self.queue.add(now, waiting)
+        self.drops.add(now, port.drops + port.error_drops)
+
+    def series(self) -> dict[str, Trace]:
+        return {
+            self.prefix + "queue_packets": self.queue,
+            self.prefix + "utilization": self.utilization,
+            self.prefix + "drops": self.drops,
+        }
+
+
+def finite_or_none(x: float | None) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return x

@@ -1,0 +1,121 @@
+"""The Result of a simulation (SCENARIO.md "Result"): summaries per flow, link direction
+and PVC, the diagnosis, and the time-series. Plain SI numbers throughout."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TcpFlowSummary(_Model):
+    kind: Literal["tcp"] = "tcp"
+    completed: bool
+    completion_time: float | None = Field(
+        description="Flow start to last byte delivered in order, s (includes the handshake)")
+    bytes_delivered: int
+    goodput_bps: float
+    throughput_pps: float = Field(description="Data packets arriving at the receiver per second")
+    segments_sent: int
+    retransmissions: int
+    timeouts: int
+    fast_retransmits: int
+    dup_acks: int
+    packets_dropped: int = Field(description="This flow's packets (data and ACKs) dropped anywhere")
+    pdr: float | None = Field(description="Data packets delivered / (delivered + dropped)")
+    plr: float | None = Field(description="Data packets dropped / (delivered + dropped)")
+    rtt_mean: float | None
+    rtt_min: float | None
+    rtt_max: float | None
+    delay_mean: float | None = Field(description="One-way delay of data packets, s")
+    delay_p50: float | None
+    delay_p95: float | None
+    delay_p99: float | None
+    jitter: float | None = Field(description="Mean |difference| of consecutive one-way delays, s")
+    cwnd_max: int
+    cwnd_mean: float | None
+
+
+class UdpFlowSummary(_Model):
+    kind: Literal["udp"] = "udp"
+    packets_sent: int
+    packets_received: int
+    packets_dropped: int
+    pdr: float | None
+    plr: float | None
+    throughput_bps: float
+    delay_mean: float | None
+    delay_p50: float | None
+    delay_p95: float | None
+    delay_p99: float | None
+    jitter: float | None
+
+
+FlowSummary = Annotated[TcpFlowSummary | UdpFlowSummary, Field(discriminator="kind")]
+
+
+class LinkSummary(_Model):
+    packets: int = Field(description="Packets transmitted")
+    bytes: int = Field(description="Bytes transmitted on the wire, framing included")
+    drops: int = Field(description="Packets dropped by the egress queue")
+    error_drops: int = Field(description="Packets lost to the link's loss model")
+    utilization: float
+    queue_mean: float = Field(description="Time-average packets waiting")
+    queue_max: int
+    queue_delay_mean: float = Field(description="Mean wait before transmission starts, s")
+
+
+class PvcSummary(_Model):
+    frames: int
+    de_marked: int
+    de_dropped: int
+    excess_dropped: int
+    fecn_marked: int
+    becn_marked: int
+    residual_error_rate: float
+
+
+class Bounds(_Model):
+    link_bps: float | None = Field(description="Bottleneck rate less per-packet overhead")
+    window_bps: float | None = Field(description="Effective window / round-trip time")
+    mathis_bps: float | None = Field(description="Mathis et al.: MSS/RTT * sqrt(3/2p)")
+    application_bps: float | None = Field(default=None, description="The application's own rate")
+    achieved_bps: float | None
+
+
+class Diagnosis(_Model):
+    limit: Literal["receive_window", "link_capacity", "loss", "congestion_window",
+                   "application", "timeouts", "send_buffer", "incomplete"]
+    bounds: Bounds
+    bdp_bytes: float | None
+    rtt: float | None = Field(default=None, description="Base round-trip time of the path, s")
+    advice: str
+
+
+class Series(_Model):
+    unit: str
+    t: list[float]
+    v: list[float]
+
+
+class Result(_Model):
+    engine_version: str
+    scenario_hash: str
+    seed: int
+    sim_time: float
+    wall_time: float
+    events: int
+    warnings: list[str] = []
+    flows: dict[str, FlowSummary]
+    links: dict[str, LinkSummary]
+    pvcs: dict[str, PvcSummary] = {}
+    diagnosis: dict[str, Diagnosis] = {}
+    series: dict[str, Series] = {}
+
+    def summary(self) -> dict:
+        """Everything but the series, as JSON-ready data."""
+        return self.model_dump(mode="json", exclude={"series"})

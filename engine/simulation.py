@@ -1,0 +1,182 @@
+"""`simulate()`: build the network from a Scenario, run it, and return a complete Result.
+
+It runs in three fixed phases (build, run, finalize), like desmod's `simulate()`. The run
+advances in slices of simulated time so that the caller's `progress` is called a bounded
+number of times and `should_stop` can cancel cooperatively between slices.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import simpy
+from simpy.core import StopSimulation
+
+from engine import routing
+from engine.diagnosis import diagnose
+from engine.flows import TcpFlow, UdpFlow
+from engine.net import Egress, make_loss, make_queue, stream
+from engine.recorder import LinkProbe, Trace
+from engine.result import Result
+from engine.scenario import Scenario
+from engine.version import ENGINE_VERSION
+
+SLICES = 100  # progress callbacks per run, at most
+
+
+class SimulationCancelled(Exception):
+    """`should_stop()` returned True; the run was abandoned between two slices."""
+
+
+class Network:
+    """The built model: ports per link direction, flows, probes."""
+
+    def __init__(self, scenario: Scenario, seed: int):
+        self.env = env = simpy.Environment()
+        self.scenario = scenario
+        self.seed = seed
+        self.warnings: list[str] = list(scenario.warnings())
+        self.ports: dict[tuple[str, str, str], Egress] = {}
+        for link in scenario.links:
+            for src, dst, direction in ((link.a, link.b, "a_to_b"), (link.b, link.a, "b_to_a")):
+                name = f"link:{link.id}:{src}>{dst}"
+                loss = None
+                if link.loss.direction in (direction, "both"):
+                    loss = make_loss(link.loss, stream(seed, name + ":loss"))
+                queue = make_queue(link.queue, stream(seed, name + ":queue"))
+                port = Egress(env, link, src, dst, queue, loss)
+                port.probe = LinkProbe(port)
+                self.ports[(link.id, src, dst)] = port
+        self.flows: list = []
+        self.pending: set[str] = set()
+        self.done = env.event()
+        for spec in scenario.flows:
+            fwd = self._path(spec.src, spec.dst)
+            if spec.kind == "tcp_bulk":
+                rev = self._path(spec.dst, spec.src)
+                flow = TcpFlow(env, spec, seed, fwd, rev, self._flow_done)
+            else:
+                flow = UdpFlow(env, spec, seed, fwd, self._flow_done)
+            self.flows.append(flow)
+            if flow.finite:
+                self.pending.add(flow.id)
+            flow.schedule()
+        self.goodput = {f.id: Trace("bit/s", rate=True) for f in self.flows
+                        if isinstance(f, TcpFlow)}
+        env.process(self._sampler(float(scenario.sample_interval)))
+
+    def _path(self, src: str, dst: str) -> tuple:
+        hops = routing.route(self.scenario, src, dst)
+        if not hops:
+            raise ValueError(f"no route from {src} to {dst}")
+        return tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
+
+    def _flow_done(self, flow) -> None:
+        self.pending.discard(flow.id)
+        if not self.pending and self.scenario.stop_when_done and not self.done.triggered:
+            self.done.succeed()
+
+    def _sampler(self, interval: float):
+        """Rate-type series: goodput per TCP flow and utilisation per port, every interval."""
+        env = self.env
+        tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
+        last_bytes = {f.id: 0 for f in tcp}
+        ports = list(self.ports.values())
+        last_busy = [0.0] * len(ports)
+        while True:
+            yield env.timeout(interval)
+            now = env.now
+            for f in tcp:
+                b = f.delivered_bytes
+                self.goodput[f.id].sample(now, (b - last_bytes[f.id]) * 8 / interval)
+                last_bytes[f.id] = b
+            for i, port in enumerate(ports):
+                busy = port.busy_time(now)
+                port.probe.utilization.sample(now, (busy - last_busy[i]) / interval)
+                last_busy[i] = busy
+
+
+def simulate(
+    scenario: Scenario,
+    *,
+    seed: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> Result:
+    """Run `scenario` and return its Result; the same scenario and seed give the same Result."""
+    wall0 = time.perf_counter()
+    run_seed = scenario.seed if seed is None else seed
+    net = Network(scenario, run_seed)
+    env = net.env
+    duration = float(scenario.duration)
+    net.done.callbacks.append(StopSimulation.callback)
+    if not net.pending and scenario.stop_when_done and not net.flows:
+        net.done.succeed()
+    step = duration / SLICES
+    while True:
+        target = min(duration, env.now + step)
+        env.run(until=target)
+        if net.done.processed or env.now >= duration:
+            break
+        if progress is not None:
+            progress(_fraction(net, duration))
+        if should_stop is not None and should_stop():
+            raise SimulationCancelled()
+    if progress is not None:
+        progress(1.0)
+    return _finalize(net, run_seed, time.perf_counter() - wall0)
+
+
+def _fraction(net: Network, duration: float) -> float:
+    by_time = net.env.now / duration
+    finite = [f for f in net.flows if isinstance(f, TcpFlow) and f.total]
+    if finite and net.scenario.stop_when_done:
+        by_bytes = min(f.delivered_bytes / f.total for f in finite)
+        return max(by_time, by_bytes)
+    return by_time
+
+
+def _finalize(net: Network, seed: int, wall: float) -> Result:
+    env = net.env
+    end = env.now
+    flows = {f.id: f.summary(end) for f in net.flows}
+    links = {}
+    series: dict[str, dict] = {}
+    for port in net.ports.values():
+        links[port.key] = {
+            "packets": port.packets,
+            "bytes": port.bytes,
+            "drops": port.drops,
+            "error_drops": port.error_drops,
+            "utilization": port.busy_time(end) / end if end > 0 else 0.0,
+            "queue_mean": port.queue_wait_total(end) / end if end > 0 else 0.0,
+            "queue_max": port.queue_max,
+            "queue_delay_mean": port.wait_total / port.packets if port.packets else 0.0,
+        }
+        for key, trace in port.probe.series().items():
+            if len(trace.t):
+                series[key] = trace.export()
+    for f in net.flows:
+        if isinstance(f, TcpFlow):
+            for key, trace in f.probe.series().items():
+                if len(trace.t):
+                    series[key] = trace.export()
+            g = net.goodput[f.id]
+            if len(g.t):
+                series[f"flow.{f.id}.goodput_bps"] = g.export()
+    result = Result(
+        engine_version=ENGINE_VERSION,
+        scenario_hash=net.scenario.scenario_hash(),
+        seed=seed,
+        sim_time=end,
+        wall_time=wall,
+        events=next(env._eid),
+        warnings=net.warnings,
+        flows=flows,
+        links=links,
+        series=series,
+        diagnosis={},
+    )
+    result.diagnosis = diagnose(net.scenario, result)
+    return result

@@ -1,0 +1,23 @@
+"""Congestion-control strategies, chosen by the scenario's `tcp.variant`."""
+
+from engine.tcp.cc.base import CongestionOps, FixedWindow, RenoGrowth
+
+REGISTRY: dict[str, type[CongestionOps]] = {
+    "none": FixedWindow,
+    "tahoe": RenoGrowth,
+    "reno": RenoGrowth,
+    "newreno": RenoGrowth,
+    "sack": RenoGrowth,
+}
+
+
+def congestion_ops(spec) -> CongestionOps:
+    """The strategy for `spec.variant` (a TcpSpec)."""
+    try:
+        cls = REGISTRY[spec.variant]
+    except KeyError:
+        raise NotImplementedError(f"tcp variant {spec.variant!r} is not implemented yet") from None
+    return cls(spec)
+
+
+__all__ = ["REGISTRY", "CongestionOps", "congestion_ops"]

@@ -1,0 +1,74 @@
+"""The congestion-control strategy interface (ns-3's TcpCongestionOps, Linux's
+tcp_congestion_ops): a small object per flow that reads and writes a `TcpState`.
+
+The sender's state machine decides *when* a loss happened and what to retransmit; the
+strategy only decides window sizes. `ssthresh_after_loss` returns a value and never
+mutates state, so the sender applies it at the RFC's step.
+"""
+
+from __future__ import annotations
+
+from engine.tcp.state import Phase, TcpState
+
+
+class CongestionOps:
+    name = "base"
+    #: False for a fixed-window sender (variant `none`): no cwnd limit at all.
+    limits_window = True
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+
+    def init(self, st: TcpState) -> None:
+        """RFC 5681 3.1: IW from `initial_cwnd`, ssthresh arbitrarily high."""
+
+    def increase_window(self, st: TcpState, acked: int) -> None:
+        """On an ACK of new data outside recovery (Linux cong_avoid)."""
+        raise NotImplementedError
+
+    def ssthresh_after_loss(self, st: TcpState) -> int:
+        """RFC 5681 eq. (4): ssthresh = max(FlightSize / 2, 2 * SMSS)."""
+        return max(st.flight_size // 2, 2 * st.mss)
+
+    def loss_window(self, st: TcpState) -> int:
+        """RFC 5681 3.1: after a retransmission timeout cwnd is the loss window, 1 SMSS."""
+        return st.mss
+
+    def on_rtt_sample(self, st: TcpState, rtt: float) -> None:
+        """A valid RTT measurement (Karn's rule already applied)."""
+
+    def on_state_change(self, st: TcpState, phase: Phase) -> None:
+        """Notify-only: the sender moved to `phase`."""
+
+    def on_recovery_exit(self, st: TcpState) -> None:
+        """Fast recovery ended by a full ACK; cwnd has been set by the recovery strategy."""
+
+
+class RenoGrowth(CongestionOps):
+    """RFC 5681 3.1 window growth shared by Tahoe, Reno, NewReno and SACK senders."""
+
+    name = "reno"
+
+    def increase_window(self, st: TcpState, acked: int) -> None:
+        if st.cwnd < st.ssthresh:
+            # Slow start: cwnd += min(N, SMSS) per ACK (eq. 2).
+            st.cwnd += min(acked, st.mss)
+        else:
+            # Congestion avoidance: cwnd += SMSS*SMSS/cwnd per ACK (eq. 3), at least 1 byte.
+            st.cwnd += max(1, st.mss * st.mss // st.cwnd)
+
+
+class FixedWindow(CongestionOps):
+    """Variant `none`: the window is the receiver's (and send buffer's); cwnd plays no part."""
+
+    name = "none"
+    limits_window = False
+
+    def increase_window(self, st: TcpState, acked: int) -> None:
+        pass
+
+    def ssthresh_after_loss(self, st: TcpState) -> int:
+        return st.ssthresh
+
+    def loss_window(self, st: TcpState) -> int:
+        return st.cwnd

@@ -1,0 +1,128 @@
+"""The TCP receiver: reassembly, cumulative ACKs, delayed ACKs (RFC 1122 4.2.3.2,
+RFC 5681 4.2), the advertised window with RFC 7323 scaling, and SACK blocks (RFC 2018).
+"""
+
+from __future__ import annotations
+
+from bisect import insort
+
+from engine.kernel import Timer
+from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.tcp.sender import SYN_OPTIONS
+
+MAX_UNSCALED_WINDOW = 65535
+MAX_WINDOW_SHIFT = 14
+MAX_SACK_BLOCKS = 4  # 40 bytes of options: 2 + 4 * 8 (no timestamps option)
+
+
+def window_shift(rcv_buf: int) -> int:
+    """RFC 7323 2.3: the smallest shift that fits the buffer into the 16-bit field."""
+    shift = 0
+    while (rcv_buf >> shift) > MAX_UNSCALED_WINDOW and shift < MAX_WINDOW_SHIFT:
+        shift += 1
+    return shift
+
+
+def advertised_window(spec) -> int:
+    """The window in bytes the receiver can advertise for a given TcpSpec."""
+    if not spec.window_scaling:
+        return min(spec.rcv_buf, MAX_UNSCALED_WINDOW)
+    shift = window_shift(spec.rcv_buf)
+    return min(spec.rcv_buf >> shift, MAX_UNSCALED_WINDOW) << shift
+
+
+class TcpReceiver:
+    def __init__(self, env, flow, spec, path: tuple):
+        self.env = env
+        self.flow = flow
+        self.path = path
+        self.wnd = advertised_window(spec)
+        self.sack = spec.sack or spec.variant == "sack"
+        self.delack_enabled = spec.delayed_ack.enabled
+        self.delack_count = spec.delayed_ack.count
+        self.delack_timeout = spec.delayed_ack.timeout
+        self.timer = Timer(env, self.send_ack)
+        self.rcv_nxt = 0
+        self.ooo: list[list[int]] = []  # sorted, disjoint [start, end) blocks above rcv_nxt
+        self.recent: tuple[int, int] | None = None  # the block of the latest arrival
+        self.pending = 0  # in-order segments not yet acknowledged
+        self.acks_sent = 0
+
+    def accept(self, pkt: Packet) -> None:
+        if pkt.kind == Kind.SYN:
+            self._send(Kind.SYNACK, TCP_IP_HEADERS + SYN_OPTIONS)
+            return
+        if pkt.kind != Kind.DATA:
+            return
+        self.flow.data_received(pkt)
+        seq = pkt.seq
+        end = seq + pkt.length
+        rcv_nxt = self.rcv_nxt
+        if seq <= rcv_nxt < end:
+            filled_gap = bool(self.ooo)
+            rcv_nxt = end
+            ooo = self.ooo
+            while ooo and ooo[0][0] <= rcv_nxt:
+                block = ooo.pop(0)
+                if block[1] > rcv_nxt:
+                    rcv_nxt = block[1]
+            self.rcv_nxt = rcv_nxt
+            self.recent = None
+            self.flow.delivered(rcv_nxt)
+            if filled_gap or not self.delack_enabled:
+                self.send_ack()  # RFC 5681 4.2: ACK at once when a gap is filled
+                return
+            self.pending += 1
+            if self.pending >= self.delack_count:
+                self.send_ack()
+            elif not self.timer.running:
+                self.timer.start(self.delack_timeout)
+            return
+        if end > rcv_nxt:
+            self._store_out_of_order(seq, end)
+        # Out of order or duplicate: an immediate (duplicate) ACK, RFC 5681 4.2.
+        self.send_ack()
+
+    def _store_out_of_order(self, seq: int, end: int) -> None:
+        insort(self.ooo, [seq, end])
+        merged: list[list[int]] = []
+        for block in self.ooo:
+            if merged and block[0] <= merged[-1][1]:
+                if block[1] > merged[-1][1]:
+                    merged[-1][1] = block[1]
+            else:
+                merged.append(block)
+        self.ooo = merged
+        for block in merged:
+            if block[0] <= seq < block[1]:
+                self.recent = (block[0], block[1])
+                break
+
+    def sack_blocks(self) -> tuple | None:
+        """RFC 2018 4: the block holding the latest segment first, then the others."""
+        if not self.sack or not self.ooo:
+            return None
+        blocks = []
+        if self.recent is not None:
+            blocks.append(self.recent)
+        for start, end in reversed(self.ooo):
+            if len(blocks) == MAX_SACK_BLOCKS:
+                break
+            if (start, end) != self.recent:
+                blocks.append((start, end))
+        return tuple(blocks)
+
+    def send_ack(self) -> None:
+        self.pending = 0
+        self.timer.stop()
+        blocks = self.sack_blocks()
+        size = TCP_IP_HEADERS if blocks is None else TCP_IP_HEADERS + 4 + 8 * len(blocks)
+        self._send(Kind.ACK, size, blocks)
+
+    def _send(self, kind: Kind, size: int, sack: tuple | None = None) -> None:
+        pkt = Packet(self.flow, kind, size, self.path, self.env.now)
+        pkt.ack = self.rcv_nxt
+        pkt.wnd = self.wnd
+        pkt.sack = sack
+        self.acks_sent += 1
+        self.path[0].accept(pkt)

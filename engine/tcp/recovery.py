@@ -1,0 +1,132 @@
+"""Loss-recovery strategies: what the sender does on duplicate ACKs and on ACKs that
+arrive while it is recovering. The sender calls them at named points; the congestion
+strategy supplies the window sizes.
+
+- `NoRecovery`: variant `none` (duplicate ACKs are ignored; only the timer recovers).
+- `TahoeRecovery`: fast retransmit, then slow start from one segment (4.3BSD-Tahoe;
+  like NS-2's Agent/TCP, it goes back N to the first unacknowledged segment).
+- `RenoRecovery`: RFC 5681 3.2 fast retransmit / fast recovery, which ends on the first
+  ACK of new data, so several losses in one window usually end in a timeout.
+- `NewRenoRecovery`: RFC 6582: stay in recovery until `recover` is acknowledged,
+  retransmitting one segment per partial ACK.
+
+`recover` (RFC 6582 section 3.2 step 1) also guards every variant against a second fast
+retransmit for losses of the same window, after a timeout's go-back-N for instance.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from engine.tcp.state import Phase
+
+if TYPE_CHECKING:
+    from engine.tcp.sender import TcpSender
+
+DUPACK_THRESHOLD = 3  # RFC 5681 3.2: the third duplicate ACK triggers fast retransmit
+
+
+class NoRecovery:
+    name = "none"
+
+    def on_dupack(self, snd: TcpSender) -> None:
+        pass
+
+    def on_new_ack(self, snd: TcpSender, acked: int) -> bool:
+        """Returns True when the ACK was consumed by recovery (no window growth)."""
+        return False
+
+
+class TahoeRecovery(NoRecovery):
+    name = "tahoe"
+
+    def on_dupack(self, snd: TcpSender) -> None:
+        st = snd.st
+        if snd.dupacks != DUPACK_THRESHOLD or st.snd_una < st.recover:
+            return
+        st.ssthresh = snd.cc.ssthresh_after_loss(st)
+        st.cwnd = st.mss
+        st.recover = st.snd_max
+        snd.fast_retransmits += 1
+        snd.go_back_n()
+        snd.set_phase(Phase.LOSS)
+
+
+class RenoRecovery(NoRecovery):
+    name = "reno"
+
+    def on_dupack(self, snd: TcpSender) -> None:
+        st = snd.st
+        if st.phase == Phase.RECOVERY:
+            # RFC 5681 3.2 step 4: each further duplicate ACK inflates cwnd by one SMSS,
+            # since a segment has left the network.
+            st.cwnd += st.mss
+            return
+        if snd.dupacks != DUPACK_THRESHOLD or st.snd_una < st.recover:
+            return
+        # Steps 2 and 3: ssthresh from FlightSize, retransmit, cwnd = ssthresh + 3*SMSS.
+        st.ssthresh = snd.cc.ssthresh_after_loss(st)
+        st.recover = st.snd_max
+        snd.fast_retransmits += 1
+        snd.retransmit_first_unacked()
+        st.cwnd = st.ssthresh + DUPACK_THRESHOLD * st.mss
+        snd.set_phase(Phase.RECOVERY)
+
+    def on_new_ack(self, snd: TcpSender, acked: int) -> bool:
+        st = snd.st
+        if st.phase != Phase.RECOVERY:
+            return False
+        # Step 6: the first ACK of new data deflates the window and ends recovery.
+        st.cwnd = st.ssthresh
+        snd.set_phase(Phase.OPEN)
+        snd.cc.on_recovery_exit(st)
+        return True
+
+
+class NewRenoRecovery(RenoRecovery):
+    name = "newreno"
+
+    def __init__(self) -> None:
+        self.partial_acks = 0
+
+    def on_dupack(self, snd: TcpSender) -> None:
+        entering = snd.st.phase != Phase.RECOVERY
+        super().on_dupack(snd)
+        if entering and snd.st.phase == Phase.RECOVERY:
+            self.partial_acks = 0
+
+    def on_new_ack(self, snd: TcpSender, acked: int) -> bool:
+        st = snd.st
+        if st.phase != Phase.RECOVERY:
+            return False
+        if st.snd_una >= st.recover:
+            # RFC 6582 3.2 step 3, full acknowledgment: option (1) of the RFC,
+            # cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), avoiding a burst.
+            st.cwnd = min(st.ssthresh, max(st.flight_size, st.mss) + st.mss)
+            snd.set_phase(Phase.OPEN)
+            snd.cc.on_recovery_exit(st)
+            return True
+        # Partial acknowledgment: retransmit the first unacknowledged segment, deflate
+        # cwnd by the amount acknowledged, add back one SMSS if that was at least SMSS.
+        snd.retransmit_first_unacked()
+        st.cwnd = max(st.cwnd - acked, st.mss)
+        if acked >= st.mss:
+            st.cwnd += st.mss
+        self.partial_acks += 1
+        if self.partial_acks > 1:
+            # RFC 6582's "Impatient" variant resets the retransmit timer on the first
+            # partial ACK only, so a long recovery ends in a timeout rather than dragging.
+            snd.keep_rto = True
+        return True
+
+
+def recovery_for(spec):
+    """The recovery strategy for a TcpSpec (SACK recovery arrives with the `sack` flag)."""
+    variant = spec.variant
+    if variant == "none":
+        return NoRecovery()
+    if variant == "tahoe":
+        return TahoeRecovery()
+    if variant == "reno":
+        return RenoRecovery()
+    return NewRenoRecovery()

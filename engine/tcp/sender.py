@@ -1,0 +1,249 @@
+"""The TCP sender's state machine, shared by every variant: sequence space, the three-way
+handshake, the send window, ACK processing, the retransmission timer (RFC 6298) and the
+points where the congestion-control and recovery strategies are called.
+
+Sequence numbers count payload bytes from 0; the SYN is outside that space. The
+application (a bulk transfer) has `limit` bytes to send, or unlimited until it stops.
+"""
+
+from __future__ import annotations
+
+from engine.kernel import Timer
+from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.tcp.rtt import RttEstimator
+from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
+
+# SYN options: MSS (4), window scale (3) + NOP, SACK-permitted (2) + 2 NOPs.
+SYN_OPTIONS = 12
+
+
+class TcpSender:
+    def __init__(self, env, flow, spec, limit: float, path: tuple, cc, recovery, rwnd: int):
+        self.env = env
+        self.flow = flow
+        self.spec = spec
+        self.path = path
+        self.cc = cc
+        self.recovery = recovery
+        self.st = st = TcpState(spec.mss, spec.initial_cwnd)
+        cc.init(st)
+        st.recover = 0
+        self.limit = limit  # bytes the application wants sent (inf: unlimited)
+        self.snd_buf = spec.snd_buf if spec.snd_buf is not None else INFINITE_WINDOW
+        self.rwnd = rwnd  # the peer's advertised window; learned from the SYN-ACK
+        self.rtt = RttEstimator(spec.initial_rto, spec.min_rto, spec.max_rto)
+        self.timer = Timer(env, self.on_timeout)
+        self.established = not spec.handshake
+        self.syn_sent_at: float | None = None
+        self.syn_retries = 0
+        self.dupacks = 0
+        self.keep_rto = False
+        self.timed_seq: int | None = None  # one segment timed at a time (Karn's rule)
+        self.timed_at = 0.0
+        self.probe = None
+        # counters read by the recorder
+        self.segments_sent = 0
+        self.retransmissions = 0
+        self.timeouts = 0
+        self.fast_retransmits = 0
+        self.dup_acks = 0
+
+    # --- application side -------------------------------------------------------------
+
+    def open(self) -> None:
+        """The application starts the transfer: SYN, or data at once without a handshake."""
+        if self.spec.handshake:
+            self._send_syn()
+        else:
+            self.try_send()
+
+    def stop(self) -> None:
+        """The application stops producing data: nothing beyond what was already sent."""
+        self.limit = min(self.limit, self.st.snd_max)
+
+    # --- sending ----------------------------------------------------------------------
+
+    def window(self) -> int:
+        w = self.rwnd if self.rwnd < self.snd_buf else self.snd_buf
+        if self.cc.limits_window and self.st.cwnd < w:
+            return self.st.cwnd
+        return w
+
+    def try_send(self) -> None:
+        """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
+        if not self.established:
+            return
+        st = self.st
+        mss = st.mss
+        limit = self.limit
+        sent = False
+        while st.snd_nxt < limit:
+            length = limit - st.snd_nxt
+            if length > mss:
+                length = mss
+            usable = st.snd_una + self.window() - st.snd_nxt
+            if usable < length:
+                # Sender-side silly-window avoidance: a short segment only when nothing
+                # is outstanding (otherwise wait for the window to open by a full one).
+                if usable <= 0 or st.snd_nxt != st.snd_una:
+                    break
+                length = usable
+            self._send_data(st.snd_nxt, int(length))
+            st.snd_nxt += int(length)
+            if st.snd_nxt > st.snd_max:
+                st.snd_max = st.snd_nxt
+            sent = True
+        if sent and self.probe is not None:
+            self.probe.on_send(self)
+
+    def _send_data(self, seq: int, length: int) -> None:
+        env = self.env
+        now = env.now
+        pkt = Packet(self.flow, Kind.DATA, length + TCP_IP_HEADERS, self.path, now)
+        pkt.seq = seq
+        pkt.length = length
+        self.segments_sent += 1
+        if seq < self.st.snd_max:
+            self.retransmissions += 1
+            # Karn: no sample across a retransmission (the ACK would be ambiguous or
+            # would include the recovery's delay), as BSD clears t_rtt.
+            self.timed_seq = None
+        elif self.timed_seq is None:
+            self.timed_seq = seq
+            self.timed_at = now
+        if not self.timer.running:
+            self.timer.start(self.rtt.rto)  # RFC 6298 5.1
+        self.flow.data_sent(pkt)
+        self.path[0].accept(pkt)
+
+    def retransmit_first_unacked(self) -> None:
+        """Resend the segment at snd_una (fast retransmit, partial ACKs)."""
+        st = self.st
+        length = min(st.mss, st.snd_max - st.snd_una)
+        if length > 0:
+            self._send_data(st.snd_una, length)
+            self.restart_rto()
+
+    def go_back_n(self) -> None:
+        """Resume sending from the first unacknowledged byte (timeouts; Tahoe)."""
+        st = self.st
+        st.snd_nxt = st.snd_una
+        self.timed_seq = None
+        self.timer.stop()
+
+    def restart_rto(self) -> None:
+        self.timer.start(self.rtt.rto)
+
+    def set_phase(self, phase: Phase) -> None:
+        self.st.phase = phase
+        self.cc.on_state_change(self.st, phase)
+
+    def _send_syn(self) -> None:
+        now = self.env.now
+        pkt = Packet(self.flow, Kind.SYN, TCP_IP_HEADERS + SYN_OPTIONS, self.path, now)
+        self.syn_sent_at = now if self.syn_retries == 0 else None
+        self.timer.start(self.rtt.rto)
+        self.path[0].accept(pkt)
+
+    # --- receiving ACKs ---------------------------------------------------------------
+
+    def accept(self, pkt: Packet) -> None:
+        """An ACK (or SYN-ACK) from the receiver reaches the sender."""
+        if pkt.kind == Kind.SYNACK:
+            self._on_synack(pkt)
+        elif self.established:
+            self._on_ack(pkt)
+
+    def _on_synack(self, pkt: Packet) -> None:
+        if self.established:
+            return
+        self.established = True
+        self.rwnd = pkt.wnd
+        self.timer.stop()
+        if self.syn_sent_at is not None:
+            self._rtt_sample(self.env.now - self.syn_sent_at)
+        elif self.syn_retries:
+            self.rtt.reset_for_data_after_syn_loss()
+        self.try_send()
+
+    def _on_ack(self, pkt: Packet) -> None:
+        st = self.st
+        ack = pkt.ack
+        if ack > st.snd_max:
+            return  # acknowledges data never sent: ignore (RFC 793)
+        st.now = self.env.now
+        if ack > st.snd_una:
+            acked = ack - st.snd_una
+            if self.timed_seq is not None and ack > self.timed_seq:
+                self._rtt_sample(st.now - self.timed_at)
+                self.timed_seq = None
+            st.snd_una = ack
+            if st.snd_nxt < ack:
+                st.snd_nxt = ack
+            self.rwnd = pkt.wnd
+            self.dupacks = 0
+            if st.phase == Phase.LOSS and ack >= st.recover:
+                self.set_phase(Phase.OPEN)
+            if not self.recovery.on_new_ack(self, acked) and self._may_grow():
+                self.cc.increase_window(st, acked)
+            # RFC 6298 5.2/5.3: stop the timer when all is acknowledged, else restart it.
+            if st.snd_una >= st.snd_max:
+                self.timer.stop()
+            elif self.keep_rto:
+                self.keep_rto = False
+            else:
+                self.timer.start(self.rtt.rto)
+        elif (ack == st.snd_una and st.snd_max > st.snd_una and pkt.wnd == self.rwnd):
+            # RFC 5681 section 2: a duplicate ACK (no data, same ACK, same window,
+            # data outstanding).
+            self.dupacks += 1
+            self.dup_acks += 1
+            self.recovery.on_dupack(self)
+        else:
+            self.rwnd = pkt.wnd
+        self.try_send()
+        if self.probe is not None:
+            self.probe.on_ack(self)
+
+    def _may_grow(self) -> bool:
+        """Grow cwnd only while it is what limits sending (RFC 7661's principle): a sender
+        held back by the receive window or send buffer has not validated a larger cwnd."""
+        return self.st.cwnd < min(self.rwnd, self.snd_buf)
+
+    def _rtt_sample(self, r: float) -> None:
+        self.rtt.sample(r)
+        st = self.st
+        st.srtt = self.rtt.srtt
+        st.last_rtt = r
+        if r < st.min_rtt:
+            st.min_rtt = r
+        self.cc.on_rtt_sample(st, r)
+        self.flow.rtt_sample(r)
+
+    # --- the retransmission timer -------------------------------------------------------
+
+    def on_timeout(self) -> None:
+        if not self.established:
+            self.syn_retries += 1
+            self.timeouts += 1
+            self.rtt.backoff()
+            self._send_syn()
+            return
+        st = self.st
+        if st.snd_una >= st.snd_max:
+            return
+        self.timeouts += 1
+        st.now = self.env.now
+        # RFC 5681 3.1: ssthresh from FlightSize on the first timeout of a segment; held
+        # constant when the same segment times out again.
+        if self.rtt.backoffs == 0:
+            st.ssthresh = self.cc.ssthresh_after_loss(st)
+        st.cwnd = self.cc.loss_window(st)
+        st.recover = st.snd_max  # RFC 6582 3.2 step 4
+        self.dupacks = 0
+        self.set_phase(Phase.LOSS)
+        self.rtt.backoff()  # RFC 6298 5.5
+        self.go_back_n()  # 5.4: retransmit the earliest unacknowledged segment first
+        self.try_send()
+        if self.probe is not None:
+            self.probe.on_ack(self)

@@ -1,0 +1,53 @@
+"""The congestion-control state record shared by the sender and its strategies.
+
+Like ns-3's TcpSocketState: plain data, no behaviour. Windows are in bytes.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Phase(IntEnum):
+    """The sender's congestion phase (Linux's tcp_ca_state, RFC 5681's vocabulary)."""
+
+    OPEN = 0  # no loss detected: slow start or congestion avoidance
+    DISORDER = 1  # duplicate ACKs seen, below the fast-retransmit threshold
+    RECOVERY = 2  # fast recovery after fast retransmit (RFC 5681 3.2, RFC 6582, RFC 6675)
+    LOSS = 3  # after a retransmission timeout, until snd_una passes `recover`
+
+
+INFINITE_WINDOW = 1 << 62
+
+
+class TcpState:
+    __slots__ = (
+        "mss", "cwnd", "ssthresh", "phase", "initial_cwnd",
+        "snd_una", "snd_nxt", "snd_max", "recover",
+        "srtt", "min_rtt", "last_rtt", "now",
+    )
+
+    def __init__(self, mss: int, initial_cwnd_segments: int):
+        self.mss = mss
+        self.initial_cwnd = initial_cwnd_segments * mss
+        self.cwnd = self.initial_cwnd
+        # RFC 5681 3.1: the initial ssthresh SHOULD be set arbitrarily high.
+        self.ssthresh = INFINITE_WINDOW
+        self.phase = Phase.OPEN
+        self.snd_una = 0
+        self.snd_nxt = 0
+        self.snd_max = 0
+        self.recover = 0
+        self.srtt = 0.0
+        self.min_rtt = float("inf")
+        self.last_rtt = 0.0
+        self.now = 0.0
+
+    @property
+    def flight_size(self) -> int:
+        """RFC 5681 FlightSize: data sent but not yet cumulatively acknowledged."""
+        return self.snd_max - self.snd_una
+
+    @property
+    def in_slow_start(self) -> bool:
+        return self.cwnd < self.ssthresh
