@@ -50,6 +50,7 @@ class Network:
                 self.ports[(link.id, src, dst)] = port
         self.flows: list = []
         self.pending: set[str] = set()
+        self.finished = False  # every finite flow is done and stop_when_done holds
         self.done = env.event()
         for spec in scenario.flows:
             fwd = self._path(spec.src, spec.dst)
@@ -74,7 +75,8 @@ class Network:
 
     def _flow_done(self, flow) -> None:
         self.pending.discard(flow.id)
-        if not self.pending and self.scenario.stop_when_done and not self.done.triggered:
+        if not self.pending and self.scenario.stop_when_done and not self.finished:
+            self.finished = True
             self.done.succeed()
 
     def _sampler(self, interval: float):
@@ -111,13 +113,11 @@ def simulate(
     env = net.env
     duration = float(scenario.duration)
     net.done.callbacks.append(StopSimulation.callback)
-    if not net.pending and scenario.stop_when_done and not net.flows:
-        net.done.succeed()
     step = duration / SLICES
     while True:
         target = min(duration, env.now + step)
         env.run(until=target)
-        if net.done.processed or env.now >= duration:
+        if net.finished or env.now >= duration:
             break
         if progress is not None:
             progress(_fraction(net, duration))

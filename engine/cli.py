@@ -1,0 +1,165 @@
+"""`python -m engine`: run a preset or scenario file, list presets, run a study locally.
+
+    python -m engine run PRESET_OR_FILE [--json] [--seed N]
+    python -m engine presets
+    python -m engine study NAME_OR_FILE [--json] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from engine.presets import UnknownPreset, list_presets, load_preset, load_study, preset_names
+from engine.scenario import Scenario, load_scenario
+from engine.simulation import simulate
+from engine.study import Point, StudyError, StudySpec, expand, resolve_base
+
+
+def _load(target: str) -> Scenario:
+    if Path(target).is_file():
+        return load_scenario(Path(target))
+    return load_preset(target)
+
+
+def _fmt(x, unit: str = "", digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:,.{digits}f}{unit}"
+    return f"{x:,}{unit}"
+
+
+def print_result(result, out=sys.stdout) -> None:
+    w = out.write
+    w(f"sim_time {result.sim_time:.3f} s   events {result.events:,}   "
+      f"wall {result.wall_time:.2f} s   seed {result.seed}   engine {result.engine_version}\n")
+    for warning in result.warnings:
+        w(f"warning: {warning}\n")
+    w("\nflows\n")
+    for fid, f in result.flows.items():
+        if f.kind == "tcp":
+            w(f"  {fid:<12} completed={f.completed} time={_fmt(f.completion_time, ' s')} "
+              f"goodput={_fmt(f.goodput_bps / 1e3, ' kbit/s', 1)} "
+              f"delivered={_fmt(f.bytes_delivered, ' B')} segs={f.segments_sent:,} "
+              f"retx={f.retransmissions} timeouts={f.timeouts} fast_retx={f.fast_retransmits} "
+              f"rtt_mean={_fmt(f.rtt_mean, ' s')} cwnd_max={f.cwnd_max:,}\n")
+        else:
+            w(f"  {fid:<12} sent={f.packets_sent:,} received={f.packets_received:,} "
+              f"dropped={f.packets_dropped:,} throughput={_fmt(f.throughput_bps / 1e3, ' kbit/s', 1)} "
+              f"delay_mean={_fmt(f.delay_mean, ' s')}\n")
+    w("\nlinks (per direction)\n")
+    for key, link in result.links.items():
+        if link.packets == 0 and link.drops == 0:
+            continue
+        w(f"  {key:<28} util={link.utilization:6.1%} packets={link.packets:,} "
+          f"drops={link.drops} err={link.error_drops} queue_mean={link.queue_mean:.2f} "
+          f"queue_max={link.queue_max} qdelay={link.queue_delay_mean * 1e3:.2f} ms\n")
+    if result.diagnosis:
+        w("\ndiagnosis\n")
+        for fid, d in result.diagnosis.items():
+            b = d.bounds
+            w(f"  {fid}: limit = {d.limit}  (link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
+              f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
+              f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
+              f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n")
+            w(f"    {d.advice}\n")
+
+
+def _run_point(args: tuple[Scenario, int]):
+    scenario, seed = args
+    return simulate(scenario, seed=seed)
+
+
+def run_study(spec: StudySpec, jobs: int) -> list[tuple[Point, int, object]]:
+    points = expand(spec, resolve_base(spec))
+    tasks = [(p.scenario, seed) for p in points for seed in p.seeds]
+    keys = [(p, seed) for p in points for seed in p.seeds]
+    if jobs > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_run_point, tasks))
+    else:
+        results = [_run_point(t) for t in tasks]
+    return [(p, seed, r) for (p, seed), r in zip(keys, results, strict=True)]
+
+
+def _study_spec(target: str) -> StudySpec:
+    if Path(target).is_file():
+        import yaml
+
+        data = yaml.safe_load(Path(target).read_text())
+        data.pop("name", None)
+        data.pop("description", None)
+        return StudySpec.model_validate(data)
+    return StudySpec.model_validate(load_study(target))
+
+
+def print_study(rows, out=sys.stdout) -> None:
+    paths = list(rows[0][0].parameters) if rows else []
+    header = " | ".join(p.split(".")[-2] + "." + p.split(".")[-1] for p in paths)
+    out.write(f"{header} | seed | flow | time s | goodput kbit/s | retx | timeouts | limit\n")
+    for point, seed, result in rows:
+        values = " | ".join(str(point.parameters[p]) for p in paths)
+        mark = " (baseline)" if point.is_baseline else ""
+        for fid, f in result.flows.items():
+            if f.kind != "tcp":
+                continue
+            limit = result.diagnosis[fid].limit if fid in result.diagnosis else "-"
+            out.write(f"{values}{mark} | {seed} | {fid} | {_fmt(f.completion_time, '', 1)} | "
+                      f"{f.goodput_bps / 1e3:,.1f} | {f.retransmissions} | {f.timeouts} | "
+                      f"{limit}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="simulate a preset or a scenario file (JSON or YAML)")
+    run.add_argument("target")
+    run.add_argument("--json", action="store_true", help="print the Result as JSON")
+    run.add_argument("--seed", type=int, default=None)
+    sub.add_parser("presets", help="list presets")
+    study = sub.add_parser("study", help="run a study (sweep) locally")
+    study.add_argument("target")
+    study.add_argument("--json", action="store_true")
+    study.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "presets":
+            for info in list_presets():
+                print(f"{info.name:<24} {info.kind:<8} {info.description}")
+            return 0
+        if args.command == "run":
+            result = simulate(_load(args.target), seed=args.seed)
+            if args.json:
+                sys.stdout.write(result.model_dump_json() + "\n")
+            else:
+                print_result(result)
+            return 0
+        rows = run_study(_study_spec(args.target), max(1, args.jobs))
+        if args.json:
+            points = [{"parameters": p.parameters, "seed": seed, "baseline": p.is_baseline,
+                       "result": r.model_dump(mode="json")} for p, seed, r in rows]
+            sys.stdout.write(json.dumps({"points": points}) + "\n")
+        else:
+            print_study(rows)
+        return 0
+    except UnknownPreset as exc:
+        print(f"error: {exc}; or give a scenario file path", file=sys.stderr)
+    except ValidationError as exc:
+        print(f"error: invalid scenario:\n{exc}", file=sys.stderr)
+    except StudyError as exc:
+        print(f"error: {'.'.join(map(str, exc.loc))}: {exc.message}", file=sys.stderr)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    return 2
+
+
+__all__ = ["main", "preset_names"]
