@@ -1,0 +1,816 @@
+"""The scenario language: the pydantic models of SCENARIO.md and their whole-scenario rules.
+
+Owns what a client posts and the engine simulates: `Scenario` and its parts, the checks
+that need the whole scenario (unique ids, references, routes, MTU) reported at the
+offending field's path, the canonical JSON and hash that identify what is simulated,
+advisory `warnings()`, and `load_scenario` for JSON or YAML text and files.
+
+After validation every quantity is an SI number (seconds, bytes, bit/s; see
+engine.units), so a scenario dumps, hashes and round-trips the same however it was written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
+
+from engine.routing import Hop, Topology, bottleneck_link, narrowest_link
+from engine.units import ByteSize, Duration, Rate, format_duration, format_rate, format_size
+
+__all__ = [
+    "DelayedAckSpec",
+    "Flow",
+    "FrSwitchSpec",
+    "FrameRelaySpec",
+    "Link",
+    "LossSpec",
+    "Node",
+    "Pvc",
+    "QueueSpec",
+    "Scenario",
+    "ScenarioFormatError",
+    "TcpBulkFlow",
+    "TcpSpec",
+    "UdpCbrFlow",
+    "load_scenario",
+]
+
+# Ids appear in dotted parameter paths ("flows.backup.tcp.rcv_buf") and series keys
+# ("link.access1.branch>cloud"), so they cannot contain dots, '>' or ':'.
+Id = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+]
+PositiveDuration = Annotated[Duration, Field(gt=0)]
+PositiveByteSize = Annotated[ByteSize, Field(gt=0)]
+PositiveRate = Annotated[Rate, Field(gt=0)]
+Probability = Annotated[float, Field(ge=0, le=1)]
+
+IP_TCP_HEADERS = 40  # bytes of IPv4 + TCP headers without options: MSS <= MTU - 40
+IP_UDP_HEADERS = 28
+MAX_UNSCALED_WINDOW = 65_535
+MAX_SCALED_WINDOW = 65_535 << 14  # RFC 7323 section 2.3: shift count at most 14
+MAX_ITEMS = 10_000  # per list: keeps validation and routing bounded for any request
+
+
+class _Errors:
+    """Line errors with their own `loc`, raised together as one ValidationError."""
+
+    def __init__(self, title: str) -> None:
+        """Start an empty collection for the model named `title`."""
+        self.title = title
+        self.lines: list[InitErrorDetails] = []
+
+    def add(self, loc: tuple[str | int, ...], error_type: str, message: str, value: Any) -> None:
+        """Record an error of `error_type` at `loc` (relative to the model validated)."""
+        self.lines.append(
+            {"type": PydanticCustomError(error_type, message), "loc": loc, "input": value}
+        )
+
+    def raise_if_any(self) -> None:
+        """Raise the recorded errors; pydantic prefixes each loc with the model's own path."""
+        if self.lines:
+            raise ValidationError.from_exception_data(self.title, self.lines)
+
+
+class _Model(BaseModel):
+    """Base of every scenario model: unknown fields are errors, docstrings document fields."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class Node(_Model):
+    """A host (ends flows), a router, or a Frame Relay switch."""
+
+    id: Id
+    kind: Literal["host", "router", "fr_switch"]
+
+
+class QueueSpec(_Model):
+    """The egress queue of each direction of a link."""
+
+    discipline: Literal["droptail", "red"] = "droptail"
+    limit_packets: int | None = Field(default=None, ge=1)
+    """Queue capacity in packets; 100 when neither limit is given."""
+    limit_bytes: PositiveByteSize | None = None
+    """Queue capacity in bytes, instead of limit_packets."""
+    min_th: float = Field(default=5, gt=0)
+    """RED: average queue (packets) where early drops start."""
+    max_th: float = Field(default=15, gt=0)
+    """RED: average queue (packets) where the drop probability reaches max_p."""
+    max_p: float = Field(default=0.1, gt=0, le=1)
+    """RED: drop probability at max_th."""
+    weight: float = Field(default=0.002, gt=0, le=1)
+    """RED: weight of the exponential moving average of the queue length."""
+    gentle: bool = False
+    """RED: ramp from max_p to 1 between max_th and 2 * max_th instead of dropping all."""
+
+    @model_validator(mode="after")
+    def _check(self) -> QueueSpec:
+        """One limit at most (100 packets by default); RED thresholds in order."""
+        errors = _Errors("QueueSpec")
+        if self.limit_packets is not None and self.limit_bytes is not None:
+            errors.add(
+                ("limit_bytes",),
+                "exclusive_fields",
+                "give limit_packets or limit_bytes, not both",
+                self.limit_bytes,
+            )
+        if self.min_th >= self.max_th:
+            errors.add(
+                ("max_th",),
+                "invalid_range",
+                f"max_th {self.max_th:g} must be greater than min_th {self.min_th:g}",
+                self.max_th,
+            )
+        errors.raise_if_any()
+        if self.limit_packets is None and self.limit_bytes is None:
+            self.limit_packets = 100  # here, not as a field default, so limit_bytes can replace it
+        return self
+
+
+# Which LossSpec fields each loss model takes; the others must keep their defaults.
+_LOSS_FIELDS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "bernoulli": ("rate",),
+    "ber": ("ber",),
+    "gilbert_elliott": ("p_gb", "p_bg", "loss_good", "loss_bad"),
+    "script": ("drop",),
+}
+_LOSS_REQUIRED = {"bernoulli": ("rate",), "ber": ("ber",), "gilbert_elliott": ("p_gb", "p_bg")}
+
+
+class LossSpec(_Model):
+    """Random or scripted packet loss on a link."""
+
+    model: Literal["none", "bernoulli", "ber", "gilbert_elliott", "script"] = "none"
+    rate: Probability | None = None
+    """bernoulli: probability that a packet is lost."""
+    ber: float | None = Field(default=None, ge=0, lt=1)
+    """ber: bit error rate; a packet of n bits is lost with probability 1 - (1 - ber)^n."""
+    p_gb: Probability | None = None
+    """gilbert_elliott: probability of moving from the good to the bad state, per packet."""
+    p_bg: Probability | None = None
+    """gilbert_elliott: probability of moving from the bad to the good state, per packet."""
+    loss_good: Probability = 0.0
+    """gilbert_elliott: loss probability in the good state."""
+    loss_bad: Probability = 1.0
+    """gilbert_elliott: loss probability in the bad state."""
+    drop: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, max_length=100_000)
+    """script: 0-based indices of the data packets crossing the link that are dropped."""
+    direction: Literal["a_to_b", "b_to_a", "both"] = "both"
+    """Which direction of the link loses packets."""
+
+    @field_validator("drop")
+    @classmethod
+    def _sorted_unique(cls, drop: list[int]) -> list[int]:
+        """Sort and deduplicate, so equal scripts compare and hash alike."""
+        return sorted(set(drop))
+
+    @model_validator(mode="after")
+    def _check(self) -> LossSpec:
+        """Each model's required fields are given; other models' fields are not."""
+        errors = _Errors("LossSpec")
+        takes = _LOSS_FIELDS[self.model]
+        for name in _LOSS_REQUIRED.get(self.model, ()):
+            if getattr(self, name) is None:
+                errors.add((name,), "missing", f"loss model {self.model!r} needs {name}", None)
+        if self.model == "script" and not self.drop:
+            errors.add(
+                ("drop",), "missing", "loss model 'script' needs drop: packet indices", self.drop
+            )
+        for name in ("rate", "ber", "p_gb", "p_bg", "loss_good", "loss_bad", "drop"):
+            value = getattr(self, name)
+            if name not in takes and value != LossSpec.model_fields[name].get_default(
+                call_default_factory=True
+            ):
+                accepted = ", ".join(takes) or "no parameters"
+                errors.add(
+                    (name,),
+                    "field_not_allowed",
+                    f"{name} does not apply to loss model {self.model!r} (it takes {accepted})",
+                    value,
+                )
+        errors.raise_if_any()
+        return self
+
+
+class Link(_Model):
+    """A full-duplex point-to-point link; each direction has its own egress queue."""
+
+    id: Id
+    a: str
+    b: str
+    rate: PositiveRate
+    """Line rate of each direction."""
+    delay: Duration = 0.0
+    """One-way propagation delay."""
+    encap: Literal["ethernet", "ppp", "hdlc", "frame_relay", "atm_aal5", "mpls"] = "ethernet"
+    """Link-layer encapsulation: per-packet overhead, and the cell tax for ATM."""
+    mtu: int = Field(default=1500, ge=68, le=65535)
+    """Largest IP packet the link carries, in bytes."""
+    queue: QueueSpec = Field(default_factory=QueueSpec)
+    loss: LossSpec = Field(default_factory=LossSpec)
+
+
+class FrSwitchSpec(_Model):
+    """Congestion behaviour of every Frame Relay switch, as fractions of queue capacity."""
+
+    congestion_threshold: float = Field(default=0.5, gt=0, le=1)
+    """Queue fill above which frames are marked FECN (forward) and BECN (backward)."""
+    de_discard_threshold: float = Field(default=0.75, gt=0, le=1)
+    """Queue fill above which frames marked DE (discard eligible) are dropped first."""
+
+    @model_validator(mode="after")
+    def _check(self) -> FrSwitchSpec:
+        """Congestion marking starts no later than DE discard."""
+        errors = _Errors("FrSwitchSpec")
+        if self.congestion_threshold > self.de_discard_threshold:
+            errors.add(
+                ("de_discard_threshold",),
+                "invalid_range",
+                f"de_discard_threshold {self.de_discard_threshold:g} must be at least "
+                f"congestion_threshold {self.congestion_threshold:g}",
+                self.de_discard_threshold,
+            )
+        errors.raise_if_any()
+        return self
+
+
+class Pvc(_Model):
+    """A permanent virtual circuit between two routers across the Frame Relay cloud."""
+
+    id: Id
+    dlci: int = Field(ge=16, le=1007)
+    """Data link connection identifier (16-1007 are the user DLCIs)."""
+    src: str
+    """Router at the PVC's forward entry."""
+    dst: str
+    """Router at the PVC's forward exit."""
+    cir: PositiveRate
+    """Committed information rate."""
+    bc: int | None = Field(default=None, gt=0)
+    """Committed burst in bits per interval Tc = bc / cir; default cir x 1 s."""
+    be: int = Field(default=0, ge=0)
+    """Excess burst in bits per Tc: sent marked DE; beyond bc + be frames are dropped."""
+    becn_shaping: bool = False
+    """Halve the sending rate on BECN, down to min_cir (adaptive shaping)."""
+    min_cir: PositiveRate | None = None
+    """Floor of BECN shaping; None means cir / 2."""
+    residual_error_rate: float = Field(default=0.0, ge=0, lt=1)
+    """Probability that a frame is corrupted inside the cloud."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Pvc:
+        """Default bc to one second of CIR; min_cir cannot exceed cir."""
+        errors = _Errors("Pvc")
+        if self.min_cir is not None and self.min_cir > self.cir:
+            errors.add(
+                ("min_cir",),
+                "invalid_range",
+                f"min_cir {format_rate(self.min_cir)} exceeds cir {format_rate(self.cir)}",
+                self.min_cir,
+            )
+        errors.raise_if_any()
+        if self.bc is None:
+            self.bc = max(1, round(self.cir))  # Tc = 1 s, the usual default
+        return self
+
+
+class FrameRelaySpec(_Model):
+    """Frame Relay switching behaviour and the PVCs across the cloud."""
+
+    switch: FrSwitchSpec = Field(default_factory=FrSwitchSpec)
+    pvcs: list[Pvc] = Field(default_factory=list, max_length=MAX_ITEMS)
+
+
+class DelayedAckSpec(_Model):
+    """Receiver delayed ACKs (RFC 1122 4.2.3.2, RFC 5681 4.2)."""
+
+    enabled: bool = True
+    count: int = Field(default=2, ge=1)
+    """ACK at least every `count` full-sized segments."""
+    timeout: Duration = Field(default=0.2, gt=0, le=0.5)
+    """Longest delay of an ACK; RFC 1122 caps it at 0.5 s."""
+
+
+class TcpSpec(_Model):
+    """TCP sender and receiver settings of a tcp_bulk flow."""
+
+    variant: Literal["none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic"] = "newreno"
+    """Congestion control; `none` is a fixed window with go-back-N on timeout."""
+    sack: bool = False
+    """SACK loss recovery (RFC 6675) under any variant."""
+    mss: int = Field(default=1460, ge=64)
+    """Maximum segment size in bytes; at most path MTU - 40."""
+    rcv_buf: PositiveByteSize = 65535
+    """Receive buffer, the advertised window; above 65,535 B it needs window_scaling."""
+    snd_buf: PositiveByteSize | None = None
+    """Send buffer; None means no limit."""
+    window_scaling: bool = False
+    """RFC 7323 window scale option."""
+    initial_cwnd: int = Field(default=1, ge=1, le=100)
+    """Initial congestion window in segments."""
+    delayed_ack: DelayedAckSpec = Field(default_factory=DelayedAckSpec)
+    min_rto: PositiveDuration = 1.0
+    """Lower bound of the retransmission timeout (RFC 6298 2.4)."""
+    max_rto: PositiveDuration = 60.0
+    """Upper bound of the retransmission timeout (RFC 6298 2.5)."""
+    initial_rto: PositiveDuration = 1.0
+    """Retransmission timeout before the first RTT sample (RFC 6298 2.1)."""
+    handshake: bool = True
+    """Open with SYN / SYN-ACK, counted in the completion time."""
+    vegas_alpha: float = Field(default=2, gt=0)
+    """vegas: fewest extra segments queued in the path before cwnd grows no more."""
+    vegas_beta: float = Field(default=4, gt=0)
+    """vegas: most extra segments queued in the path before cwnd shrinks."""
+    vegas_gamma: float = Field(default=1, gt=0)
+    """vegas: extra segments queued that end slow start."""
+    cubic_c: float = Field(default=0.4, gt=0)
+    """cubic: scaling constant C (RFC 9438)."""
+    cubic_beta: float = Field(default=0.7, gt=0, lt=1)
+    """cubic: multiplicative decrease factor (RFC 9438)."""
+    cubic_fast_convergence: bool = True
+    cubic_tcp_friendliness: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> TcpSpec:
+        """RTO bounds and Vegas thresholds in order."""
+        errors = _Errors("TcpSpec")
+        if self.min_rto > self.max_rto:
+            errors.add(
+                ("max_rto",),
+                "invalid_range",
+                f"max_rto {format_duration(self.max_rto)} is below "
+                f"min_rto {format_duration(self.min_rto)}",
+                self.max_rto,
+            )
+        if self.vegas_alpha > self.vegas_beta:
+            errors.add(
+                ("vegas_beta",),
+                "invalid_range",
+                f"vegas_beta {self.vegas_beta:g} is below vegas_alpha {self.vegas_alpha:g}",
+                self.vegas_beta,
+            )
+        errors.raise_if_any()
+        return self
+
+
+class _FlowBase(_Model):
+    """Fields every flow has."""
+
+    id: Id
+    src: str
+    """Sending host."""
+    dst: str
+    """Receiving host."""
+    start: Duration = 0.0
+    """When the flow starts, in simulated time."""
+    stop: Duration | None = None
+    """When the flow stops sending; None means at the end of the run."""
+
+    @model_validator(mode="after")
+    def _check_times(self) -> _FlowBase:
+        """A flow stops after it starts."""
+        errors = _Errors(type(self).__name__)
+        if self.stop is not None and self.stop <= self.start:
+            errors.add(
+                ("stop",),
+                "invalid_range",
+                f"stop {format_duration(self.stop)} must be after start "
+                f"{format_duration(self.start)}",
+                self.stop,
+            )
+        errors.raise_if_any()
+        return self
+
+
+class TcpBulkFlow(_FlowBase):
+    """An FTP-like bulk transfer over TCP."""
+
+    kind: Literal["tcp_bulk"]
+    bytes: PositiveByteSize | None = None
+    """File size; None means unlimited until stop or the end of the run."""
+    tcp: TcpSpec = Field(default_factory=TcpSpec)
+
+
+class UdpCbrFlow(_FlowBase):
+    """Constant-bit-rate UDP traffic."""
+
+    kind: Literal["udp_cbr"]
+    rate: PositiveRate
+    """Sending rate of UDP payload."""
+    packet_size: Annotated[ByteSize, Field(ge=1, le=65507)] = 512
+    """UDP payload bytes per datagram."""
+
+
+# pydantic's own error types; rebuilding one of them by name regenerates its message.
+_KNOWN_ERROR_TYPES = frozenset(get_args(core_schema.ErrorType))
+
+
+def _without_union_tag(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Drop the union tag from error locs: `flows.0.bytes`, not `flows.0.tcp_bulk.bytes`.
+
+    Paths in errors then match the document the client sent (and our own whole-scenario
+    errors), which is what problem+json reports.
+    """
+    try:
+        return handler(value)
+    except ValidationError as exc:
+        tag = value.get("kind") if isinstance(value, Mapping) else getattr(value, "kind", None)
+        lines: list[InitErrorDetails] = []
+        for error in exc.errors():
+            loc = error["loc"]
+            if tag is not None and loc[:1] == (tag,):
+                loc = loc[1:]
+            line: InitErrorDetails
+            if error["type"] in _KNOWN_ERROR_TYPES:
+                line = {"type": error["type"], "loc": loc, "input": error["input"]}
+                if "ctx" in error:
+                    line["ctx"] = error["ctx"]
+            else:
+                error_type = PydanticCustomError(error["type"], error["msg"])
+                line = {"type": error_type, "loc": loc, "input": error["input"]}
+            lines.append(line)
+        raise ValidationError.from_exception_data(exc.title, lines) from None
+
+
+Flow = Annotated[
+    Annotated[TcpBulkFlow | UdpCbrFlow, Field(discriminator="kind")],
+    WrapValidator(_without_union_tag),
+]
+
+
+class Scenario(_Model):
+    """A complete simulation: topology, Frame Relay PVCs, traffic, and run settings."""
+
+    name: str = Field(min_length=1, max_length=200)
+    description: str = Field(default="", max_length=10_000)
+    seed: int = Field(default=1, ge=0, lt=2**63)
+    """Run seed; a run request may override it."""
+    duration: PositiveDuration = 3600.0
+    """Simulated-time cap."""
+    stop_when_done: bool = True
+    """End the run when every finite flow has finished."""
+    sample_interval: PositiveDuration = 0.1
+    """Sampling period of rate-type series."""
+    nodes: list[Node] = Field(min_length=2, max_length=MAX_ITEMS)
+    links: list[Link] = Field(min_length=1, max_length=MAX_ITEMS)
+    frame_relay: FrameRelaySpec | None = None
+    flows: list[Flow] = Field(min_length=1, max_length=MAX_ITEMS)
+
+    @model_validator(mode="after")
+    def _check_whole(self) -> Scenario:
+        """Cross-references: unique ids, existing endpoints, a route and a fitting MSS per flow."""
+        errors = _Errors("Scenario")
+        if self.sample_interval > self.duration:
+            errors.add(
+                ("sample_interval",),
+                "invalid_range",
+                f"sample_interval {format_duration(self.sample_interval)} exceeds "
+                f"duration {format_duration(self.duration)}",
+                self.sample_interval,
+            )
+        before_topology = len(errors.lines)
+        _check_unique(errors, ("nodes",), self.nodes)
+        _check_unique(errors, ("links",), self.links)
+        nodes = {}
+        for node in self.nodes:
+            nodes.setdefault(node.id, node)
+        for index, link in enumerate(self.links):
+            for end in ("a", "b"):
+                if getattr(link, end) not in nodes:
+                    _unknown_node(errors, ("links", index, end), getattr(link, end))
+            if link.a == link.b:
+                errors.add(
+                    ("links", index, "b"),
+                    "same_endpoints",
+                    f"link {link.id!r} connects node {link.a!r} to itself",
+                    link.b,
+                )
+        # Routes are only meaningful on a sound topology; otherwise report the topology alone.
+        topology = Topology(self) if len(errors.lines) == before_topology else None
+        if self.frame_relay is not None:
+            self._check_pvcs(errors, nodes, topology)
+        self._check_flows(errors, nodes, topology)
+        errors.raise_if_any()
+        return self
+
+    def _check_pvcs(
+        self, errors: _Errors, nodes: dict[str, Node], topology: Topology | None
+    ) -> None:
+        """PVC ids and DLCIs are unique; each joins two distinct, connected routers."""
+        assert self.frame_relay is not None
+        base = ("frame_relay", "pvcs")
+        pvcs = self.frame_relay.pvcs
+        _check_unique(errors, base, pvcs)
+        _check_unique(errors, base, pvcs, field="dlci")
+        for index, pvc in enumerate(pvcs):
+            ends_ok = True
+            for end in ("src", "dst"):
+                ends_ok &= _check_node(
+                    errors, (*base, index, end), getattr(pvc, end), nodes, "router"
+                )
+            if pvc.src == pvc.dst:
+                errors.add(
+                    (*base, index, "dst"),
+                    "same_endpoints",
+                    f"PVC {pvc.id!r} starts and ends at router {pvc.src!r}",
+                    pvc.dst,
+                )
+            elif ends_ok and topology is not None and topology.route(pvc.src, pvc.dst) is None:
+                errors.add(
+                    (*base, index, "dst"),
+                    "no_route",
+                    f"no route from router {pvc.src!r} to router {pvc.dst!r} for PVC {pvc.id!r}",
+                    pvc.dst,
+                )
+
+    def _check_flows(
+        self, errors: _Errors, nodes: dict[str, Node], topology: Topology | None
+    ) -> None:
+        """Flow ids are unique; each runs host to host over a route its MSS fits, in time."""
+        _check_unique(errors, ("flows",), self.flows)
+        for index, flow in enumerate(self.flows):
+            loc = ("flows", index)
+            src_ok = _check_node(errors, (*loc, "src"), flow.src, nodes, "host")
+            dst_ok = _check_node(errors, (*loc, "dst"), flow.dst, nodes, "host")
+            if flow.start >= self.duration:
+                errors.add(
+                    (*loc, "start"),
+                    "invalid_range",
+                    f"start {format_duration(flow.start)} is not before "
+                    f"duration {format_duration(self.duration)}",
+                    flow.start,
+                )
+            if flow.src == flow.dst:
+                errors.add(
+                    (*loc, "dst"),
+                    "same_endpoints",
+                    f"flow {flow.id!r} sends from host {flow.src!r} to itself",
+                    flow.dst,
+                )
+                continue
+            if not (src_ok and dst_ok and topology is not None):
+                continue
+            hops = topology.route(flow.src, flow.dst)
+            if hops is None:
+                errors.add(
+                    (*loc, "dst"),
+                    "no_route",
+                    f"no route from {flow.src!r} to {flow.dst!r} "
+                    "(only routers and fr_switches forward; hosts carry no transit traffic)",
+                    flow.dst,
+                )
+            elif isinstance(flow, TcpBulkFlow):
+                link = narrowest_link(self, hops)
+                largest = link.mtu - IP_TCP_HEADERS
+                if flow.tcp.mss > largest:
+                    errors.add(
+                        (*loc, "tcp", "mss"),
+                        "mss_exceeds_mtu",
+                        f"mss {flow.tcp.mss} B does not fit the path MTU {link.mtu} B "
+                        f"(link {link.id!r}) minus {IP_TCP_HEADERS} B of IP and TCP headers: "
+                        f"at most {largest} B",
+                        flow.tcp.mss,
+                    )
+
+    def canonical_json(self) -> str:
+        """What is simulated: sorted, compact JSON of SI numbers without name, description, seed."""
+        data = self.model_dump(mode="json", exclude={"name", "description", "seed"})
+        return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    def scenario_hash(self) -> str:
+        """Identity of what is simulated: "sha256:" and the hex digest of canonical_json()."""
+        return "sha256:" + hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    def warnings(self) -> list[str]:
+        """Legal but suspicious settings, and what the engine will do about them."""
+        topology = Topology(self)
+        found: list[str] = []
+        for link in self.links:
+            found.extend(_queue_warnings(link))
+        if self.frame_relay is not None:
+            for pvc in self.frame_relay.pvcs:
+                found.extend(_pvc_warnings(self, topology, pvc))
+        for flow in self.flows:
+            hops = topology.route(flow.src, flow.dst) or []
+            found.extend(self._flow_warnings(flow, hops))
+        return found
+
+    def _flow_warnings(self, flow: TcpBulkFlow | UdpCbrFlow, hops: list[Hop]) -> list[str]:
+        """Warnings about one flow on its route."""
+        path = f"flows.{flow.id}"
+        found: list[str] = []
+        if flow.stop is not None and flow.stop > self.duration:
+            found.append(
+                f"{path}.stop {format_duration(flow.stop)} is after duration "
+                f"{format_duration(self.duration)}: the flow ends at "
+                f"{format_duration(self.duration)}"
+            )
+        if isinstance(flow, TcpBulkFlow):
+            found.extend(_tcp_warnings(path, flow.tcp))
+            if flow.bytes is not None and hops:
+                found.extend(self._completion_warnings(path, flow, hops))
+        elif hops:
+            bottleneck = bottleneck_link(self, hops)
+            if flow.rate > bottleneck.rate:
+                found.append(
+                    f"{path}.rate {format_rate(flow.rate)} exceeds the bottleneck "
+                    f"{format_rate(bottleneck.rate)} (link {bottleneck.id}): "
+                    "its queue will overflow"
+                )
+            link = narrowest_link(self, hops)
+            if flow.packet_size + IP_UDP_HEADERS > link.mtu:
+                found.append(
+                    f"{path}.packet_size {format_size(flow.packet_size)} plus "
+                    f"{IP_UDP_HEADERS} B of UDP and IP headers exceeds the path MTU "
+                    f"{format_size(link.mtu)} (link {link.id})"
+                )
+        return found
+
+    def _completion_warnings(self, path: str, flow: TcpBulkFlow, hops: list[Hop]) -> list[str]:
+        """Warn when even an ideal sender cannot move `flow.bytes` before the run ends."""
+        assert flow.bytes is not None
+        bottleneck = bottleneck_link(self, hops)
+        rtt = 2 * sum(link.delay for link in (_link(self, hop.link_id) for hop in hops))
+        window = _effective_window(flow.tcp)
+        transfer = flow.bytes * 8 / bottleneck.rate
+        limits = f"bottleneck {format_rate(bottleneck.rate)} on link {bottleneck.id}"
+        if rtt > 0:
+            # At most one window per round trip, and the last byte still needs half an RTT.
+            transfer = max(transfer, flow.bytes / window * rtt) + rtt / 2
+            limits += f"; window {format_size(window)} per {format_duration(rtt)} round trip"
+            if flow.tcp.handshake:
+                transfer += rtt
+        needed = flow.start + transfer
+        deadline, reason = self.duration, "duration"
+        if flow.stop is not None and flow.stop < deadline:
+            deadline, reason = flow.stop, "stop"
+        if needed <= deadline:
+            return []
+        return [
+            f"{path} cannot deliver {format_size(flow.bytes)} by {format_duration(deadline)} "
+            f"({reason}): it needs at least {format_duration(needed)} ({limits})"
+        ]
+
+
+def _link(scenario: Scenario, link_id: str) -> Link:
+    """The first link with id `link_id`."""
+    return next(link for link in scenario.links if link.id == link_id)
+
+
+def _effective_window(tcp: TcpSpec) -> int:
+    """The largest flight the receive window (as capped by RFC 7323) and send buffer allow."""
+    window = min(tcp.rcv_buf, MAX_SCALED_WINDOW if tcp.window_scaling else MAX_UNSCALED_WINDOW)
+    return window if tcp.snd_buf is None else min(window, tcp.snd_buf)
+
+
+def _tcp_warnings(path: str, tcp: TcpSpec) -> list[str]:
+    """Warnings about TCP settings alone."""
+    found: list[str] = []
+    cap = MAX_SCALED_WINDOW if tcp.window_scaling else MAX_UNSCALED_WINDOW
+    if tcp.rcv_buf > cap:
+        condition = "with" if tcp.window_scaling else "without"
+        found.append(
+            f"{path}.tcp.rcv_buf {tcp.rcv_buf} B exceeds {format_size(cap)} {condition} "
+            f"window_scaling: capped at {format_size(cap)} (RFC 7323)"
+        )
+    window = min(tcp.rcv_buf, cap)
+    if tcp.snd_buf is not None and tcp.snd_buf < window:
+        found.append(
+            f"{path}.tcp.snd_buf {tcp.snd_buf} B is smaller than the receive window "
+            f"{format_size(window)}: the send buffer limits the flight size"
+        )
+    if window < tcp.mss:
+        found.append(
+            f"{path}.tcp.rcv_buf {tcp.rcv_buf} B is smaller than one segment "
+            f"(mss {format_size(tcp.mss)}): segments are cut to the window"
+        )
+    if not tcp.min_rto <= tcp.initial_rto <= tcp.max_rto:
+        found.append(
+            f"{path}.tcp.initial_rto {format_duration(tcp.initial_rto)} is outside "
+            f"[min_rto {format_duration(tcp.min_rto)}, max_rto {format_duration(tcp.max_rto)}]: "
+            "the bounds apply"
+        )
+    if tcp.variant == "none" and tcp.sack:
+        found.append(f"{path}.tcp.sack has no effect with variant none (go-back-N on timeout)")
+    return found
+
+
+def _queue_warnings(link: Link) -> list[str]:
+    """Warnings about a link's queue."""
+    queue = link.queue
+    if (
+        queue.discipline == "red"
+        and queue.limit_packets is not None
+        and queue.max_th >= queue.limit_packets
+    ):
+        return [
+            f"links.{link.id}.queue.max_th {queue.max_th:g} is not below limit_packets "
+            f"{queue.limit_packets}: the queue overflows before RED's max_th is reached"
+        ]
+    return []
+
+
+def _pvc_warnings(scenario: Scenario, topology: Topology, pvc: Pvc) -> list[str]:
+    """Warnings about a PVC's contract against the links it crosses."""
+    path = f"frame_relay.pvcs.{pvc.id}"
+    found: list[str] = []
+    hops = topology.route(pvc.src, pvc.dst)
+    if hops:
+        bottleneck = bottleneck_link(scenario, hops)
+        if pvc.cir > bottleneck.rate:
+            found.append(
+                f"{path}.cir {format_rate(pvc.cir)} exceeds the rate of link {bottleneck.id} "
+                f"({format_rate(bottleneck.rate)}) on its path"
+            )
+    if pvc.min_cir is not None and not pvc.becn_shaping:
+        found.append(f"{path}.min_cir has no effect without becn_shaping")
+    return found
+
+
+def _check_unique(
+    errors: _Errors, base: tuple[str, ...], items: Iterable[Any], field: str = "id"
+) -> None:
+    """Report each repeat of an id (or `field`) at the repeating item."""
+    seen: dict[Any, int] = {}
+    for index, item in enumerate(items):
+        value = getattr(item, field)
+        if value in seen:
+            errors.add(
+                (*base, index, field),
+                f"duplicate_{field}",
+                f"{field} {value!r} is already used by {base[-1]}[{seen[value]}]",
+                value,
+            )
+        else:
+            seen[value] = index
+
+
+def _unknown_node(errors: _Errors, loc: tuple[str | int, ...], node_id: str) -> None:
+    """Report a reference to a node that does not exist."""
+    errors.add(loc, "unknown_node", f"no node has id {node_id!r}", node_id)
+
+
+def _check_node(
+    errors: _Errors, loc: tuple[str | int, ...], node_id: str, nodes: dict[str, Node], kind: str
+) -> bool:
+    """Check that `node_id` names a node of `kind`; report and return False otherwise."""
+    node = nodes.get(node_id)
+    if node is None:
+        _unknown_node(errors, loc, node_id)
+        return False
+    if node.kind != kind:
+        errors.add(
+            loc, "wrong_node_kind", f"node {node_id!r} is a {node.kind}, expected a {kind}", node_id
+        )
+        return False
+    return True
+
+
+class ScenarioFormatError(ValueError):
+    """Scenario text that is not valid JSON or YAML, or not a mapping."""
+
+
+def load_scenario(source: str | bytes | Path | Mapping[str, Any]) -> Scenario:
+    """Load and validate a scenario from a file path, JSON or YAML text, or a mapping."""
+    if isinstance(source, Mapping):
+        return Scenario.model_validate(source)
+    if isinstance(source, Path) or (
+        isinstance(source, str) and "\n" not in source and Path(source).suffix in _SUFFIXES
+    ):
+        path = Path(source)
+        return Scenario.model_validate(_parse(path.read_text(encoding="utf-8"), str(path)))
+    text = source.decode() if isinstance(source, bytes) else source
+    return Scenario.model_validate(_parse(text, "<text>"))
+
+
+_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
+
+
+def _parse(text: str, origin: str) -> dict[str, Any]:
+    """Parse JSON (text starting with '{') or YAML into a mapping."""
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ScenarioFormatError(f"{origin}: not valid JSON or YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ScenarioFormatError(f"{origin}: a scenario must be a mapping of fields")
+    return data
