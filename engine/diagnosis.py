@@ -16,7 +16,7 @@ from engine.analysis import PathFacts, path_facts
 from engine.result import Bounds, Diagnosis, Result, TcpFlowSummary
 from engine.scenario import Scenario, TcpBulkFlow
 
-REACHED = 0.8  # achieved/bound at or above which a bound counts as the binding one
+REACHED = 0.85  # achieved/bound at or above which a bound counts as the binding one
 
 
 def mathis_bps(mss: int, rtt: float, p: float, acked_per_ack: int) -> float:
@@ -62,7 +62,11 @@ def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts) -> Diagnos
     window_by_sndbuf = tcp.snd_buf is not None and f.window_bytes == tcp.snd_buf
     if name == "receive_window" and window_by_sndbuf:
         name = "send_buffer"
-    if achieved < REACHED * bound:
+    if achieved >= REACHED * f.share_bps and name != "receive_window":
+        # The flow fills its share of the bottleneck: any loss it sees is the queue
+        # overflowing under it, a symptom of the link limit rather than its cause.
+        name = "link_capacity"
+    elif achieved < REACHED * bound:
         if s.timeouts and s.timeouts * tcp.min_rto > 0.2 * (s.completion_time or 1e-9):
             name = "timeouts"
         elif s.retransmissions == 0 and s.completed:

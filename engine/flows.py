@@ -159,6 +159,7 @@ class UdpFlow(Flow):
         self.interval = spec.packet_size * 8 / spec.rate
         self.sent = 0
         self.received_bytes = 0
+        self.sending_done = False
 
     def schedule(self) -> None:
         self.env.process(self._run())
@@ -181,13 +182,26 @@ class UdpFlow(Flow):
             self.sent += 1
             self.path[0].accept(pkt)
             n += 1
-        self.finish()
+        self.sending_done = True
+        self._settle()
+
+    def _settle(self) -> None:
+        """Done once the last datagram sent is accounted for, delivered or dropped."""
+        if self.sending_done and self.arrived + self.data_dropped >= self.sent:
+            self.finish()
 
     def accept(self, pkt: Packet) -> None:
         """The datagram reaches the destination host."""
         self.arrived += 1
         self.received_bytes += pkt.length
         self.delays.add(self.env.now - pkt.sent_at)
+        if self.sending_done:
+            self._settle()
+
+    def dropped(self, pkt: Packet) -> None:
+        super().dropped(pkt)
+        if self.sending_done:
+            self._settle()
 
     def summary(self, end: float) -> dict:
         active = self.active_time(end)

@@ -28,6 +28,19 @@ DUPACK_THRESHOLD = 3  # RFC 5681 3.2: the third duplicate ACK triggers fast retr
 
 class NoRecovery:
     name = "none"
+    #: True when the strategy keeps a SACK scoreboard the sender must consult.
+    scoreboard = False
+
+    def on_sack(self, snd: TcpSender, pkt) -> None:
+        """An ACK carrying SACK blocks arrived (before it is processed)."""
+
+    def transmit(self, snd: TcpSender) -> bool:
+        """Take over transmission (RFC 6675 pipe); False lets the sender send normally."""
+        return False
+
+    def skip_sacked(self, seq: int) -> int:
+        """The first byte at or after `seq` that the receiver has not SACKed."""
+        return seq
 
     def on_dupack(self, snd: TcpSender) -> None:
         pass
@@ -44,9 +57,8 @@ class TahoeRecovery(NoRecovery):
         st = snd.st
         if snd.dupacks != DUPACK_THRESHOLD or st.snd_una < st.recover:
             return
-        st.ssthresh = snd.cc.ssthresh_after_loss(st)
+        snd.congestion_event()
         st.cwnd = st.mss
-        st.recover = st.snd_max
         snd.fast_retransmits += 1
         snd.go_back_n()
         snd.set_phase(Phase.LOSS)
@@ -65,8 +77,7 @@ class RenoRecovery(NoRecovery):
         if snd.dupacks != DUPACK_THRESHOLD or st.snd_una < st.recover:
             return
         # Steps 2 and 3: ssthresh from FlightSize, retransmit, cwnd = ssthresh + 3*SMSS.
-        st.ssthresh = snd.cc.ssthresh_after_loss(st)
-        st.recover = st.snd_max
+        snd.congestion_event()
         snd.fast_retransmits += 1
         snd.retransmit_first_unacked()
         st.cwnd = st.ssthresh + DUPACK_THRESHOLD * st.mss
@@ -121,10 +132,15 @@ class NewRenoRecovery(RenoRecovery):
 
 
 def recovery_for(spec):
-    """The recovery strategy for a TcpSpec (SACK recovery arrives with the `sack` flag)."""
+    """The recovery strategy for a TcpSpec: SACK (RFC 6675) when `sack` is on or the
+    variant is NS-2's `sack` (Sack1); otherwise the variant's own."""
     variant = spec.variant
     if variant == "none":
         return NoRecovery()
+    if spec.sack or variant == "sack":
+        from engine.tcp.sack import SackRecovery
+
+        return SackRecovery()
     if variant == "tahoe":
         return TahoeRecovery()
     if variant == "reno":

@@ -71,7 +71,7 @@ class TcpSender:
 
     def try_send(self) -> None:
         """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
-        if not self.established:
+        if not self.established or self.recovery.transmit(self):
             return
         st = self.st
         mss = st.mss
@@ -88,6 +88,12 @@ class TcpSender:
                 if usable <= 0 or st.snd_nxt != st.snd_una:
                     break
                 length = usable
+            if st.snd_nxt < st.snd_max:
+                # Resending after go-back-N: skip what the receiver has SACKed.
+                skipped = self.recovery.skip_sacked(st.snd_nxt)
+                if skipped != st.snd_nxt:
+                    st.snd_nxt = min(skipped, st.snd_max)
+                    continue
             self._send_data(st.snd_nxt, int(length))
             st.snd_nxt += int(length)
             if st.snd_nxt > st.snd_max:
@@ -131,6 +137,14 @@ class TcpSender:
         self.timed_seq = None
         self.timer.stop()
 
+    def congestion_event(self) -> None:
+        """A loss was detected: let the strategy record it, then set ssthresh and the
+        recovery point (RFC 5681 eq. 4, RFC 6582 `recover`)."""
+        st = self.st
+        self.cc.on_congestion_event(st)
+        st.ssthresh = self.cc.ssthresh_after_loss(st)
+        st.recover = st.snd_max
+
     def restart_rto(self) -> None:
         self.timer.start(self.rtt.rto)
 
@@ -172,6 +186,8 @@ class TcpSender:
         if ack > st.snd_max:
             return  # acknowledges data never sent: ignore (RFC 793)
         st.now = self.env.now
+        if pkt.sack is not None or self.recovery.scoreboard:
+            self.recovery.on_sack(self, pkt)
         if ack > st.snd_una:
             acked = ack - st.snd_una
             if self.timed_seq is not None and ack > self.timed_seq:
@@ -237,7 +253,7 @@ class TcpSender:
         # RFC 5681 3.1: ssthresh from FlightSize on the first timeout of a segment; held
         # constant when the same segment times out again.
         if self.rtt.backoffs == 0:
-            st.ssthresh = self.cc.ssthresh_after_loss(st)
+            self.congestion_event()
         st.cwnd = self.cc.loss_window(st)
         st.recover = st.snd_max  # RFC 6582 3.2 step 4
         self.dupacks = 0

@@ -1,6 +1,8 @@
 """Congestion-control strategies, chosen by the scenario's `tcp.variant`."""
 
 from engine.tcp.cc.base import CongestionOps, FixedWindow, RenoGrowth
+from engine.tcp.cc.cubic import Cubic
+from engine.tcp.cc.vegas import Vegas
 
 REGISTRY: dict[str, type[CongestionOps]] = {
     "none": FixedWindow,
@@ -8,6 +10,8 @@ REGISTRY: dict[str, type[CongestionOps]] = {
     "reno": RenoGrowth,
     "newreno": RenoGrowth,
     "sack": RenoGrowth,
+    "vegas": Vegas,
+    "cubic": Cubic,
 }
 
 

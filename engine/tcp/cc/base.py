@@ -26,6 +26,10 @@ class CongestionOps:
         """On an ACK of new data outside recovery (Linux cong_avoid)."""
         raise NotImplementedError
 
+    def on_congestion_event(self, st: TcpState) -> None:
+        """A loss was detected (fast retransmit or the first timeout of a segment); called
+        before `ssthresh_after_loss`, with cwnd still as it was (CUBIC records W_max)."""
+
     def ssthresh_after_loss(self, st: TcpState) -> int:
         """RFC 5681 eq. (4): ssthresh = max(FlightSize / 2, 2 * SMSS)."""
         return max(st.flight_size // 2, 2 * st.mss)

@@ -1,0 +1,83 @@
+"""CUBIC (RFC 9438): window growth as a cubic function of the time since the last
+congestion event, independent of the RTT.
+
+    W_cubic(t) = C * (t - K)^3 + W_max,   K = cbrt((W_max - cwnd_epoch) / C)   (segments, s)
+
+with C = 0.4 and beta = 0.7. In congestion avoidance each ACK moves cwnd toward
+W_cubic(t + RTT) (section 4.2), but never below the Reno-friendly estimate W_est
+(section 4.3, alpha = 3(1 - beta)/(1 + beta)). On a congestion event ssthresh =
+FlightSize * beta and W_max = cwnd, reduced further by fast convergence (4.7) when the
+window is shrinking from one event to the next. Slow start is RFC 5681's.
+"""
+
+from __future__ import annotations
+
+from engine.tcp.cc.base import RenoGrowth
+from engine.tcp.state import TcpState
+
+
+class Cubic(RenoGrowth):
+    name = "cubic"
+
+    def __init__(self, spec) -> None:
+        super().__init__(spec)
+        self.c = spec.cubic_c
+        self.beta = spec.cubic_beta
+        self.fast_convergence = spec.cubic_fast_convergence
+        self.friendly = spec.cubic_tcp_friendliness
+        self.alpha = 3 * (1 - self.beta) / (1 + self.beta)
+        self.w_max = 0.0  # segments
+        self.k = 0.0
+        self.epoch_start: float | None = None
+        self.w_est = 0.0
+        self.rtt = 0.0
+        self.carry = 0.0  # fractional bytes of growth not yet applied
+
+    def on_rtt_sample(self, st: TcpState, rtt: float) -> None:
+        self.rtt = st.srtt or rtt
+
+    def on_congestion_event(self, st: TcpState) -> None:
+        cwnd = st.cwnd / st.mss
+        if self.fast_convergence and cwnd < self.w_max:
+            self.w_max = cwnd * (1 + self.beta) / 2
+        else:
+            self.w_max = cwnd
+        self.epoch_start = None
+
+    def ssthresh_after_loss(self, st: TcpState) -> int:
+        return max(int(st.flight_size * self.beta), 2 * st.mss)
+
+    def on_recovery_exit(self, st: TcpState) -> None:
+        self.epoch_start = None
+
+    def w_cubic(self, t: float) -> float:
+        return self.c * (t - self.k) ** 3 + self.w_max
+
+    def increase_window(self, st: TcpState, acked: int) -> None:
+        if st.cwnd < st.ssthresh:
+            super().increase_window(st, acked)
+            return
+        mss = st.mss
+        cwnd = st.cwnd / mss
+        now = st.now
+        if self.epoch_start is None:
+            self.epoch_start = now
+            if cwnd < self.w_max:
+                self.k = ((self.w_max - cwnd) / self.c) ** (1 / 3)
+            else:
+                self.k = 0.0
+                self.w_max = cwnd
+            self.w_est = cwnd
+        t = now - self.epoch_start
+        target = self.w_cubic(t + self.rtt)
+        target = min(max(target, cwnd), 1.5 * cwnd)
+        segments_acked = acked / mss
+        increment = (target - cwnd) / cwnd * segments_acked
+        if self.friendly:
+            self.w_est += self.alpha * segments_acked / cwnd
+            if self.w_cubic(t) < self.w_est:
+                increment = max(increment, self.w_est - cwnd)
+        grow = max(increment, 0.0) * mss + self.carry
+        whole = int(grow)
+        self.carry = grow - whole
+        st.cwnd += whole
