@@ -142,7 +142,8 @@ class DropTail:
         self.limit_packets = limit_packets
         self.limit_bytes = limit_bytes
 
-    def admit(self, port: Egress, waiting: int, wire: int, now: float) -> bool:
+    def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
+        """Whether `pkt` (`wire` bytes) may join the `waiting` packets queued at `port`."""
         if self.limit_packets is not None:
             return waiting < self.limit_packets
         return port.queued_bytes + wire <= self.limit_bytes
@@ -159,7 +160,7 @@ class Red(DropTail):
         self.count = -1
         self.random = rng.random
 
-    def admit(self, port: Egress, waiting: int, wire: int, now: float) -> bool:
+    def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
         w = self.weight
         if waiting == 0 and port.busy_until < now:
             # The queue was idle: decay the average as if m small packets had left.
@@ -184,7 +185,7 @@ class Red(DropTail):
         else:
             self.count = 0
             return False
-        return super().admit(port, waiting, wire, now)
+        return super().admit(port, waiting, wire, now, pkt)
 
 
 def make_queue(spec, rng: random.Random) -> DropTail:
@@ -245,7 +246,7 @@ class Egress:
         now = env._now
         waiting = self.waiting(now)
         wire = self.wire(pkt.size)
-        if not self.queue.admit(self, waiting, wire, now):
+        if not self.queue.admit(self, waiting, wire, now, pkt):
             self.drops += 1
             pkt.flow.dropped(pkt)
             if self.probe is not None:
@@ -273,6 +274,8 @@ class Egress:
         if loss is not None and loss.lost(pkt, wire):
             self.error_drops += 1
             pkt.flow.dropped(pkt)
+            if self.probe is not None:
+                self.probe.on_drop(self, now, waiting)
             return
         hop = pkt.hop + 1
         pkt.hop = hop

@@ -36,6 +36,7 @@ class Packet:
         "sent_at",  # time the sender handed it to the network
         "path",  # tuple of hops: egress ports, then the receiving endpoint
         "hop",  # index into path of the element that holds the packet now
+        "pvc",  # Frame Relay: the PVC direction carrying it now (engine.framerelay), or None
         "de",  # Frame Relay discard eligibility
         "fecn",
         "becn",
@@ -54,6 +55,7 @@ class Packet:
         self.ack = 0
         self.wnd = 0
         self.sack = None
+        self.pvc = None
         self.de = False
         self.fecn = False
         self.becn = False

@@ -76,7 +76,8 @@ class PvcSummary(_Model):
     excess_dropped: int
     fecn_marked: int
     becn_marked: int
-    residual_error_rate: float
+    residual_error_rate: float = Field(description="Measured: frames errored / frames exiting")
+    shaper_dropped: int = Field(default=0, description="Frames lost to a full BECN shaper queue")
 
 
 class Bounds(_Model):

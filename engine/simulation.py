@@ -16,6 +16,7 @@ from simpy.core import StopSimulation
 from engine import routing
 from engine.diagnosis import diagnose
 from engine.flows import TcpFlow, UdpFlow
+from engine.framerelay import FrameRelay
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.recorder import LinkProbe, Trace
 from engine.result import Result
@@ -48,6 +49,8 @@ class Network:
                 port = Egress(env, link, src, dst, queue, loss)
                 port.probe = LinkProbe(port)
                 self.ports[(link.id, src, dst)] = port
+        fr = scenario.frame_relay
+        self.frame_relay = FrameRelay(env, scenario, seed, self.ports) if fr and fr.pvcs else None
         self.flows: list = []
         self.pending: set[str] = set()
         self.finished = False  # every finite flow is done and stop_when_done holds
@@ -71,7 +74,10 @@ class Network:
         hops = routing.route(self.scenario, src, dst)
         if not hops:
             raise ValueError(f"no route from {src} to {dst}")
-        return tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
+        ports = tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
+        if self.frame_relay is not None:
+            return self.frame_relay.wrap(hops, ports)
+        return ports
 
     def _flow_done(self, flow) -> None:
         self.pending.discard(flow.id)
@@ -165,6 +171,12 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
             g = net.goodput[f.id]
             if len(g.t):
                 series[f"flow.{f.id}.goodput_bps"] = g.export()
+    pvcs = {}
+    if net.frame_relay is not None:
+        pvcs = net.frame_relay.summaries()
+        for key, trace in net.frame_relay.series().items():
+            if len(trace.t):
+                series[key] = trace.export()
     result = Result(
         engine_version=ENGINE_VERSION,
         scenario_hash=net.scenario.scenario_hash(),
@@ -175,6 +187,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         warnings=net.warnings,
         flows=flows,
         links=links,
+        pvcs=pvcs,
         series=series,
         diagnosis={},
     )

@@ -1,0 +1,380 @@
+"""Frame Relay PVCs: ingress policing (CIR, Bc, Be), DE-first discard and FECN/BECN marking
+in the switches, BECN-adaptive shaping, residual frame errors, and their counters.
+
+Built only when the scenario has a `frame_relay` section with at least one PVC; otherwise
+nothing here exists and the packet path is untouched (zero cost).
+
+How it hooks in (all without extra events, except a delayed shaped frame):
+
+- A flow's path through a PVC gets two extra hops (`FrameRelay.wrap`): the PVC direction
+  object (`PvcDirection`) just before the first port the PVC carries, at the entry router,
+  and its `PvcExit` just after the last one, at the exit router. Both forward the packet by
+  calling the next hop's `accept` directly. The forward direction of a PVC runs from its
+  `src` to its `dst` router; a flow's ACKs use the reverse direction of the same PVC.
+- Ports leaving an `fr_switch` node, and both directions of every `frame_relay` link, get
+  `FrQueue`, a queue discipline wrapping the configured one (DropTail or RED).
+
+What the model does:
+
+- **Counting.** CIR, Bc and Be count *frame bits*: the frame as serialised on the first
+  link the PVC carries (`port.wire(size) * 8`; on a `frame_relay` link the IP datagram plus
+  8 bytes of flags, Q.922 address, control, NLPID and FCS-16).
+- **Policing** (ITU-T I.370 / Q.922 contract, Tc = Bc / CIR), as two continuous token
+  buckets computed arithmetically at each frame's arrival (no timer): a committed bucket of
+  depth Bc refilled at CIR and an excess bucket of depth Be refilled at Be / Tc. A frame
+  that fits the committed bucket passes; else one that fits the excess bucket passes marked
+  DE; else it is discarded (`excess_dropped`). Both buckets start full. Over any interval
+  T the PVC admits at most Bc + CIR*T committed bits and Be + (Be/Tc)*T DE bits, which is
+  I.370's "Bc (Be) per Tc" as a sliding window rather than fixed, aligned Tc windows.
+- **Switch queues.** The queue's fill is measured when a frame arrives: packets waiting
+  (the one being serialised excluded) / `limit_packets`, or queued bytes / `limit_bytes`.
+  At or above `de_discard_threshold` a DE frame is discarded before the configured
+  discipline is asked (`de_dropped`); a frame the discipline admits while the fill is at or
+  above `congestion_threshold` is marked FECN. A frame of a PVC leaving a node where the
+  port carrying the *opposite* direction of that PVC is at or above `congestion_threshold`
+  at that moment is marked BECN. Each frame is counted once per mark however many
+  switches mark it.
+- **BECN-adaptive shaping** (`becn_shaping: true`), per direction at the entry router,
+  Cisco-like: the shaper spaces frames at a current rate starting at CIR (frame i leaves
+  at max(arrival, previous departure + previous bits / rate)). When a BECN-marked frame of
+  the opposite direction leaves the PVC at this router, the rate is multiplied by 0.75, at
+  most once per Tc, not below `min_cir` (default CIR / 2). After 16 Tc without BECN the
+  rate is divided by 0.75 once per Tc until it is back at CIR; those steps are applied
+  lazily at the next frame or BECN and traced at the time they were due. A delayed frame
+  costs one event (its release to the policer and port); the shaper holds at most as
+  many frames (or bytes) as the entry port's queue limit, and counts the overflow in
+  `shaper_dropped`.
+- **Residual errors.** At the PVC's exit each frame is lost with probability
+  `residual_error_rate`, from the stream `pvc:<id>:errors`; the summary reports the
+  measured ratio (errored / frames reaching the exit).
+
+What it simplifies:
+
+- The policer sits at the entry router, ahead of the access link's queue, rather than at
+  the network's UNI after the access link: a burst is policed before the access link
+  spreads it out. The same contract polices both directions of a PVC.
+- A frame larger than Bc (Bc + Be) can never be committed (sent at all): no debt is
+  allowed in the buckets.
+- The shaper has no Bc/Be burst allowance (a pure rate spacer) and ignores FECN, as Cisco
+  routers do. Frames not carried by a PVC cross Frame Relay ports unmarked and are never
+  dropped as DE. A DE frame discarded before RED does not update RED's average.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+from simpy import Environment
+
+from engine import routing
+from engine.kernel import Call
+from engine.net import DropTail, Egress, stream
+from engine.packet import Packet
+from engine.recorder import Trace
+from engine.result import PvcSummary
+from engine.scenario import FrSwitchSpec, Pvc, Scenario
+
+STEP_DOWN = 0.75  # rate multiplier per BECN step (Cisco adaptive shaping)
+QUIET_INTERVALS = 16  # Tc intervals without BECN before the rate steps back up
+TOKEN_SLACK = 1e-6  # bits: absorbs rounding of refill * rate == frame bits
+
+
+class Circuit:
+    """One PVC: its two directions, the per-PVC counters and the residual-error stream."""
+
+    def __init__(self, env: Environment, pvc: Pvc, seed: int):
+        self.pvc = pvc
+        self.id = pvc.id
+        self.frames = self.de_marked = self.de_dropped = self.excess_dropped = 0
+        self.fecn_marked = self.becn_marked = self.shaper_dropped = 0
+        self.exited = self.errored = 0
+        self.de_trace = Trace("frames")
+        rate = pvc.residual_error_rate
+        self.error_random = stream(seed, f"pvc:{pvc.id}:errors").random if rate > 0 else None
+        self.forward = PvcDirection(env, self, forward=True)
+        self.reverse = PvcDirection(env, self, forward=False)
+        self.forward.opposite = self.reverse
+        self.reverse.opposite = self.forward
+
+    def summary(self) -> PvcSummary:
+        return PvcSummary(
+            frames=self.frames,
+            de_marked=self.de_marked,
+            de_dropped=self.de_dropped,
+            excess_dropped=self.excess_dropped,
+            fecn_marked=self.fecn_marked,
+            becn_marked=self.becn_marked,
+            residual_error_rate=self.errored / self.exited if self.exited else 0.0,
+            shaper_dropped=self.shaper_dropped,
+        )
+
+    def series(self) -> dict[str, Trace]:
+        out = {f"pvc.{self.id}.de_marked": self.de_trace}
+        for direction, suffix in ((self.forward, ""), (self.reverse, "_reverse")):
+            if direction.shaper is not None:
+                out[f"pvc.{self.id}.rate{suffix}"] = direction.shaper.trace
+        return out
+
+
+class PvcDirection:
+    """The entry hop of one PVC direction: optional BECN shaper, then the policer."""
+
+    __slots__ = (
+        "env", "circuit", "forward", "opposite", "exit", "egress_at", "shaper",
+        "cir", "bc", "be", "excess_rate", "committed", "excess", "refilled_at",
+    )
+
+    def __init__(self, env: Environment, circuit: Circuit, forward: bool):
+        pvc = circuit.pvc
+        self.env = env
+        self.circuit = circuit
+        self.forward = forward
+        self.opposite: PvcDirection | None = None
+        self.exit = PvcExit(self)
+        # The FrQueue of the port this direction leaves each node by (for BECN lookups).
+        self.egress_at: dict[str, FrQueue] = {}
+        self.cir = float(pvc.cir)
+        self.bc = float(pvc.bc)
+        self.be = float(pvc.be)
+        self.excess_rate = self.be * self.cir / self.bc  # Be per Tc, Tc = Bc / CIR
+        self.committed, self.excess = self.bc, self.be
+        self.refilled_at = 0.0
+        self.shaper: Shaper | None = None
+        if pvc.becn_shaping:
+            floor = float(pvc.min_cir) if pvc.min_cir is not None else self.cir / 2
+            self.shaper = Shaper(self.cir, floor, self.bc / self.cir)
+
+    def attach(self, port: Egress) -> None:
+        """Size the shaper's queue like the entry port's queue (first port seen wins)."""
+        if self.shaper is not None and self.shaper.limit_packets is None \
+                and self.shaper.limit_bytes is None:
+            queue = port.queue
+            self.shaper.limit_packets = queue.limit_packets
+            self.shaper.limit_bytes = queue.limit_bytes
+
+    def accept(self, pkt: Packet) -> None:
+        """A frame enters the PVC at its entry router, heading for the next port."""
+        self.circuit.frames += 1
+        pkt.hop += 1
+        shaper = self.shaper
+        if shaper is None:
+            self._police(pkt)
+            return
+        env = self.env
+        now = env._now
+        bits = pkt.path[pkt.hop].wire(pkt.size) * 8
+        release = shaper.release_time(bits, now)
+        if release is None:
+            self.circuit.shaper_dropped += 1
+            pkt.flow.dropped(pkt)
+        elif release > now:
+            Call(env, release - now, self._police, pkt)
+        else:
+            self._police(pkt)
+
+    def _police(self, pkt: Packet) -> None:
+        port = pkt.path[pkt.hop]
+        bits = port.wire(pkt.size) * 8
+        now = self.env._now
+        elapsed = now - self.refilled_at
+        if elapsed > 0:
+            self.refilled_at = now
+            c = self.committed + elapsed * self.cir
+            self.committed = c if c < self.bc else self.bc
+            e = self.excess + elapsed * self.excess_rate
+            self.excess = e if e < self.be else self.be
+        if self.committed + TOKEN_SLACK >= bits:
+            self.committed -= bits
+        elif self.excess + TOKEN_SLACK >= bits:
+            self.excess -= bits
+            pkt.de = True
+            circuit = self.circuit
+            circuit.de_marked += 1
+            circuit.de_trace.add(now, circuit.de_marked)
+        else:
+            self.circuit.excess_dropped += 1
+            pkt.flow.dropped(pkt)
+            return
+        pkt.pvc = self
+        port.accept(pkt)
+
+
+class PvcExit:
+    """The exit hop of one PVC direction: residual errors, BECN feedback to the shaper."""
+
+    __slots__ = ("direction",)
+
+    def __init__(self, direction: PvcDirection):
+        self.direction = direction
+
+    def accept(self, pkt: Packet) -> None:
+        direction = self.direction
+        circuit = direction.circuit
+        circuit.exited += 1
+        pkt.pvc = None
+        if circuit.error_random is not None and circuit.error_random() < \
+                circuit.pvc.residual_error_rate:
+            circuit.errored += 1
+            pkt.flow.dropped(pkt)
+            return
+        if pkt.becn:
+            # This router is the entry of the opposite direction: BECN tells its shaper.
+            shaper = direction.opposite.shaper
+            if shaper is not None:
+                shaper.on_becn(direction.env._now)
+        hop = pkt.hop + 1
+        pkt.hop = hop
+        pkt.path[hop].accept(pkt)
+
+
+class Shaper:
+    """A rate spacer whose rate BECN steps down toward `floor` and quiet time back to CIR."""
+
+    __slots__ = (
+        "cir", "floor", "tc", "rate", "free_at", "_waiting", "queued_bytes",
+        "limit_packets", "limit_bytes", "last_down", "quiet_from", "up_steps", "trace",
+    )
+
+    def __init__(self, cir: float, floor: float, tc: float):
+        self.cir, self.floor, self.tc = cir, floor, tc
+        self.rate = cir
+        self.free_at = 0.0
+        self._waiting: deque = deque()  # (release time, bytes) of frames not yet released
+        self.queued_bytes = 0
+        self.limit_packets: int | None = None
+        self.limit_bytes: int | None = None
+        self.last_down = -math.inf
+        self.quiet_from = math.inf
+        self.up_steps = 0
+        self.trace = Trace("bit/s")
+        self.trace.add(0.0, cir)
+
+    def release_time(self, bits: int, now: float) -> float | None:
+        """When a frame of `bits` arriving now leaves the shaper; None if the queue is full."""
+        self._recover(now)
+        waiting = self._waiting
+        while waiting and waiting[0][0] <= now:
+            self.queued_bytes -= waiting.popleft()[1]
+        start = self.free_at
+        if start > now:
+            size = bits // 8
+            if self.limit_packets is not None:
+                if len(waiting) >= self.limit_packets:
+                    return None
+            elif self.limit_bytes is not None and self.queued_bytes + size > self.limit_bytes:
+                return None
+            waiting.append((start, size))
+            self.queued_bytes += size
+        else:
+            start = now
+        self.free_at = start + bits / self.rate
+        return start
+
+    def on_becn(self, now: float) -> None:
+        self._recover(now)
+        if now - self.last_down >= self.tc:
+            self.last_down = now
+            rate = max(self.floor, self.rate * STEP_DOWN)
+            if rate != self.rate:
+                self.rate = rate
+                self.trace.add(now, rate)
+        self.quiet_from = now + QUIET_INTERVALS * self.tc
+        self.up_steps = 0
+
+    def _recover(self, now: float) -> None:
+        """Apply the step-ups due by `now`: one per Tc from `quiet_from` on, up to CIR."""
+        if self.rate >= self.cir or now < self.quiet_from:
+            return
+        due = int((now - self.quiet_from) / self.tc) + 1
+        while self.up_steps < due and self.rate < self.cir:
+            at = self.quiet_from + self.up_steps * self.tc
+            self.up_steps += 1
+            self.rate = min(self.cir, self.rate / STEP_DOWN)
+            self.trace.add(at, self.rate)
+
+
+class FrQueue:
+    """A Frame Relay port's discipline: DE-first discard and FECN/BECN around `inner`."""
+
+    __slots__ = ("inner", "port", "node", "congestion", "de_discard", "limit_packets",
+                 "limit_bytes")
+
+    def __init__(self, inner: DropTail, port: Egress, switch: FrSwitchSpec):
+        self.inner = inner
+        self.port = port
+        self.node = port.src
+        self.congestion = switch.congestion_threshold
+        self.de_discard = switch.de_discard_threshold
+        self.limit_packets = inner.limit_packets
+        self.limit_bytes = inner.limit_bytes
+
+    def fill(self, waiting: int) -> float:
+        """Fraction of the queue's limit in use (the frame being serialised excluded)."""
+        if self.limit_packets is not None:
+            return waiting / self.limit_packets
+        return self.port.queued_bytes / self.limit_bytes
+
+    def congested(self, now: float) -> bool:
+        return self.fill(self.port.waiting(now)) >= self.congestion
+
+    def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
+        direction = pkt.pvc
+        if direction is None:
+            return self.inner.admit(port, waiting, wire, now, pkt)
+        circuit = direction.circuit
+        limit = self.limit_packets
+        fill = waiting / limit if limit is not None else port.queued_bytes / self.limit_bytes
+        if pkt.de and fill >= self.de_discard:
+            circuit.de_dropped += 1
+            return False
+        if not self.inner.admit(port, waiting, wire, now, pkt):
+            return False
+        if fill >= self.congestion and not pkt.fecn:
+            pkt.fecn = True
+            circuit.fecn_marked += 1
+        if not pkt.becn:
+            partner = direction.opposite.egress_at.get(self.node)
+            if partner is not None and partner.congested(now):
+                pkt.becn = True
+                circuit.becn_marked += 1
+        return True
+
+
+class FrameRelay:
+    """Builds the PVCs of a scenario, wraps Frame Relay ports, and splices PVC paths."""
+
+    def __init__(self, env: Environment, scenario: Scenario, seed: int,
+                 ports: dict[tuple[str, str, str], Egress]):
+        spec = scenario.frame_relay
+        assert spec is not None and spec.pvcs
+        self.scenario = scenario
+        switches = {node.id for node in scenario.nodes if node.kind == "fr_switch"}
+        for port in ports.values():
+            if port.src in switches or port.encap == "frame_relay":
+                port.queue = FrQueue(port.queue, port, spec.switch)
+        self.circuits = {pvc.id: Circuit(env, pvc, seed) for pvc in spec.pvcs}
+
+    def wrap(self, hops: list[routing.Hop], ports: tuple[Egress, ...]) -> tuple:
+        """The path of `ports` (one per hop) with the PVC's entry and exit hops spliced in."""
+        span = routing.pvc_span(self.scenario, hops)
+        if span is None:
+            return ports
+        circuit = self.circuits[span.pvc.id]
+        direction = circuit.forward if span.forward else circuit.reverse
+        first, last = span.first, span.last
+        carried = ports[first:last]
+        direction.attach(carried[0])
+        for port in carried:
+            if isinstance(port.queue, FrQueue):
+                direction.egress_at.setdefault(port.src, port.queue)
+        return (*ports[:first], direction, *carried, direction.exit, *ports[last:])
+
+    def summaries(self) -> dict[str, PvcSummary]:
+        return {cid: c.summary() for cid, c in self.circuits.items()}
+
+    def series(self) -> dict[str, Trace]:
+        out: dict[str, Trace] = {}
+        for circuit in self.circuits.values():
+            out.update(circuit.series())
+        return out
