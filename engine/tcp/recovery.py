@@ -111,9 +111,10 @@ class NewRenoRecovery(RenoRecovery):
         if st.phase != Phase.RECOVERY:
             return False
         if st.snd_una >= st.recover:
-            # RFC 6582 3.2 step 3, full acknowledgment: option (1) of the RFC,
-            # cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS), avoiding a burst.
-            st.cwnd = min(st.ssthresh, max(st.flight_size, st.mss) + st.mss)
+            # RFC 6582 3.2 step 3, full acknowledgment: option (2), cwnd = ssthresh, as
+            # ns-3's classic recovery and Linux do. Option (1) would restart a receive-
+            # window-limited sender from 2 SMSS after every recovery.
+            st.cwnd = st.ssthresh
             snd.set_phase(Phase.OPEN)
             snd.cc.on_recovery_exit(st)
             return True

@@ -37,6 +37,7 @@ class TcpSender:
         self.syn_sent_at: float | None = None
         self.syn_retries = 0
         self.dupacks = 0
+        self.rto_una: int | None = None  # snd_una at the last timeout
         self.keep_rto = False
         self.timed_seq: int | None = None  # one segment timed at a time (Karn's rule)
         self.timed_at = 0.0
@@ -252,8 +253,9 @@ class TcpSender:
         st.now = self.env.now
         # RFC 5681 3.1: ssthresh from FlightSize on the first timeout of a segment; held
         # constant when the same segment times out again.
-        if self.rtt.backoffs == 0:
+        if self.rto_una != st.snd_una:
             self.congestion_event()
+        self.rto_una = st.snd_una
         st.cwnd = self.cc.loss_window(st)
         st.recover = st.snd_max  # RFC 6582 3.2 step 4
         self.dupacks = 0
