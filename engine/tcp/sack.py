@@ -6,6 +6,10 @@ cwnd - pipe >= 1 SMSS, choosing each segment with NextSeg(): first a hole deemed
 (rule 1), then new data (rule 2), then any un-SACKed hole above HighRxt (rule 3).
 Recovery ends when the cumulative ACK reaches RecoveryPoint (the `recover` variable).
 After a timeout the scoreboard is kept and go-back-N skips SACKed data (RFC 6675 5.1).
+
+Rule 4 of NextSeg (the optional "rescue" retransmission) is left out, as in ns-3: when the
+receive window blocks new data it resends data that is merely in flight, and a lost tail
+segment is then recovered by the retransmission timer.
 """
 
 from __future__ import annotations

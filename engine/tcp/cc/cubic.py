@@ -27,6 +27,7 @@ class Cubic(RenoGrowth):
         self.friendly = spec.cubic_tcp_friendliness
         self.alpha = 3 * (1 - self.beta) / (1 + self.beta)
         self.w_max = 0.0  # segments
+        self.cwnd_prior = 0.0  # segments, the window when ssthresh was last set
         self.k = 0.0
         self.epoch_start: float | None = None
         self.w_est = 0.0
@@ -38,6 +39,7 @@ class Cubic(RenoGrowth):
 
     def on_congestion_event(self, st: TcpState) -> None:
         cwnd = st.cwnd / st.mss
+        self.cwnd_prior = cwnd
         if self.fast_convergence and cwnd < self.w_max:
             self.w_max = cwnd * (1 + self.beta) / 2
         else:
@@ -74,7 +76,9 @@ class Cubic(RenoGrowth):
         segments_acked = acked / mss
         increment = (target - cwnd) / cwnd * segments_acked
         if self.friendly:
-            self.w_est += self.alpha * segments_acked / cwnd
+            # Section 4.3: once W_est reaches cwnd_prior, grow it at Reno's rate (alpha 1).
+            alpha = 1.0 if self.w_est >= self.cwnd_prior else self.alpha
+            self.w_est += alpha * segments_acked / cwnd
             if self.w_cubic(t) < self.w_est:
                 increment = max(increment, self.w_est - cwnd)
         grow = max(increment, 0.0) * mss + self.carry
