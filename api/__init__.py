@@ -1,0 +1,1 @@
+"""The HTTP API: FastAPI app factory, one folder per resource, problem+json errors."""

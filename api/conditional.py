@@ -1,0 +1,31 @@
+"""Strong ETags and ``If-None-Match`` for what never changes: a finished run's data."""
+
+from __future__ import annotations
+
+import hashlib
+
+from fastapi import Request, Response
+
+#: Bump when a representation's bytes change for the same data (format, downsampling).
+REPRESENTATION_VERSION = "1"
+
+
+def etag_for(request: Request, *parts: object) -> str:
+    query = "&".join(sorted(f"{k}={v}" for k, v in request.query_params.multi_items()))
+    accept = request.headers.get("accept", "")
+    raw = "|".join([REPRESENTATION_VERSION, request.url.path, query, accept, *map(str, parts)])
+    return '"' + hashlib.sha256(raw.encode()).hexdigest()[:40] + '"'
+
+
+def not_modified(request: Request, etag: str) -> Response | None:
+    """A 304 when the client's copy is current (weak comparison, as RFC 9110 asks here)."""
+    header = request.headers.get("if-none-match")
+    if not header:
+        return None
+    tags = {t.strip().removeprefix("W/") for t in header.split(",")}
+    if "*" in tags or etag in tags:
+        return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
+    return None
+
+
+CACHE_HEADERS = {"Cache-Control": "private, max-age=86400"}

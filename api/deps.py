@@ -1,0 +1,30 @@
+"""Dependencies as ``Annotated`` aliases: what an endpoint needs, by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from celery import Celery
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from store.config import Settings
+
+
+def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    with request.app.state.sessions() as session:
+        yield session
+
+
+def get_celery(request: Request) -> Celery:
+    return request.app.state.celery
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+SessionDep = Annotated[Session, Depends(get_session)]
+CeleryDep = Annotated[Celery, Depends(get_celery)]

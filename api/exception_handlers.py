@@ -1,0 +1,152 @@
+"""Every error leaves as RFC 9457 problem+json; an unexpected one is logged and is a 500."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from api.exceptions import TcpfrError
+from api.responses import ProblemResponse
+from store.repository import InvalidCursor
+
+log = logging.getLogger(__name__)
+
+PROBLEM_BASE = "urn:tcpfr:problem:"
+
+
+def json_pointer(path: Sequence[str | int]) -> str:
+    """RFC 6901: '~' and '/' escaped, one reference token per path element."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def field_errors(
+    errors: Iterable[Any], *, prefix: Sequence[str | int] = ()
+) -> list[dict[str, Any]]:
+    """Pydantic errors as ``{loc, msg, type, pointer}``, without the echoed input."""
+    out = []
+    for err in errors:
+        loc = [*prefix, *err.get("loc", ())]
+        item: dict[str, Any] = {"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")}
+        if loc and loc[0] == "body":
+            item["pointer"] = json_pointer(loc[1:])
+        out.append(item)
+    return out
+
+
+def problem(
+    request: Request,
+    *,
+    status: int,
+    title: str,
+    slug: str | None,
+    detail: str | None = None,
+    errors: list[dict[str, Any]] | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> ProblemResponse:
+    body: dict[str, Any] = {
+        "type": PROBLEM_BASE + slug if slug else "about:blank",
+        "title": title,
+        "status": status,
+    }
+    if detail:
+        body["detail"] = detail
+    body["instance"] = request.url.path
+    if errors is not None:
+        body["errors"] = errors
+    body.update(extra)
+    return ProblemResponse(body, status_code=status, headers=headers)
+
+
+async def _tcpfr_error(request: Request, exc: Exception) -> ProblemResponse:
+    assert isinstance(exc, TcpfrError)
+    return problem(
+        request,
+        status=exc.status,
+        title=exc.title,
+        slug=exc.slug,
+        detail=exc.detail,
+        errors=exc.errors,
+        **exc.extra,
+    )
+
+
+async def _request_validation(request: Request, exc: Exception) -> ProblemResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = field_errors(exc.errors())
+    first = errors[0] if errors else None
+    detail = f"{len(errors)} validation error(s)"
+    if first:
+        where = first.get("pointer") or ".".join(map(str, first["loc"]))
+        detail += f"; first at {where or '(body)'}: {first['msg']}"
+    return problem(
+        request,
+        status=422,
+        title="Request validation failed",
+        slug="validation",
+        detail=detail,
+        errors=errors,
+    )
+
+
+async def _pydantic_validation(request: Request, exc: Exception) -> ProblemResponse:
+    assert isinstance(exc, ValidationError)
+    errors = field_errors(exc.errors(include_url=False, include_input=False))
+    return problem(
+        request,
+        status=422,
+        title="Validation failed",
+        slug="validation",
+        detail=f"{exc.error_count()} validation error(s) in {exc.title}",
+        errors=errors,
+    )
+
+
+async def _http_exception(request: Request, exc: Exception) -> ProblemResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    titles = {404: "Not found", 405: "Method not allowed", 400: "Bad request"}
+    return problem(
+        request,
+        status=exc.status_code,
+        title=titles.get(exc.status_code, "HTTP error"),
+        slug=None,
+        detail=str(exc.detail) if exc.detail else None,
+        headers=getattr(exc, "headers", None),
+    )
+
+
+async def _invalid_cursor(request: Request, exc: Exception) -> ProblemResponse:
+    return problem(
+        request,
+        status=422,
+        title="Invalid cursor",
+        slug="validation",
+        detail="cursor is not one this service handed out",
+        errors=[{"loc": ["query", "cursor"], "msg": "invalid cursor", "type": "value_error"}],
+    )
+
+
+async def _unexpected(request: Request, exc: Exception) -> ProblemResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return problem(
+        request,
+        status=500,
+        title="Internal error",
+        slug="internal-error",
+        detail="An unexpected error occurred; it has been logged.",
+    )
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(TcpfrError, _tcpfr_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(ValidationError, _pydantic_validation)
+    app.add_exception_handler(InvalidCursor, _invalid_cursor)
+    app.add_exception_handler(StarletteHTTPException, _http_exception)
+    app.add_exception_handler(Exception, _unexpected)

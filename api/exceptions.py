@@ -1,0 +1,67 @@
+"""One error hierarchy for the API, rendered once as RFC 9457 problem+json
+(``api.exception_handlers``). Nothing below the routers raises HTTPException."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+
+class TcpfrError(Exception):
+    status: ClassVar[int] = 500
+    title: ClassVar[str] = "Internal error"
+    slug: ClassVar[str] = "internal-error"
+
+    def __init__(
+        self, detail: str, *, errors: Sequence[dict[str, Any]] | None = None, **extra: Any
+    ):
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = list(errors) if errors else None
+        self.extra = extra
+
+
+class NotFound(TcpfrError):
+    status = 404
+    title = "Not found"
+    slug = "not-found"
+
+
+class Conflict(TcpfrError):
+    status = 409
+    title = "Conflict"
+    slug = "conflict"
+
+
+class Unprocessable(TcpfrError):
+    """The request is well-formed JSON but cannot be acted on; ``errors`` say where."""
+
+    status = 422
+    title = "Unprocessable request"
+    slug = "unprocessable"
+
+
+class InvalidScenario(Unprocessable):
+    title = "Invalid scenario"
+    slug = "invalid-scenario"
+
+
+class IdempotencyKeyReused(Unprocessable):
+    title = "Idempotency-Key reused with a different request"
+    slug = "idempotency-key-reused"
+
+
+class NotAcceptable(TcpfrError):
+    status = 406
+    title = "Not acceptable"
+    slug = "not-acceptable"
+
+
+class ServiceUnavailable(TcpfrError):
+    status = 503
+    title = "Service unavailable"
+    slug = "service-unavailable"
+
+
+def field_error(loc: Sequence[str | int], msg: str, type: str = "value_error") -> dict[str, Any]:
+    return {"loc": list(loc), "msg": msg, "type": type}

@@ -1,0 +1,48 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Request
+from sqlalchemy import text
+
+from api.responses import OrjsonResponse
+
+router = APIRouter(tags=["health"])
+log = logging.getLogger(__name__)
+
+
+@router.get("/healthz", operation_id="healthz")
+def healthz() -> dict[str, str]:
+    """The process serves HTTP."""
+    return {"status": "ok"}
+
+
+@router.get(
+    "/readyz",
+    operation_id="readyz",
+    responses={503: {"description": "The database or the broker is not reachable"}},
+)
+def readyz(request: Request) -> Any:
+    """The database answers and has the schema, and the broker accepts connections."""
+    checks: dict[str, str] = {}
+    state = request.app.state
+    try:
+        with state.db_engine.connect() as conn:
+            conn.execute(text("SELECT 1 FROM runs LIMIT 1"))
+        checks["database"] = "ok"
+    except Exception as exc:  # readiness reports, it does not raise
+        checks["database"] = f"error: {type(exc).__name__}"
+    try:
+        with state.celery.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+        checks["broker"] = "ok"
+    except Exception as exc:
+        checks["broker"] = f"error: {type(exc).__name__}"
+    ready = all(v == "ok" for v in checks.values())
+    return OrjsonResponse(
+        {"status": "ok" if ready else "unavailable", "checks": checks},
+        status_code=200 if ready else 503,
+    )

@@ -1,0 +1,84 @@
+"""The FastAPI app: ``create_app(settings)``; ``api.main:app`` for ASGI servers."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+
+from api import exception_handlers
+from api.health.endpoints import router as health_router
+from api.presets.endpoints import router as presets_router
+from api.reconciler import reconcile_forever
+from api.runs.endpoints import router as runs_router
+from api.scenarios.endpoints import router as scenarios_router
+from api.series.endpoints import router as series_router
+from store.config import Settings, get_settings
+from store.db import make_engine, make_sessionmaker
+from store.dispatch import make_celery
+
+DESCRIPTION = """\
+Packet-level simulation of TCP over Frame Relay and other WAN links, as a service.
+Submit a scenario (or a preset) to `POST /v1/runs`, poll the run, then read its summary,
+its diagnosis (what limits each transfer) and its time-series, downsampled for charts.
+Errors are RFC 9457 problem+json; a bad scenario's `errors[].loc` and `pointer` name the field.
+"""
+
+
+def _operation_id(route: APIRoute) -> str:
+    return route.name
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        logging.basicConfig(
+            level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        db_engine = make_engine(settings)
+        app.state.db_engine = db_engine
+        app.state.sessions = make_sessionmaker(db_engine)
+        app.state.celery = make_celery(settings, name="tcpfr-api")
+        reconciler = None
+        if settings.reconcile_interval > 0:
+            reconciler = asyncio.create_task(
+                reconcile_forever(app.state.sessions, app.state.celery, settings)
+            )
+        try:
+            yield
+        finally:
+            if reconciler is not None:
+                reconciler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reconciler
+            db_engine.dispose()
+
+    app = FastAPI(
+        title="tcpfr",
+        version="0.1.0",
+        summary="Why is my WAN transfer slow? TCP over Frame Relay, simulated.",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
+    )
+    app.state.settings = settings
+    exception_handlers.install(app)
+    for router in (runs_router, series_router, scenarios_router, presets_router, health_router):
+        app.include_router(router)
+    return app
+
+
+def __getattr__(name: str) -> FastAPI:
+    # `api.main:app` is built on first use, so importing this module (for create_app in
+    # tests, or the OpenAPI export) does not read the environment.
+    if name == "app":
+        global app
+        app = create_app()
+        return app
+    raise AttributeError(name)

@@ -1,0 +1,35 @@
+"""Cursor pagination: ``?cursor=&limit=`` in, ``{items, next_cursor}`` out."""
+
+from __future__ import annotations
+
+from typing import Annotated, Generic, TypeVar
+
+from fastapi import Depends, Query
+from pydantic import BaseModel, Field
+
+from api.deps import SettingsDep
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for the next page; null on the last page"
+    )
+
+
+class PageParams(BaseModel):
+    cursor: str | None
+    limit: int
+
+
+def page_params(
+    settings: SettingsDep,
+    cursor: Annotated[str | None, Query(max_length=64, description="From `next_cursor`")] = None,
+    limit: Annotated[int | None, Query(ge=1, le=500, description="Items per page")] = None,
+) -> PageParams:
+    return PageParams(cursor=cursor, limit=limit or settings.page_size)
+
+
+PageParamsDep = Annotated[PageParams, Depends(page_params)]

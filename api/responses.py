@@ -1,0 +1,64 @@
+"""Response classes: orjson for JSON (numpy arrays go straight to bytes) and problem+json."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+
+
+class OrjsonResponse(JSONResponse):
+    """JSON rendered by orjson; used where we build the payload ourselves (series, errors)."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=_OPTIONS)
+
+
+class ProblemResponse(OrjsonResponse):
+    media_type = "application/problem+json"
+
+
+class FieldError(BaseModel):
+    loc: list[str | int] = Field(description="Path of the offending value, as Pydantic gives it")
+    msg: str
+    type: str
+    pointer: str | None = Field(
+        default=None, description="RFC 6901 JSON Pointer into the request body, when it is there"
+    )
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = Field(description="A URI naming the kind of problem")
+    title: str
+    status: int
+    detail: str | None = None
+    instance: str | None = None
+    errors: list[FieldError] | None = None
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` entries declaring problem+json for these statuses."""
+    described = {
+        400: "Bad request",
+        404: "Not found",
+        406: "Not acceptable",
+        409: "Conflict with the resource's state",
+        422: "Validation failed; `errors` give each field's path",
+        503: "A dependency is unavailable",
+    }
+    return {
+        status: {
+            "model": Problem,
+            "description": described.get(status, "Error"),
+            "content": {
+                "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+            },
+        }
+        for status in statuses
+    }

@@ -1,0 +1,169 @@
+"""/v1/runs: submit, list, read, cancel."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response, status
+
+from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.deps import CeleryDep, SessionDep
+from api.pagination import Page, PageParamsDep
+from api.responses import problem_responses
+from api.runs import service
+from api.runs.schemas import RunCreate, RunError, RunLinks, RunListItem, RunOut, RunSummary
+from store.models import Run, RunResult, RunStatus
+from store.runs import RunRepository
+
+router = APIRouter(prefix="/v1/runs", tags=["runs"])
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        description="Retrying a POST with the same key returns the same run; "
+        "the same key with a different body is a 422",
+    ),
+]
+
+
+def _links(run: Run) -> RunLinks:
+    base = f"/v1/runs/{run.id}"
+    return RunLinks(
+        self=base, series=f"{base}/series", scenario=f"{base}/scenario", cancel=f"{base}/cancel"
+    )
+
+
+def _item_fields(run: Run) -> dict[str, Any]:
+    error = None
+    if run.error:
+        error = RunError(
+            type=str(run.error.get("type", "Error")), message=str(run.error.get("message", ""))
+        )
+    return dict(
+        id=run.id,
+        status=run.status,
+        progress=run.progress,
+        cancel_requested=run.cancel_requested,
+        scenario_id=run.scenario_id,
+        preset=run.preset,
+        scenario_name=run.scenario_name,
+        scenario_hash=run.scenario_hash,
+        seed=run.seed,
+        engine_version=run.engine_version,
+        cache_hit=run.cache_hit,
+        source_run_id=run.source_run_id,
+        attempts=run.attempts,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        heartbeat_at=run.heartbeat_at,
+        finished_at=run.finished_at,
+        error=error,
+        links=_links(run),
+    )
+
+
+def to_out(run: Run, result: RunResult | None) -> RunOut:
+    summary = diagnosis = None
+    if result is not None:
+        summary = RunSummary(
+            sim_time=result.sim_time,
+            wall_time=result.wall_time,
+            events=result.events,
+            warnings=result.warnings,
+            flows=result.flows,
+            links=result.links,
+            pvcs=result.pvcs,
+            extra=result.extra,
+        )
+        diagnosis = result.diagnosis
+    return RunOut(**_item_fields(run), summary=summary, diagnosis=diagnosis)
+
+
+@router.post(
+    "",
+    operation_id="create_run",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses={
+        201: {"model": RunOut, "description": "Served from the result cache: already succeeded"},
+        200: {
+            "model": RunOut,
+            "description": "A replay of an earlier request with this Idempotency-Key",
+        },
+        **problem_responses(422),
+    },
+)
+def create_run(
+    body: RunCreate,
+    session: SessionDep,
+    celery: CeleryDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> RunOut:
+    """Submit a run: 202 and a queued run, or 201 and a finished one from the cache."""
+    run, created = service.create(session, celery, body=body, idempotency_key=idempotency_key)
+    response.headers["Location"] = f"/v1/runs/{run.id}"
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    elif run.cache_hit:
+        response.status_code = status.HTTP_201_CREATED
+    return to_out(run, service.result_of(session, run))
+
+
+@router.get("", operation_id="list_runs", responses=problem_responses(422))
+def list_runs(
+    session: SessionDep,
+    page: PageParamsDep,
+    status: Annotated[RunStatus | None, Query(description="Only runs in this state")] = None,
+    scenario_id: Annotated[uuid.UUID | None, Query()] = None,
+    preset: Annotated[str | None, Query(max_length=200)] = None,
+) -> Page[RunListItem]:
+    """Runs, newest first."""
+    result = RunRepository(session).list(
+        cursor=page.cursor, limit=page.limit, status=status, scenario_id=scenario_id, preset=preset
+    )
+    return Page(
+        items=[RunListItem(**_item_fields(r)) for r in result.items], next_cursor=result.next_cursor
+    )
+
+
+@router.get(
+    "/{run_id}",
+    operation_id="get_run",
+    response_model=RunOut,
+    responses={
+        304: {"description": "Not modified (finished runs carry a strong ETag)"},
+        **problem_responses(404),
+    },
+)
+def get_run(run_id: uuid.UUID, session: SessionDep, request: Request, response: Response) -> Any:
+    """A run: status, progress, timestamps, error; summary and diagnosis once it succeeded."""
+    run = service.get(session, run_id)
+    if run.status.finished:
+        etag = etag_for(request, run.id, run.status.value, run.finished_at)
+        if (cached := not_modified(request, etag)) is not None:
+            return cached
+        response.headers["ETag"] = etag
+        response.headers.update(CACHE_HEADERS)
+    return to_out(run, service.result_of(session, run))
+
+
+@router.get("/{run_id}/scenario", operation_id="get_run_scenario", responses=problem_responses(404))
+def get_run_scenario(run_id: uuid.UUID, session: SessionDep) -> dict[str, Any]:
+    """The scenario the run simulates, in canonical form: post it back to reproduce the run."""
+    return service.get(session, run_id).scenario
+
+
+@router.post(
+    "/{run_id}/cancel",
+    operation_id="cancel_run",
+    status_code=status.HTTP_202_ACCEPTED,
+    responses=problem_responses(404, 409),
+)
+def cancel_run(run_id: uuid.UUID, session: SessionDep) -> RunOut:
+    """Cancel a queued run at once, or ask the worker running it to stop (cooperatively)."""
+    run = service.cancel(session, run_id)
+    return to_out(run, None)

@@ -1,0 +1,96 @@
+"""Request and response bodies of /v1/runs (the Scenario itself is the engine's model)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from engine import Scenario
+from store.models import RunStatus
+
+SEED_MIN, SEED_MAX = 0, 2**63 - 1
+
+
+class RunCreate(BaseModel):
+    """Exactly one of `scenario`, `scenario_id`, `preset`; optional `seed` overrides the
+    scenario's; `cache: reuse` serves a result already computed for the same
+    (scenario hash, seed, engine version), `refresh` always simulates."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"preset": "riverbed-t1-8k", "seed": 3}]},
+    )
+
+    scenario: Scenario | None = None
+    scenario_id: uuid.UUID | None = None
+    preset: str | None = Field(default=None, min_length=1, max_length=200)
+    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
+    cache: Literal["reuse", "refresh"] = "reuse"
+
+    @model_validator(mode="after")
+    def _exactly_one_source(self) -> RunCreate:
+        given = [f for f in ("scenario", "scenario_id", "preset") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of 'scenario', 'scenario_id' or 'preset'"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        return self
+
+
+class RunError(BaseModel):
+    type: str
+    message: str
+
+
+class RunSummary(BaseModel):
+    """The Result less its series and diagnosis (see SCENARIO.md)."""
+
+    sim_time: float
+    wall_time: float
+    events: int
+    warnings: list[str]
+    flows: dict[str, Any]
+    links: dict[str, Any]
+    pvcs: dict[str, Any]
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunLinks(BaseModel):
+    self: str
+    series: str
+    scenario: str
+    cancel: str
+
+
+class RunListItem(BaseModel):
+    id: uuid.UUID
+    status: RunStatus
+    progress: float = Field(description="0..1, as last reported by the worker")
+    cancel_requested: bool
+    scenario_id: uuid.UUID | None
+    preset: str | None
+    scenario_name: str
+    scenario_hash: str
+    seed: int
+    engine_version: str
+    cache_hit: bool = Field(description="Served from a stored result, not simulated")
+    source_run_id: uuid.UUID | None = Field(description="The run whose result a cache hit serves")
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    error: RunError | None
+    links: RunLinks
+
+
+class RunOut(RunListItem):
+    summary: RunSummary | None = Field(description="When succeeded")
+    diagnosis: dict[str, Any] | None = Field(
+        description="Per flow: what limits it (receive_window, link_capacity, loss, ...), "
+        "the analytic bounds, and advice in plain words"
+    )

@@ -1,0 +1,193 @@
+"""Runs: resolve what to simulate, serve from the cache or queue it, cancel it."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from typing import Any
+
+import orjson
+from celery import Celery
+from pydantic import ValidationError
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+import engine
+from api.exception_handlers import field_errors
+from api.exceptions import Conflict, IdempotencyKeyReused, InvalidScenario, NotFound, field_error
+from api.runs.schemas import RunCreate
+from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
+from store.dispatch import send_run
+from store.models import Run, RunResult, RunStatus
+from store.runs import ResultRepository, RunRepository
+from store.scenarios import ScenarioRepository
+from store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+
+def fingerprint(body: RunCreate) -> str:
+    raw = orjson.dumps(body.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def scenario_document(scenario: engine.Scenario) -> dict[str, Any]:
+    """What a run stores and a worker re-validates: the whole scenario in SI numbers."""
+    return scenario.model_dump(mode="json")
+
+
+def _resolve(
+    session: Session, body: RunCreate
+) -> tuple[engine.Scenario, uuid.UUID | None, str | None]:
+    if body.scenario is not None:
+        return body.scenario, None, None
+    if body.scenario_id is not None:
+        stored = ScenarioRepository(session).get(body.scenario_id)
+        if stored is None:
+            raise InvalidScenario(
+                f"no scenario with id {body.scenario_id}",
+                errors=[field_error(["body", "scenario_id"], "unknown scenario id", "not_found")],
+            )
+        try:
+            return engine.Scenario.model_validate(stored.body), stored.id, None
+        except ValidationError as exc:
+            raise InvalidScenario(
+                "the stored scenario no longer validates against this engine",
+                errors=field_errors(exc.errors(), prefix=["body", "scenario_id"]),
+            ) from exc
+    assert body.preset is not None
+    return preset_scenario(body.preset, loc=["body", "preset"]), None, body.preset
+
+
+def preset_scenario(name: str, *, loc: list[str | int]) -> engine.Scenario:
+    kinds = {p.name: p.kind for p in list_presets()}
+    if name not in kinds:
+        raise InvalidScenario(
+            f"unknown preset {name!r}",
+            errors=[field_error(loc, "unknown preset; GET /v1/presets lists them", "not_found")],
+        )
+    if kinds[name] != "scenario":
+        raise InvalidScenario(
+            f"preset {name!r} is a {kinds[name]}, not a single scenario",
+            errors=[
+                field_error(loc, f"preset of kind {kinds[name]!r} cannot be run as one scenario")
+            ],
+        )
+    try:
+        return load_preset(name)
+    except (UnknownPreset, PresetError) as exc:
+        raise InvalidScenario(str(exc), errors=[field_error(loc, str(exc))]) from exc
+
+
+def create(
+    session: Session,
+    celery: Celery,
+    *,
+    body: RunCreate,
+    idempotency_key: str | None,
+) -> tuple[Run, bool]:
+    """Returns the run and whether this request created it (False: an idempotent replay)."""
+    runs = RunRepository(session)
+    print_ = fingerprint(body)
+    if idempotency_key is not None:
+        existing = runs.by_idempotency_key(idempotency_key)
+        if existing is not None:
+            return _replay(existing, print_), False
+
+    scenario, scenario_id, preset = _resolve(session, body)
+    seed = body.seed if body.seed is not None else scenario.seed
+    fields: dict[str, Any] = dict(
+        scenario_id=scenario_id,
+        preset=preset,
+        scenario_name=scenario.name,
+        scenario_hash=scenario.scenario_hash(),
+        scenario=scenario_document(scenario),
+        seed=seed,
+        engine_version=engine.ENGINE_VERSION,
+        idempotency_key=idempotency_key,
+        request_fingerprint=print_,
+    )
+    cached = None
+    if body.cache == "reuse":
+        cached = runs.find_cached(
+            scenario_hash=fields["scenario_hash"], seed=seed, engine_version=engine.ENGINE_VERSION
+        )
+    if cached is not None:
+        now = utcnow()
+        fields.update(
+            status=RunStatus.succeeded,
+            cache_hit=True,
+            source_run_id=cached.id,
+            progress=1.0,
+            started_at=now,
+            finished_at=now,
+        )
+    try:
+        run = runs.create(**fields)
+        session.commit()
+    except IntegrityError:
+        # Two retries of one request raced on the Idempotency-Key: the first one won.
+        session.rollback()
+        existing = runs.by_idempotency_key(idempotency_key) if idempotency_key else None
+        if existing is None:
+            raise
+        return _replay(existing, print_), False
+
+    if run.status is RunStatus.queued:
+        enqueue(session, celery, run.id)
+    return run, True
+
+
+def enqueue(session: Session, celery: Celery, run_id: uuid.UUID) -> None:
+    """Send a committed run to the workers. A broker that is down leaves it queued for
+    the reconciler, which sends runs that were never sent."""
+    try:
+        send_run(celery, run_id)
+    except Exception:
+        log.warning(
+            "could not send run %s to the broker; the reconciler will", run_id, exc_info=True
+        )
+        return
+    RunRepository(session).mark_enqueued(run_id)
+    session.commit()
+
+
+def _replay(run: Run, print_: str) -> Run:
+    if run.request_fingerprint != print_:
+        raise IdempotencyKeyReused(
+            "this Idempotency-Key was used with a different request body",
+            errors=[
+                field_error(["header", "Idempotency-Key"], "key already used for another request")
+            ],
+        )
+    return run
+
+
+def get(session: Session, run_id: uuid.UUID) -> Run:
+    run = RunRepository(session).get(run_id)
+    if run is None:
+        raise NotFound(f"no run with id {run_id}")
+    return run
+
+
+def result_of(session: Session, run: Run) -> RunResult | None:
+    if run.status is not RunStatus.succeeded:
+        return None
+    return ResultRepository(session).get(run.result_run_id)
+
+
+def cancel(session: Session, run_id: uuid.UUID) -> Run:
+    """Queued: cancelled at once. Running: flagged, and the worker stops at its next
+    heartbeat. Already cancelled: unchanged. Succeeded or failed: a conflict."""
+    run = get(session, run_id)
+    runs = RunRepository(session)
+    # Conditional updates in this order cover a run that starts between the two.
+    if runs.cancel_queued(run_id) or runs.request_cancel(run_id):
+        session.commit()
+    session.refresh(run)
+    if run.status in (RunStatus.succeeded, RunStatus.failed):
+        raise Conflict(
+            f"run {run_id} has already {run.status.value}", status_value=run.status.value
+        )
+    return run

@@ -1,0 +1,50 @@
+"""Scenarios: store, read, delete, and the dry run."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+import engine
+from api.exceptions import InvalidScenario, NotFound
+from api.runs.service import scenario_document
+from store.models import StoredScenario
+from store.scenarios import ScenarioRepository
+
+
+def create(session: Session, scenario: engine.Scenario) -> StoredScenario:
+    row = ScenarioRepository(session).create(
+        name=scenario.name, scenario_hash=scenario.scenario_hash(), body=scenario_document(scenario)
+    )
+    session.commit()
+    return row
+
+
+def get(session: Session, scenario_id: uuid.UUID) -> StoredScenario:
+    row = ScenarioRepository(session).get(scenario_id)
+    if row is None:
+        raise NotFound(f"no scenario with id {scenario_id}")
+    return row
+
+
+def delete(session: Session, scenario_id: uuid.UUID) -> None:
+    ScenarioRepository(session).delete(get(session, scenario_id))
+    session.commit()
+
+
+def warnings_of(body: dict[str, Any]) -> list[str]:
+    try:
+        return list(engine.Scenario.model_validate(body).warnings())
+    except Exception:  # a scenario stored by an older engine: show it, warn nothing
+        return []
+
+
+def describe(scenario: engine.Scenario) -> dict[str, Any]:
+    """The engine's dry-run facts. A scenario that validates but cannot be laid out
+    (no route between a flow's ends, say) is the client's problem: a 422."""
+    try:
+        return engine.describe(scenario)
+    except (ValueError, KeyError, LookupError, ArithmeticError) as exc:
+        raise InvalidScenario(f"the scenario cannot be simulated: {exc}") from exc

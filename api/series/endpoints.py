@@ -1,0 +1,155 @@
+"""/v1/runs/{id}/series: the index, one series, several as a frame. JSON or CSV."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+
+from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.deps import SessionDep, SettingsDep
+from api.exceptions import Unprocessable, field_error
+from api.responses import OrjsonResponse, problem_responses
+from api.series import service
+from api.series.schemas import SeriesData, SeriesFrame, SeriesIndex, SeriesInfo
+from store.config import Settings
+
+router = APIRouter(prefix="/v1/runs/{run_id}", tags=["series"])
+
+Start = Annotated[float | None, Query(description="Window start, simulated seconds")]
+End = Annotated[float | None, Query(description="Window end, simulated seconds")]
+MaxPoints = Annotated[
+    int | None,
+    Query(ge=3, description="Downsample to at most this many points (default from settings, 1000)"),
+]
+Format = Annotated[
+    Literal["json", "csv"] | None,
+    Query(description="Overrides the Accept header: `csv` is text/csv"),
+]
+CSV_RESPONSE = {"content": {"text/csv": {"schema": {"type": "string"}}}}
+DATA_ERRORS = problem_responses(404, 409, 422)
+
+
+def _max_points(settings: Settings, requested: int | None) -> int:
+    value = requested or settings.series_max_points
+    if value > settings.series_max_points_limit:
+        raise Unprocessable(
+            "max_points too large",
+            errors=[
+                field_error(
+                    ["query", "max_points"], f"must be <= {settings.series_max_points_limit}"
+                )
+            ],
+        )
+    return value
+
+
+def _wants_csv(request: Request, fmt: str | None) -> bool:
+    if fmt is not None:
+        return fmt == "csv"
+    accept = request.headers.get("accept", "")
+    return "text/csv" in accept and "application/json" not in accept.split("text/csv")[0]
+
+
+def _respond(request: Request, etag: str, csv: bool, json_body: Any, csv_columns: Any) -> Response:
+    headers = {"ETag": etag, "Vary": "Accept", **CACHE_HEADERS}
+    if csv:
+        return Response(
+            service.to_csv(csv_columns), media_type="text/csv; charset=utf-8", headers=headers
+        )
+    return OrjsonResponse(json_body, headers=headers)
+
+
+@router.get("/series", operation_id="list_series", responses=problem_responses(404, 409))
+def list_series(run_id: uuid.UUID, session: SessionDep) -> SeriesIndex:
+    """The run's series: key, unit and stored length of each."""
+    run = service.finished_run(session, run_id)
+    items = [
+        SeriesInfo(key=k, unit=u, length=n, t_start=a, t_end=b)
+        for k, u, n, a, b in service.index(session, run)
+    ]
+    return SeriesIndex(run_id=str(run.id), series=items)
+
+
+@router.get(
+    "/series/{key}",
+    operation_id="get_series",
+    response_model=SeriesData,
+    responses={200: CSV_RESPONSE, 304: {"description": "Not modified"}, **DATA_ERRORS},
+)
+def get_series(
+    run_id: uuid.UUID,
+    key: str,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    start: Start = None,
+    end: End = None,
+    max_points: MaxPoints = None,
+    format: Format = None,
+) -> Response:
+    """One series in [start, end], downsampled to `max_points` keeping its peaks
+    (MinMaxLTTB). JSON `{t, v}`, or CSV with `Accept: text/csv`."""
+    run = service.finished_run(session, run_id)
+    limit = _max_points(settings, max_points)
+    etag = etag_for(request, run.result_run_id, limit)
+    if (cached := not_modified(request, etag)) is not None:
+        return cached
+    (w,) = service.load(
+        session, run, [key], start=start, end=end, max_points=limit, loc=["path", "key"]
+    )
+    body = {
+        "key": w.key,
+        "unit": w.unit,
+        "length": w.length,
+        "points": len(w.t),
+        "downsampled": w.downsampled,
+        "method": "minmax-lttb" if w.downsampled else "none",
+        "t": w.t,
+        "v": w.v,
+    }
+    return _respond(request, etag, _wants_csv(request, format), body, {"t": w.t, "v": w.v})
+
+
+@router.get(
+    "/frame",
+    operation_id="get_series_frame",
+    response_model=SeriesFrame,
+    responses={200: CSV_RESPONSE, 304: {"description": "Not modified"}, **DATA_ERRORS},
+)
+def get_series_frame(
+    run_id: uuid.UUID,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    keys: Annotated[str, Query(min_length=1, description="Comma-separated series keys")],
+    shape: Annotated[Literal["wide", "long"], Query()] = "wide",
+    start: Start = None,
+    end: End = None,
+    max_points: MaxPoints = None,
+    format: Format = None,
+) -> Response:
+    """Several series at once for a dashboard, each downsampled to `max_points`: a wide
+    frame (one time column) or a long one (time, key, value rows)."""
+    names = list(dict.fromkeys(k.strip() for k in keys.split(",") if k.strip()))
+    if not names:
+        raise Unprocessable(
+            "no series keys given", errors=[field_error(["query", "keys"], "empty")]
+        )
+    run = service.finished_run(session, run_id)
+    limit = _max_points(settings, max_points)
+    etag = etag_for(request, run.result_run_id, limit)
+    if (cached := not_modified(request, etag)) is not None:
+        return cached
+    windows = service.load(
+        session, run, names, start=start, end=end, max_points=limit, loc=["query", "keys"]
+    )
+    columns = service.frame(windows, shape)
+    body = {
+        "shape": shape,
+        "keys": names,
+        "units": {w.key: w.unit for w in windows},
+        "columns": columns,
+    }
+    return _respond(request, etag, _wants_csv(request, format), body, columns)

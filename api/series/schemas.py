@@ -1,0 +1,44 @@
+"""Bodies of the series endpoints."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class SeriesInfo(BaseModel):
+    key: str = Field(
+        description="flow.<id>.<metric>, link.<id>.<from>><to>.<metric>, pvc.<id>.<metric>"
+    )
+    unit: str
+    length: int = Field(description="Samples stored")
+    t_start: float | None
+    t_end: float | None
+
+
+class SeriesIndex(BaseModel):
+    run_id: str
+    series: list[SeriesInfo]
+
+
+class SeriesData(BaseModel):
+    key: str
+    unit: str
+    length: int = Field(description="Samples in [start, end] before downsampling")
+    points: int = Field(description="Samples returned")
+    downsampled: bool
+    method: Literal["none", "minmax-lttb"]
+    t: list[float]
+    v: list[float | None]
+
+
+class SeriesFrame(BaseModel):
+    """Several series on one time axis (wide: `t` plus one column per key, each value the
+    last sample at or before `t`, null before the first), or stacked (long: `t`, `key`,
+    `value` columns). Columnar JSON, as Grafana's JSON data sources read it."""
+
+    shape: Literal["wide", "long"]
+    keys: list[str]
+    units: dict[str, str]
+    columns: dict[str, list[float | str | None]]

@@ -1,0 +1,135 @@
+"""Series: decode the stored arrays, cut the time window, downsample for a chart."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy.orm import Session
+from tsdownsample import MinMaxLTTBDownsampler, NaNMinMaxLTTBDownsampler
+
+from api.exceptions import Conflict, NotFound, Unprocessable, field_error
+from api.runs import service as runs
+from store.codec import decode
+from store.models import Run, RunStatus
+from store.runs import ResultRepository
+
+Array = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    key: str
+    unit: str
+    length: int
+    t: Array
+    v: Array
+    downsampled: bool
+
+
+def finished_run(session: Session, run_id: uuid.UUID) -> Run:
+    run = runs.get(session, run_id)
+    if run.status is not RunStatus.succeeded:
+        raise Conflict(
+            f"run {run_id} is {run.status.value}; series exist once it has succeeded",
+            status_value=run.status.value,
+        )
+    return run
+
+
+def index(session: Session, run: Run) -> list[tuple[str, str, int, float | None, float | None]]:
+    return list(ResultRepository(session).series_index(run.result_run_id))
+
+
+def load(
+    session: Session,
+    run: Run,
+    keys: Sequence[str],
+    *,
+    start: float | None,
+    end: float | None,
+    max_points: int,
+    loc: list[str | int],
+) -> list[Window]:
+    if start is not None and end is not None and start > end:
+        raise Unprocessable(
+            "start is after end", errors=[field_error(["query", "start"], "must be <= end")]
+        )
+    rows = ResultRepository(session).series(run.result_run_id, keys)
+    missing = [k for k in keys if k not in rows]
+    if missing:
+        raise NotFound(
+            f"run {run.id} has no series {', '.join(map(repr, missing))}; GET /v1/runs/{run.id}/series lists them",
+            errors=[field_error(loc, f"unknown series key {k!r}", "not_found") for k in missing],
+        )
+    return [
+        _window(
+            rows[k].key,
+            rows[k].unit,
+            decode(rows[k].t, rows[k].codec),
+            decode(rows[k].v, rows[k].codec),
+            start,
+            end,
+            max_points,
+        )
+        for k in keys
+    ]
+
+
+def _window(
+    key: str, unit: str, t: Array, v: Array, start: float | None, end: float | None, max_points: int
+) -> Window:
+    lo = 0 if start is None else int(np.searchsorted(t, start, side="left"))
+    hi = len(t) if end is None else int(np.searchsorted(t, end, side="right"))
+    t, v = t[lo:hi], v[lo:hi]
+    n = len(t)
+    if n <= max_points:
+        return Window(key, unit, n, t, v, downsampled=False)
+    # MinMaxLTTB keeps the peaks a chart must show (LTTB on min/max preselected buckets).
+    downsampler = NaNMinMaxLTTBDownsampler() if np.isnan(v).any() else MinMaxLTTBDownsampler()
+    t, v = (np.require(a, np.float64, ["C_CONTIGUOUS", "ALIGNED"]) for a in (t, v))
+    idx = downsampler.downsample(t, v, n_out=max_points)
+    return Window(key, unit, n, t[idx], v[idx], downsampled=True)
+
+
+def frame(windows: Sequence[Window], shape: str) -> dict[str, np.ndarray | list]:
+    """Columns of the wide or long frame (see ``SeriesFrame``)."""
+    if shape == "long":
+        return {
+            "t": np.concatenate([w.t for w in windows]) if windows else np.empty(0),
+            "key": [w.key for w in windows for _ in range(len(w.t))],
+            "value": np.concatenate([w.v for w in windows]) if windows else np.empty(0),
+        }
+    t = np.unique(np.concatenate([w.t for w in windows])) if windows else np.empty(0)
+    columns: dict[str, np.ndarray | list] = {"t": t}
+    for w in windows:
+        at = np.searchsorted(w.t, t, side="right") - 1
+        col = w.v[np.clip(at, 0, None)] if len(w.t) else np.full(len(t), np.nan)
+        col = np.where(at >= 0, col, np.nan)
+        columns[w.key] = col
+    return columns
+
+
+def to_csv(columns: dict[str, np.ndarray | list]) -> str:
+    names = list(columns)
+    out = io.StringIO()
+    out.write(",".join(_csv_field(n) for n in names) + "\n")
+    cols = [_csv_column(columns[n]) for n in names]
+    for row in zip(*cols, strict=True):
+        out.write(",".join(row))
+        out.write("\n")
+    return out.getvalue()
+
+
+def _csv_column(values: np.ndarray | list) -> list[str]:
+    if isinstance(values, np.ndarray):
+        return ["" if np.isnan(x) else repr(float(x)) for x in values.tolist()]
+    return [_csv_field(str(x)) for x in values]
+
+
+def _csv_field(s: str) -> str:
+    return '"' + s.replace('"', '""') + '"' if any(c in s for c in ',"\n') else s

@@ -1,0 +1,134 @@
+"""``make run``: migrate, then serve the API and run worker processes until Ctrl-C.
+
+Embedded by default (SQLite and a file-system broker under ``TCPFR_DATA_DIR``); the same
+command runs against Postgres and Redis when ``DATABASE_URL`` and ``BROKER_URL`` say so.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from alembic import command
+from alembic.config import Config
+
+from store.config import Settings, get_settings
+
+log = logging.getLogger("tcpfr.serve")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def alembic_config() -> Config:
+    ini = ROOT / "alembic.ini"
+    if not ini.exists():  # installed without the source tree: look where we are
+        ini = Path.cwd() / "alembic.ini"
+    config = Config(str(ini))
+    config.attributes["configure_logger"] = False
+    return config
+
+
+def migrate() -> None:
+    command.upgrade(alembic_config(), "head")
+
+
+def worker_command(settings: Settings, concurrency: int | None = None) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "worker.celery_app",
+        "worker",
+        "--loglevel",
+        settings.log_level,
+        "--concurrency",
+        str(concurrency or settings.worker_concurrency),
+        "--queues",
+        settings.queue,
+        "--hostname",
+        "tcpfr@%h",
+        # No worker-to-worker chatter: the database is the only shared state we use.
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+
+
+def api_command(settings: Settings) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "api.main:app",
+        "--host",
+        settings.host,
+        "--port",
+        str(settings.port),
+        "--log-level",
+        settings.log_level.lower(),
+        "--no-access-log",
+    ]
+
+
+def _clear_processed(settings: Settings) -> None:
+    if settings.broker_url is None:
+        for f in (settings.broker_folder / "processed").glob("*.msg"):
+            f.unlink(missing_ok=True)
+
+
+def main() -> int:
+    settings = get_settings()
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    settings.ensure_dirs()
+    _clear_processed(settings)
+    log.info("database %s", settings.sqlalchemy_url)
+    log.info("broker %s", settings.broker_url or f"filesystem ({settings.broker_folder})")
+    migrate()
+
+    procs = {
+        "worker": subprocess.Popen(worker_command(settings)),
+        "api": subprocess.Popen(api_command(settings)),
+    }
+    log.info(
+        "API on http://%s:%d  (%d worker processes; Ctrl-C stops all)",
+        settings.host,
+        settings.port,
+        settings.worker_concurrency,
+    )
+    stopping = False
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    code = 0
+    while not stopping:
+        for name, proc in procs.items():
+            if proc.poll() is not None:
+                log.error("%s exited with %s; stopping", name, proc.returncode)
+                stopping, code = True, 1
+        time.sleep(0.2)
+    for proc in procs.values():
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + 15
+    for proc in procs.values():
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

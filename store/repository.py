@@ -1,0 +1,62 @@
+"""A small generic repository: get by id and cursor pages ordered newest first."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from store.models import Base
+
+M = TypeVar("M", bound=Base)
+
+
+class InvalidCursor(ValueError):
+    """A cursor this service did not hand out."""
+
+
+def encode_cursor(last_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(last_id.bytes).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> uuid.UUID:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        return uuid.UUID(bytes=raw)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidCursor(cursor) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[M]):
+    items: Sequence[M]
+    next_cursor: str | None
+
+
+class Repository(Generic[M]):
+    """Ids are UUIDv7, so ordering by id is ordering by creation time and makes a stable cursor."""
+
+    model: ClassVar[type[Any]]
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def get(self, id: uuid.UUID) -> M | None:
+        return self.session.get(self.model, id)
+
+    def page(self, statement: Select[tuple[M]], *, cursor: str | None, limit: int) -> Page[M]:
+        if cursor is not None:
+            statement = statement.where(self.model.id < decode_cursor(cursor))
+        rows = self.session.scalars(statement.order_by(self.model.id.desc()).limit(limit + 1)).all()
+        more = len(rows) > limit
+        items = rows[:limit]
+        return Page(items=items, next_cursor=encode_cursor(items[-1].id) if more else None)
+
+    def select(self) -> Select[tuple[M]]:
+        return select(self.model)

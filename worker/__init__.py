@@ -1,0 +1,1 @@
+"""Celery workers: thin tasks that load a run, call ``engine.simulate`` and persist the result."""
