@@ -201,8 +201,8 @@ class TcpSender:
             self.dupacks = 0
             if st.phase == Phase.LOSS and ack >= st.recover:
                 self.set_phase(Phase.OPEN)
-            if not self.recovery.on_new_ack(self, acked) and self._may_grow():
-                self.cc.increase_window(st, acked)
+            if not self.recovery.on_new_ack(self, acked):
+                self.cc.on_ack(st, acked, st.cwnd < min(self.rwnd, self.snd_buf))
             # RFC 6298 5.2/5.3: stop the timer when all is acknowledged, else restart it.
             if st.snd_una >= st.snd_max:
                 self.timer.stop()
@@ -221,11 +221,6 @@ class TcpSender:
         self.try_send()
         if self.probe is not None:
             self.probe.on_ack(self)
-
-    def _may_grow(self) -> bool:
-        """Grow cwnd only while it is what limits sending (RFC 7661's principle): a sender
-        held back by the receive window or send buffer has not validated a larger cwnd."""
-        return self.st.cwnd < min(self.rwnd, self.snd_buf)
 
     def _rtt_sample(self, r: float) -> None:
         self.rtt.sample(r)

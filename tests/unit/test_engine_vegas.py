@@ -28,7 +28,7 @@ def vegas(cwnd_segments: float, *, alpha=2, beta=4, gamma=1, slow_start=False):
     st = TcpState(MSS, 1)
     cc.init(st)
     cc.on_rtt_sample(st, BASE)
-    cc.increase_window(st, MSS)  # the first round trip: records BaseRTT, ends the round
+    cc.on_ack(st, MSS, True)  # the first round trip: records BaseRTT, ends the round
     st.cwnd = int(cwnd_segments * MSS)
     st.ssthresh = st.cwnd * 4 if slow_start else 2 * MSS
     return cc, st
@@ -39,7 +39,7 @@ def one_round(cc, st, rtt: float) -> None:
     st.snd_una = cc.epoch_end
     st.snd_nxt = st.snd_una + st.cwnd  # a window outstanding
     cc.on_rtt_sample(st, rtt)
-    cc.increase_window(st, MSS)
+    cc.on_ack(st, MSS, True)
 
 
 def rtt_for_diff(cwnd_segments: float, diff: float) -> float:
@@ -60,7 +60,7 @@ def test_decision_uses_the_smallest_rtt_of_the_round():
     st.snd_una, st.snd_nxt = cc.epoch_end, cc.epoch_end + st.cwnd
     cc.on_rtt_sample(st, rtt_for_diff(20, 8.0))
     cc.on_rtt_sample(st, rtt_for_diff(20, 3.0))  # the round's minimum: hold
-    cc.increase_window(st, MSS)
+    cc.on_ack(st, MSS, True)
     assert st.cwnd == 20 * MSS
 
 
@@ -72,7 +72,7 @@ def test_one_decision_per_round_trip():
     for _ in range(39):
         st.snd_una += MSS // 2
         cc.on_rtt_sample(st, rtt_for_diff(20, 1.0))
-        cc.increase_window(st, MSS)
+        cc.on_ack(st, MSS, True)
     assert st.cwnd == 21 * MSS
 
 

@@ -22,8 +22,15 @@ class CongestionOps:
     def init(self, st: TcpState) -> None:
         """RFC 5681 3.1: IW from `initial_cwnd`, ssthresh arbitrarily high."""
 
+    def on_ack(self, st: TcpState, acked: int, cwnd_limited: bool) -> None:
+        """An ACK of new data outside recovery. The window grows only while cwnd is what
+        limits sending (RFC 7661's principle, Linux's tcp_is_cwnd_limited); strategies
+        that also shrink the window on ACKs (Vegas) override this."""
+        if cwnd_limited:
+            self.increase_window(st, acked)
+
     def increase_window(self, st: TcpState, acked: int) -> None:
-        """On an ACK of new data outside recovery (Linux cong_avoid)."""
+        """Window growth on an ACK of new data (Linux cong_avoid)."""
         raise NotImplementedError
 
     def on_congestion_event(self, st: TcpState) -> None:

@@ -38,15 +38,17 @@ class Vegas(RenoGrowth):
         self.samples = 0
         self.min_rtt = float("inf")
 
-    def increase_window(self, st: TcpState, acked: int) -> None:
+    def on_ack(self, st: TcpState, acked: int, cwnd_limited: bool) -> None:
+        # Vegas decides on every round trip even when the receive window holds the
+        # sender: its decrease must still act, only its growth waits for cwnd to limit.
         if st.snd_una < self.epoch_end:
-            if st.cwnd < st.ssthresh:
-                super().increase_window(st, acked)
+            if cwnd_limited and st.cwnd < st.ssthresh:
+                self.increase_window(st, acked)
             return
-        # A round trip has passed: one Vegas decision.
-        self.epoch_end = st.snd_nxt
+        self.epoch_end = st.snd_nxt  # a round trip has passed: one Vegas decision
         if self.samples == 0:
-            super().increase_window(st, acked)
+            if cwnd_limited:
+                self.increase_window(st, acked)
             return
         mss = st.mss
         rtt = self.min_rtt
@@ -58,12 +60,12 @@ class Vegas(RenoGrowth):
                 target = segments * self.base_rtt / rtt
                 st.cwnd = max(int(min(segments, target + 1) * mss), 2 * mss)
                 st.ssthresh = max(st.cwnd - mss, 2 * mss)
-            else:
-                super().increase_window(st, acked)
+            elif cwnd_limited:
+                self.increase_window(st, acked)
         elif diff > self.beta:
             st.cwnd = max(st.cwnd - mss, 2 * mss)
             st.ssthresh = min(st.ssthresh, max(st.cwnd - mss, 2 * mss))
-        elif diff < self.alpha:
+        elif diff < self.alpha and cwnd_limited:
             st.cwnd += mss
         self.samples = 0
         self.min_rtt = float("inf")
