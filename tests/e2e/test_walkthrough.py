@@ -1,4 +1,4 @@
-"""The README's curl walkthrough (docs/service.md, seed 003's question), run verbatim
+"""The README's curl walkthrough (seed 003's question), run verbatim
 against the service as ``make run`` starts it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 
 def walkthrough() -> str:
-    text = (ROOT / "docs" / "service.md").read_text()
+    text = (ROOT / "README.md").read_text()
     block = text.split("<!-- walkthrough:begin -->", 1)[1].split("<!-- walkthrough:end -->", 1)[0]
     return block.split("```sh\n", 1)[1].rsplit("```", 1)[0]
 

@@ -34,4 +34,4 @@ def test_compose_has_the_services_and_health_checks() -> None:
 
 def test_dockerfile_installs_as_the_readme_says() -> None:
     assert INSTALL in (ROOT / "Dockerfile").read_text()
-    assert INSTALL in (ROOT / "docs" / "service.md").read_text()
+    assert INSTALL in (ROOT / "README.md").read_text()
