@@ -32,10 +32,21 @@ LOSSY_BULK = {
 }
 
 
+def fr_sack() -> Scenario:
+    """riverbed-t1-64k carried by a policed PVC (CIR 1 Mbit/s, Be 256 kbit) with SACK."""
+    data = load_preset("riverbed-t1-64k").model_dump(mode="json")
+    data["name"] = "bench-fr-policed-sack"
+    data["frame_relay"] = {"pvcs": [{"id": "pvc1", "dlci": 100, "src": "branch", "dst": "dc",
+                                     "cir": 1_000_000, "bc": 1_000_000, "be": 256_000}]}
+    data["flows"][0]["tcp"].update(variant="sack", sack=True)
+    return Scenario.model_validate(data)
+
+
 def cases() -> list[tuple[str, Scenario]]:
     return [
         ("riverbed-t1-64k", load_preset("riverbed-t1-64k")),
         ("lossy-unlimited-newreno", Scenario.model_validate(LOSSY_BULK)),
+        ("fr-policed-sack", fr_sack()),
     ]
 
 

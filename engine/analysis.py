@@ -89,6 +89,21 @@ def path_facts(scenario: Scenario) -> dict[str, PathFacts]:
                 share /= max(tcp_on.get(key, 1), 1)
             if best is None or share < best[3]:
                 best = (key, link.rate, capacity, share)
+        span = routing.pvc_span(scenario, hops)
+        if span is not None:
+            # The PVC's traffic contract caps the flow too: CIR plus the excess burst per
+            # Tc (Tc = Bc/CIR), in frame bits on the first link it carries.
+            pvc = span.pvc
+            bc = pvc.bc or pvc.cir
+            policed = pvc.cir + pvc.be * pvc.cir / bc
+            first = links[hops[span.first].link_id]
+            wire = wire_bytes(first.encap, size)
+            pvc_capacity = policed * payload / wire
+            pvc_share = pvc_capacity
+            if isinstance(f, TcpBulkFlow):
+                pvc_share /= max(tcp_on.get(_port_key(hops[span.first]), 1), 1)
+            if pvc_share < best[3]:
+                best = (f"pvc:{pvc.id}", policed, pvc_capacity, pvc_share)
         key, rate, capacity, share = best
         base_rtt = window = window_bps = bdp = None
         if isinstance(f, TcpBulkFlow):

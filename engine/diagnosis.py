@@ -91,6 +91,10 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, bound
     if name == "send_buffer":
         return (f"Send buffer {tcp.snd_buf:,} B caps the flight below the bandwidth-delay "
                 f"product ({bdp:,.0f} B): raise snd_buf to at least {math.ceil(bdp):,} B.")
+    if name == "link_capacity" and f.bottleneck.startswith("pvc:"):
+        return (f"The PVC's traffic contract ({f.bottleneck[4:]}: {_fmt_bps(f.bottleneck_rate_bps)} "
+                f"of CIR plus excess burst, {link} of payload) is the limit, not the access "
+                "links: raise the CIR (or Be), or the transfer stays this slow.")
     if name == "link_capacity":
         return (f"The bottleneck {f.bottleneck} ({link} of payload for this flow) is the limit; "
                 f"the window ({w:,} B) already covers the bandwidth-delay product "
