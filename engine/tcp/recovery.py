@@ -88,9 +88,7 @@ class RenoRecovery(NoRecovery):
         if st.phase != Phase.RECOVERY:
             return False
         # Step 6: the first ACK of new data deflates the window and ends recovery.
-        st.cwnd = st.ssthresh
-        snd.set_phase(Phase.OPEN)
-        snd.cc.on_recovery_exit(st)
+        snd.exit_recovery()
         return True
 
 
@@ -114,9 +112,7 @@ class NewRenoRecovery(RenoRecovery):
             # RFC 6582 3.2 step 3, full acknowledgment: option (2), cwnd = ssthresh, as
             # ns-3's classic recovery and Linux do. Option (1) would restart a receive-
             # window-limited sender from 2 SMSS after every recovery.
-            st.cwnd = st.ssthresh
-            snd.set_phase(Phase.OPEN)
-            snd.cc.on_recovery_exit(st)
+            snd.exit_recovery()
             return True
         # Partial acknowledgment: retransmit the first unacknowledged segment, deflate
         # cwnd by the amount acknowledged, add back one SMSS if that was at least SMSS.

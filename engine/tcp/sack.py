@@ -128,9 +128,7 @@ class SackRecovery(NoRecovery):
         if st.phase != Phase.RECOVERY:
             return False
         if st.snd_una >= st.recover:
-            st.cwnd = st.ssthresh
-            snd.set_phase(Phase.OPEN)
-            snd.cc.on_recovery_exit(st)
+            snd.exit_recovery()
         return True
 
     def transmit(self, snd: TcpSender) -> bool:

@@ -146,6 +146,14 @@ class TcpSender:
         st.ssthresh = self.cc.ssthresh_after_loss(st)
         st.recover = st.snd_max
 
+    def exit_recovery(self) -> None:
+        """Fast recovery is over: deflate cwnd to ssthresh and reopen (RFC 5681 3.2 step 6,
+        RFC 6582 full ACK option 2, RFC 6675 on reaching RecoveryPoint)."""
+        st = self.st
+        st.cwnd = st.ssthresh
+        self.set_phase(Phase.OPEN)
+        self.cc.on_recovery_exit(st)
+
     def restart_rto(self) -> None:
         self.timer.start(self.rtt.rto)
 
