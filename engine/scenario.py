@@ -270,7 +270,8 @@ class Pvc(_Model):
     be: int = Field(default=0, ge=0)
     """Excess burst in bits per Tc: sent marked DE; beyond bc + be frames are dropped."""
     becn_shaping: bool = False
-    """Halve the sending rate on BECN, down to min_cir (adaptive shaping)."""
+    """Shape to CIR and step the rate down by 0.75 on BECN (at most once per Tc) toward
+    min_cir; step back up after 16 Tc without BECN (adaptive shaping)."""
     min_cir: PositiveRate | None = None
     """Floor of BECN shaping; None means cir / 2."""
     residual_error_rate: float = Field(default=0.0, ge=0, lt=1)
