@@ -45,7 +45,7 @@ class Flow:
             self.on_done(self)
 
     def dropped(self, pkt: Packet) -> None:
-        if pkt.kind == Kind.DATA or pkt.kind == Kind.UDP:
+        if pkt.carries_data:
             self.data_dropped += 1
         else:
             self.other_dropped += 1
@@ -74,7 +74,7 @@ class TcpFlow(Flow):
         self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
         # The last element of each path is the peer endpoint.
         self.sender.path = fwd + (self.receiver,)
-        self.probe = TcpProbe(spec.id, tcp.mss)
+        self.probe = TcpProbe(spec.id)
         self.sender.probe = self.probe
 
     @property
@@ -95,9 +95,6 @@ class TcpFlow(Flow):
         self.finish()
 
     # --- notifications from endpoints and links ------------------------------------
-
-    def data_sent(self, pkt: Packet) -> None:
-        pass
 
     def data_received(self, pkt: Packet) -> None:
         self.arrived += 1

@@ -10,6 +10,7 @@ the recorded waits) without sampling.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from collections import deque
@@ -17,7 +18,7 @@ from collections import deque
 from simpy import Environment
 
 from engine.kernel import Call
-from engine.packet import Kind, Packet
+from engine.packet import Packet
 
 # Framing added to an IP datagram on the wire, in bytes, per encapsulation.
 #   ethernet: preamble+SFD 8, header 14, FCS 4, inter-frame gap 12; payload padded to 46.
@@ -42,8 +43,6 @@ def wire_bytes(encap: str, ip_size: int) -> int:
 
 def stream(seed: int, component: str) -> random.Random:
     """An independent random stream for one component, derived from the run seed."""
-    import hashlib
-
     digest = hashlib.sha256(f"{seed}/{component}".encode()).digest()
     return random.Random(int.from_bytes(digest[:16], "little"))
 
@@ -110,7 +109,7 @@ class Scripted(LossModel):
         self.count = 0
 
     def lost(self, pkt: Packet, wire: int) -> bool:
-        if not (pkt.kind == Kind.DATA or pkt.kind == Kind.UDP):
+        if not pkt.carries_data:
             return False
         index = self.count
         self.count = index + 1
@@ -290,7 +289,6 @@ class Egress:
         future = 0.0
         for start, _ in self._waiting:
             if start > now:
-                # Waiting continues past now; only the part before now has elapsed. The
-                # arrival time is not kept, so bound the future part by start - now.
+                # Its wait was booked in full on arrival; the part after now is start - now.
                 future += start - now
         return self.wait_total - future

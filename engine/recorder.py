@@ -117,7 +117,7 @@ class DelayStats:
 class TcpProbe:
     """Traces a TCP sender's state after each ACK, timeout and transmission burst."""
 
-    def __init__(self, flow_id: str, mss: int):
+    def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
         self.cwnd = Trace("bytes")
         self.ssthresh = Trace("bytes")

@@ -120,7 +120,6 @@ class TcpSender:
             self.timed_at = now
         if not self.timer.running:
             self.timer.start(self.rtt.rto)  # RFC 6298 5.1
-        self.flow.data_sent(pkt)
         self.path[0].accept(pkt)
 
     def retransmit_first_unacked(self) -> None:
