@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -10,6 +11,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from store.config import Settings
+from store.models import DEFAULT_TENANT_ID
 
 
 def get_settings(request: Request) -> Settings:
@@ -28,3 +30,11 @@ def get_celery(request: Request) -> Celery:
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 SessionDep = Annotated[Session, Depends(get_session)]
 CeleryDep = Annotated[Celery, Depends(get_celery)]
+
+
+def get_tenant_id(request: Request) -> uuid.UUID:
+    """The tenant the request acts for. Every query of a tenant's rows filters on it."""
+    return DEFAULT_TENANT_ID
+
+
+TenantDep = Annotated[uuid.UUID, Depends(get_tenant_id)]

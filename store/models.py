@@ -21,6 +21,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    UniqueConstraint,
     Uuid,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -52,10 +53,48 @@ class RunStatus(enum.StrEnum):
         return self in (RunStatus.succeeded, RunStatus.failed, RunStatus.cancelled)
 
 
+#: Every row belongs to a tenant. With auth off (the embedded default) all work belongs to
+#: this one, which the migration creates.
+DEFAULT_TENANT_ID = uuid.UUID(int=0)
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid7)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiKey(Base):
+    """An API key of a tenant. Only a hash of the secret is kept; ``prefix`` (the key's
+    first characters, not secret) lets a person tell keys apart and find one to revoke."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid7)
+    tenant_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("tenants.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    prefix: Mapped[str] = mapped_column(String(32), index=True)
+    key_hash: Mapped[str] = mapped_column(String(128), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+def _tenant_column() -> Mapped[uuid.UUID]:
+    return mapped_column(
+        Uuid, ForeignKey("tenants.id", ondelete="RESTRICT"), index=True, default=DEFAULT_TENANT_ID
+    )
+
+
 class StoredScenario(Base):
     __tablename__ = "scenarios"
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid7)
+    tenant_id: Mapped[uuid.UUID] = _tenant_column()
     name: Mapped[str] = mapped_column(String(200))
     scenario_hash: Mapped[str] = mapped_column(String(80), index=True)
     body: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
@@ -67,9 +106,17 @@ class Run(Base):
     __table_args__ = (
         Index("ix_runs_cache_key", "scenario_hash", "seed", "engine_version", "status"),
         Index("ix_runs_status_id", "status", "id"),
+        UniqueConstraint("tenant_id", "idempotency_key", name="uq_runs_tenant_idempotency_key"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid7)
+    tenant_id: Mapped[uuid.UUID] = _tenant_column()
+    # A run of a sweep: which sweep, which point of it, which replication (0-based).
+    sweep_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("sweeps.id", ondelete="CASCADE"), index=True
+    )
+    point_index: Mapped[int | None] = mapped_column(Integer)
+    replication: Mapped[int | None] = mapped_column(Integer)
     status: Mapped[RunStatus] = mapped_column(
         Enum(RunStatus, name="run_status", native_enum=False, length=16, validate_strings=True),
         default=RunStatus.queued,
@@ -89,7 +136,7 @@ class Run(Base):
     source_run_id: Mapped[uuid.UUID | None] = mapped_column(
         Uuid, ForeignKey("runs.id", ondelete="RESTRICT")
     )
-    idempotency_key: Mapped[str | None] = mapped_column(String(255), unique=True)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
     request_fingerprint: Mapped[str | None] = mapped_column(String(80))
 
     progress: Mapped[float] = mapped_column(Float, default=0.0)
@@ -109,6 +156,51 @@ class Run(Base):
     def result_run_id(self) -> uuid.UUID:
         """The run whose result and series this run shows."""
         return self.source_run_id or self.id
+
+
+class Sweep(Base):
+    """A study submitted to the service: its spec, the expanded points, and one run per
+    point and seed (``Run.sweep_id``). Status is derived from its runs."""
+
+    __tablename__ = "sweeps"
+    __table_args__ = (
+        UniqueConstraint("tenant_id", "idempotency_key", name="uq_sweeps_tenant_idempotency_key"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid7)
+    tenant_id: Mapped[uuid.UUID] = _tenant_column()
+    name: Mapped[str] = mapped_column(String(200))
+    preset: Mapped[str | None] = mapped_column(String(200), index=True)
+    spec: Mapped[dict[str, Any]] = mapped_column(JSONDoc)  # the study as submitted
+    # [{index, parameters, scenario_hash, is_baseline}], in point order
+    points: Mapped[list[dict[str, Any]]] = mapped_column(JSONDoc)
+    seeds: Mapped[list[int]] = mapped_column(JSONDoc)
+    baseline_index: Mapped[int | None] = mapped_column(Integer)
+    run_count: Mapped[int] = mapped_column(Integer)
+    cache: Mapped[str] = mapped_column(String(16), default="reuse")
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    request_fingerprint: Mapped[str | None] = mapped_column(String(80))
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class RunEvent(Base):
+    """A run's history: one row per thing that happened to it (queued, started by a
+    worker, taken back from a lost worker, retried, finished), oldest first."""
+
+    __tablename__ = "run_events"
+
+    id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True
+    )
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("runs.id", ondelete="CASCADE"), index=True
+    )
+    at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    event: Mapped[str] = mapped_column(String(32))
+    attempt: Mapped[int | None] = mapped_column(Integer)
+    worker: Mapped[str | None] = mapped_column(String(255))
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)
 
 
 class RunResult(Base):

@@ -8,6 +8,7 @@ import uuid
 
 from journeys import PROBLEM, assert_problem, bad_requests, happy_path, never_500
 from servicekit import Stack
+from store.models import DEFAULT_TENANT_ID
 
 
 def _preset_body(stack: Stack, name: str = "riverbed-t1-8k") -> dict:
@@ -245,12 +246,12 @@ def test_a_run_never_sent_is_sent_by_the_reconciler(pg_stack: Stack) -> None:
     with engine.begin() as conn:
         conn.execute(
             text(
-                "INSERT INTO runs (id, status, scenario_name, scenario_hash, scenario, seed, engine_version,"
+                "INSERT INTO runs (id, tenant_id, status, scenario_name, scenario_hash, scenario, seed, engine_version,"
                 " cache_hit, progress, cancel_requested, attempts, created_at)"
-                " VALUES (:id, 'queued', 'orphan', 'sha256:x', CAST(:doc AS jsonb), 5, '0', false, 0, false, 0,"
+                " VALUES (:id, :tenant, 'queued', 'orphan', 'sha256:x', CAST(:doc AS jsonb), 5, '0', false, 0, false, 0,"
                 " now() - interval '1 minute')"
             ),
-            {"id": run_id, "doc": json.dumps(body)},
+            {"id": run_id, "tenant": DEFAULT_TENANT_ID, "doc": json.dumps(body)},
         )
     engine.dispose()
     deadline = time.monotonic() + 60
