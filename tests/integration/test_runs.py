@@ -8,6 +8,7 @@ import uuid
 
 from journeys import PROBLEM, assert_problem, bad_requests, happy_path, never_500
 from servicekit import Stack
+
 from store.models import DEFAULT_TENANT_ID
 
 
