@@ -33,11 +33,20 @@ class RunRepository(Repository[Run]):
     def by_idempotency_key(self, key: str) -> Run | None:
         return self.session.scalars(select(Run).where(Run.idempotency_key == key)).first()
 
-    def find_cached(self, *, scenario_hash: str, seed: int, engine_version: str) -> Run | None:
-        """The newest succeeded run that owns a result for this (scenario, seed, engine)."""
+    def find_cached(
+        self,
+        *,
+        scenario_hash: str,
+        seed: int,
+        engine_version: str,
+        tenant_id: uuid.UUID | None = None,
+    ) -> Run | None:
+        """The newest succeeded run that owns a result for this (scenario, seed, engine),
+        among the tenant's runs when `tenant_id` is given."""
         stmt = (
             select(Run)
             .where(
+                Run.tenant_id == tenant_id if tenant_id is not None else True,
                 Run.scenario_hash == scenario_hash,
                 Run.seed == seed,
                 Run.engine_version == engine_version,
