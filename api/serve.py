@@ -6,11 +6,14 @@ command runs against Postgres and Redis when ``DATABASE_URL`` and ``BROKER_URL``
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType
 
@@ -92,9 +95,11 @@ def main() -> int:
     log.info("broker %s", settings.broker_url or f"filesystem ({settings.broker_folder})")
     migrate()
 
+    # Each child leads its own process group, so stopping one stops what it started too
+    # (the Celery pool processes), whoever signalled us and however.
     procs = {
-        "worker": subprocess.Popen(worker_command(settings)),
-        "api": subprocess.Popen(api_command(settings)),
+        "worker": subprocess.Popen(worker_command(settings), start_new_session=True),
+        "api": subprocess.Popen(api_command(settings), start_new_session=True),
     }
     log.info(
         "API on http://%s:%d  (%d worker processes; Ctrl-C stops all)",
@@ -110,24 +115,43 @@ def main() -> int:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    parent = os.getppid()
     code = 0
     while not stopping:
         for name, proc in procs.items():
             if proc.poll() is not None:
                 log.error("%s exited with %s; stopping", name, proc.returncode)
                 stopping, code = True, 1
+        if os.getppid() != parent:
+            # Whoever started us (make, a shell, a supervisor) is gone without a signal
+            # to us: do not live on as an orphan holding the port and the queue.
+            log.warning("parent process exited; stopping")
+            stopping = True
         time.sleep(0.2)
-    for proc in procs.values():
-        if proc.poll() is None:
-            proc.terminate()
-    deadline = time.monotonic() + 15
-    for proc in procs.values():
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    log.info("stopping the API and the workers")
+    stop_all(procs.values())
     return code
+
+
+def stop_all(procs: Iterable[subprocess.Popen], grace: float = 15.0) -> None:
+    """SIGTERM each child's process group (a Celery worker finishes its current runs'
+    bookkeeping and leaves), then SIGKILL whatever is left after `grace` seconds."""
+    procs = list(procs)
+    for proc in procs:
+        _signal_group(proc, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+    for proc in procs:
+        # The group may outlive its leader (a pool child): kill it whatever the leader did.
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+
+
+def _signal_group(proc: subprocess.Popen, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signum)
 
 
 if __name__ == "__main__":
