@@ -10,28 +10,37 @@ itself once for the new deadline.
 from __future__ import annotations
 
 from collections.abc import Callable
+from heapq import heappush
 from typing import Any
 
 from simpy import Environment
-from simpy.events import NORMAL, Event
+from simpy.events import NORMAL
 
 
-class Call(Event):
-    """An already-triggered event that calls `fn(value)` after `delay`."""
+class Call:
+    """An already-triggered event that calls `fn(value)` after `delay`.
 
-    __slots__ = ()
+    It is not a simpy Event but has what `Environment.step` reads of one (`callbacks`,
+    `_ok`): a slotted object is cheaper to build, and this is built once per packet per
+    hop. SimPy swaps an event's callbacks out before running them and never mutates the
+    list, so every Call shares one; scheduling is `Environment.schedule` inlined.
+    """
+
+    __slots__ = ("callbacks", "fn", "value")
+    _ok = True
 
     def __init__(self, env: Environment, delay: float, fn: Callable[[Any], None], value: Any):
-        self.env = env
-        self.callbacks = [_invoke]
-        self._ok = True
-        self._value = (fn, value)
-        env.schedule(self, NORMAL, delay)
+        self.callbacks = _CALLBACKS
+        self.fn = fn
+        self.value = value
+        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
 
 
-def _invoke(event: Event) -> None:
-    fn, value = event._value
-    fn(value)
+def _invoke(event: Call) -> None:
+    event.fn(event.value)
+
+
+_CALLBACKS = [_invoke]
 
 
 class Timer:
@@ -52,7 +61,7 @@ class Timer:
         pending = self._pending
         # A pending event earlier than the new deadline will re-arm itself when it fires;
         # only a deadline earlier than the pending event needs an event of its own.
-        if pending is None or pending._value[1] > deadline:
+        if pending is None or pending.value > deadline:
             self._pending = Call(self.env, delay, self._fire, deadline)
 
     def stop(self) -> None:
@@ -64,7 +73,7 @@ class Timer:
 
     def _fire(self, scheduled_for: float) -> None:
         pending = self._pending
-        if pending is None or pending._value[1] != scheduled_for:
+        if pending is None or pending.value != scheduled_for:
             return  # superseded by an earlier-scheduled event
         self._pending = None
         deadline = self.deadline

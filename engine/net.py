@@ -29,6 +29,7 @@ from engine.packet import Packet
 #   48-byte cell payloads, 53 bytes per cell on the wire (the "cell tax").
 FRAMING = {"ethernet": 38, "ppp": 8, "hdlc": 8, "frame_relay": 8, "mpls": 12}
 ETHERNET_MIN_PAYLOAD = 46
+ETHERNET_GAP = 12  # of the 38: the inter-frame gap, line time but no bits to corrupt
 ATM_CELL, ATM_PAYLOAD, AAL5_OVERHEAD = 53, 48, 16
 
 
@@ -67,17 +68,20 @@ class Bernoulli(LossModel):
 
 
 class BitErrors(LossModel):
-    """Independent bit errors: a frame of n bits survives with probability (1 - ber)^n."""
+    """Independent bit errors: a frame of n bits survives with probability (1 - ber)^n.
+    The bits are those transmitted: an Ethernet frame's inter-frame gap is idle line."""
 
-    def __init__(self, ber: float, rng: random.Random):
+    def __init__(self, ber: float, rng: random.Random, idle_bytes: int = 0):
         self.log_survive = math.log1p(-ber)
+        self.idle_bytes = idle_bytes
         self.random = rng.random
         self._p: dict[int, float] = {}
 
     def lost(self, pkt: Packet, wire: int) -> bool:
         p = self._p.get(wire)
         if p is None:
-            p = self._p[wire] = -math.expm1(wire * 8 * self.log_survive)
+            bits = (wire - self.idle_bytes) * 8
+            p = self._p[wire] = -math.expm1(bits * self.log_survive)
         return self.random() < p
 
 
@@ -116,14 +120,15 @@ class Scripted(LossModel):
         return index in self.drop
 
 
-def make_loss(spec, rng: random.Random) -> LossModel | None:
+def make_loss(spec, rng: random.Random, encap: str = "ppp") -> LossModel | None:
     model = spec.model
     if model == "none":
         return None
     if model == "bernoulli":
         return Bernoulli(spec.rate, rng) if spec.rate > 0 else None
     if model == "ber":
-        return BitErrors(spec.ber, rng) if spec.ber > 0 else None
+        idle = ETHERNET_GAP if encap == "ethernet" else 0
+        return BitErrors(spec.ber, rng, idle) if spec.ber > 0 else None
     if model == "gilbert_elliott":
         return GilbertElliott(spec.p_gb, spec.p_bg, spec.loss_good, spec.loss_bad, rng)
     if model == "script":
@@ -135,7 +140,12 @@ def make_loss(spec, rng: random.Random) -> LossModel | None:
 
 
 class DropTail:
-    """Tail drop when the waiting packets (the one being serialised excluded) hit the limit."""
+    """Tail drop when the waiting packets (the one being serialised excluded) hit the limit.
+
+    This is ns-3's DropTailQueue on a point-to-point device (the packet on the wire has
+    left the queue). ns-2's DropTail counts it: its `limit_` N holds N - 1 waiting.
+    `limit_bytes` counts the wire bytes of the waiting packets the same way.
+    """
 
     def __init__(self, limit_packets: int | None, limit_bytes: int | None):
         self.limit_packets = limit_packets
@@ -149,42 +159,63 @@ class DropTail:
 
 
 class Red(DropTail):
-    """Random Early Detection (Floyd & Jacobson 1993), packet mode, optional gentle ramp."""
+    """Random Early Detection (Floyd & Jacobson 1993) in packet mode, as ns-2's red.cc and
+    ns-3's RedQueueDisc run it by default, `wait` option included.
+
+    On every arrival the average follows an EWMA of the packets waiting (the one being
+    serialised excluded, as ns counts its queue); after an idle period it first decays as
+    if m packets of 500 B (ns's mean_pktsize) had left at the link's rate. Early drops
+    need avg >= min_th and more than one packet waiting; the first such arrival only
+    starts `count` (arrivals since the last drop). With `wait`, the drop probability is 0
+    while count * p_b < 1 and p_b / (2 - count * p_b) after, so drops come every 1/p_b to
+    2/p_b arrivals (the paper's p_b / (1 - count * p_b) spaces them 1 to 1/p_b apart).
+    At or above max_th (2 * max_th when gentle) every arrival is dropped.
+    """
+
+    MEAN_PACKET_BITS = 500 * 8
 
     def __init__(self, spec, rng: random.Random):
         super().__init__(spec.limit_packets, spec.limit_bytes)
         self.min_th, self.max_th = spec.min_th, spec.max_th
         self.max_p, self.weight, self.gentle = spec.max_p, spec.weight, spec.gentle
+        self.forced_th = 2 * spec.max_th if spec.gentle else spec.max_th
         self.avg = 0.0
-        self.count = -1
+        self.count = 0
+        self.above = False  # the previous arrival found avg >= min_th with a queue
         self.random = rng.random
 
     def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
         w = self.weight
-        if waiting == 0 and port.busy_until < now:
-            # The queue was idle: decay the average as if m small packets had left.
-            m = (now - port.busy_until) * port.rate / (wire * 8)
-            self.avg *= (1.0 - w) ** m
+        idle = port.busy_until
+        if waiting == 0 and idle < now:
+            m = int((now - idle) * port.rate / self.MEAN_PACKET_BITS)
+            self.avg *= (1.0 - w) ** (m + 1)
         else:
             self.avg += w * (waiting - self.avg)
         avg = self.avg
-        if avg < self.min_th:
-            self.count = -1
-        elif avg < self.max_th or (self.gentle and avg < 2 * self.max_th):
-            self.count += 1
-            if avg < self.max_th:
-                p_b = self.max_p * (avg - self.min_th) / (self.max_th - self.min_th)
-            else:
-                p_b = self.max_p + (1 - self.max_p) * (avg - self.max_th) / self.max_th
-            denom = 1.0 - self.count * p_b
-            p_a = 1.0 if denom <= 0 else p_b / denom
-            if self.random() < p_a:
+        self.count += 1
+        if avg >= self.min_th and waiting > 1:
+            if avg >= self.forced_th:
+                return False
+            if not self.above:
+                self.above = True
+                self.count = 1
+            elif self.random() < self._drop_probability(avg):
                 self.count = 0
                 return False
         else:
-            self.count = 0
-            return False
+            self.above = False
         return super().admit(port, waiting, wire, now, pkt)
+
+    def _drop_probability(self, avg: float) -> float:
+        if avg < self.max_th:
+            p_b = self.max_p * (avg - self.min_th) / (self.max_th - self.min_th)
+        else:  # gentle: from max_p at max_th to 1 at 2 * max_th
+            p_b = self.max_p + (1 - self.max_p) * (avg - self.max_th) / self.max_th
+        x = self.count * p_b
+        if x < 1:
+            return 0.0
+        return p_b / (2 - x) if x < 2 else 1.0
 
 
 def make_queue(spec, rng: random.Random) -> DropTail:
@@ -224,13 +255,18 @@ class Egress:
         self.packets = self.bytes = self.drops = self.error_drops = 0
         self.busy_total = self.wait_total = 0.0
         self.queue_max = 0
-        self._wire_cache: dict[int, int] = {}
+        self._wire_cache: dict[int, tuple[int, float]] = {}
 
     def wire(self, ip_size: int) -> int:
-        w = self._wire_cache.get(ip_size)
-        if w is None:
-            w = self._wire_cache[ip_size] = wire_bytes(self.encap, ip_size)
-        return w
+        return self._framing(ip_size)[0]
+
+    def _framing(self, ip_size: int) -> tuple[int, float]:
+        """(wire bytes, serialisation time) of a datagram of `ip_size`, cached by size."""
+        f = self._wire_cache.get(ip_size)
+        if f is None:
+            wire = wire_bytes(self.encap, ip_size)
+            f = self._wire_cache[ip_size] = (wire, wire * 8 / self.rate)
+        return f
 
     def waiting(self, now: float) -> int:
         """Packets queued behind the one being serialised, at time `now`."""
@@ -243,18 +279,21 @@ class Egress:
         """A packet arrives at this port from the node it leaves."""
         env = self.env
         now = env._now
-        waiting = self.waiting(now)
-        wire = self.wire(pkt.size)
+        w = self._waiting
+        while w and w[0][0] <= now:  # self.waiting(now), inlined on the hot path
+            self.queued_bytes -= w.popleft()[1]
+        waiting = len(w)
+        f = self._wire_cache.get(pkt.size) or self._framing(pkt.size)
+        wire = f[0]
         if not self.queue.admit(self, waiting, wire, now, pkt):
             self.drops += 1
             pkt.flow.dropped(pkt)
             if self.probe is not None:
                 self.probe.on_drop(self, now, waiting)
             return
-        tx = wire * 8 / self.rate
         start = self.busy_until
         if start > now:
-            self._waiting.append((start, wire))
+            w.append((start, wire))
             self.queued_bytes += wire
             self.wait_total += start - now
             waiting += 1
@@ -262,19 +301,21 @@ class Egress:
                 self.queue_max = waiting
         else:
             start = now
+        tx = f[1]
         end = start + tx
         self.busy_until = end
         self.busy_total += tx
         self.packets += 1
         self.bytes += wire
-        if self.probe is not None:
-            self.probe.on_queue(self, now, waiting)
+        probe = self.probe
+        if probe is not None:
+            probe.on_queue(self, now, waiting)
         loss = self.loss
         if loss is not None and loss.lost(pkt, wire):
             self.error_drops += 1
             pkt.flow.dropped(pkt)
-            if self.probe is not None:
-                self.probe.on_drop(self, now, waiting)
+            if probe is not None:
+                probe.on_drop(self, now, waiting)
             return
         hop = pkt.hop + 1
         pkt.hop = hop
@@ -282,7 +323,8 @@ class Egress:
 
     def busy_time(self, now: float) -> float:
         """Seconds spent serialising up to `now` (the scheduled future excluded)."""
-        return self.busy_total - max(0.0, self.busy_until - now)
+        # Clamped: (start + tx) - now - tx can round to a hair below zero.
+        return max(0.0, self.busy_total - max(0.0, self.busy_until - now))
 
     def queue_wait_total(self, now: float) -> float:
         """Summed queueing delay up to `now`, excluding waits that lie in the future."""

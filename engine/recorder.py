@@ -196,7 +196,9 @@ class LinkProbe:
         self.utilization = Trace("ratio", rate=True)
 
     def on_queue(self, port, now: float, waiting: int) -> None:
-        self.queue.add(now, waiting)
+        queue = self.queue
+        if waiting != queue.last_v:  # Trace.add's own test, saving a call per packet
+            queue.add(now, waiting)
 
     def on_drop(self, port, now: float, waiting: int) -> None:
         self.queue.add(now, waiting)

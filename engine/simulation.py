@@ -44,7 +44,7 @@ class Network:
                 name = f"link:{link.id}:{src}>{dst}"
                 loss = None
                 if link.loss.direction in (direction, "both"):
-                    loss = make_loss(link.loss, stream(seed, name + ":loss"))
+                    loss = make_loss(link.loss, stream(seed, name + ":loss"), link.encap)
                 queue = make_queue(link.queue, stream(seed, name + ":queue"))
                 port = Egress(env, link, src, dst, queue, loss)
                 port.probe = LinkProbe(port)

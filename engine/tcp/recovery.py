@@ -12,6 +12,8 @@ strategy supplies the window sizes.
 
 `recover` (RFC 6582 section 3.2 step 1) also guards every variant against a second fast
 retransmit for losses of the same window, after a timeout's go-back-N for instance.
+Every strategy but `none` lets the sender use Limited Transmit (RFC 3042) on the first
+two duplicate ACKs, as ns-2 (`singledup_`) and ns-3 (`LimitedTransmit`) do by default.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class NoRecovery:
     name = "none"
     #: True when the strategy keeps a SACK scoreboard the sender must consult.
     scoreboard = False
+    #: True when the first two duplicate ACKs may release new data (RFC 3042).
+    limited_transmit = False
 
     def on_sack(self, snd: TcpSender, pkt) -> None:
         """An ACK carrying SACK blocks arrived (before it is processed)."""
@@ -52,10 +56,14 @@ class NoRecovery:
 
 class TahoeRecovery(NoRecovery):
     name = "tahoe"
+    limited_transmit = True  # as ns-2's singledup_ (default on) does for every variant
 
     def on_dupack(self, snd: TcpSender) -> None:
         st = snd.st
-        if snd.dupacks != DUPACK_THRESHOLD or st.snd_una < st.recover:
+        # Going back N resends segments the receiver may already hold, and each comes
+        # back as a duplicate ACK for exactly `recover`: like ns-2's Agent/TCP
+        # (highest_ack_ > recover_), a new fast retransmit needs an ACK beyond it.
+        if snd.dupacks != DUPACK_THRESHOLD or st.snd_una <= st.recover:
             return
         snd.congestion_event()
         st.cwnd = st.mss
@@ -66,6 +74,7 @@ class TahoeRecovery(NoRecovery):
 
 class RenoRecovery(NoRecovery):
     name = "reno"
+    limited_transmit = True
 
     def on_dupack(self, snd: TcpSender) -> None:
         st = snd.st
@@ -80,6 +89,7 @@ class RenoRecovery(NoRecovery):
         snd.congestion_event()
         snd.fast_retransmits += 1
         snd.retransmit_first_unacked()
+        snd.restart_rto()  # as ns-2 and Linux do when the first unacknowledged is resent
         st.cwnd = st.ssthresh + DUPACK_THRESHOLD * st.mss
         snd.set_phase(Phase.RECOVERY)
 
@@ -122,8 +132,8 @@ class NewRenoRecovery(RenoRecovery):
             st.cwnd += st.mss
         self.partial_acks += 1
         if self.partial_acks > 1:
-            # RFC 6582's "Impatient" variant resets the retransmit timer on the first
-            # partial ACK only, so a long recovery ends in a timeout rather than dragging.
+            # RFC 6582 3.2 step 3 ("Impatient", as ns-3): the sender restarts the timer on
+            # the first partial ACK only, so a long recovery ends in a timeout.
             snd.keep_rto = True
         return True
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 class SackRecovery(NoRecovery):
     name = "sack"
     scoreboard = True
+    limited_transmit = True  # RFC 6675 5 step (3): new data on the first two dupacks
 
     def __init__(self) -> None:
         self.blocks: list[list[int]] = []  # sorted, merged SACKed [start, end) above snd_una

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.tcp.recovery import DUPACK_THRESHOLD
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
@@ -27,7 +28,6 @@ class TcpSender:
         self.recovery = recovery
         self.st = st = TcpState(spec.mss, spec.initial_cwnd)
         cc.init(st)
-        st.recover = 0
         self.limit = limit  # bytes the application wants sent (inf: unlimited)
         self.snd_buf = spec.snd_buf if spec.snd_buf is not None else INFINITE_WINDOW
         self.rwnd = rwnd  # the peer's advertised window; learned from the SYN-ACK
@@ -64,25 +64,30 @@ class TcpSender:
 
     # --- sending ----------------------------------------------------------------------
 
-    def window(self) -> int:
+    def window(self, extra: int = 0) -> int:
+        """The send window: min(cwnd + extra, rwnd, snd_buf); `extra` is Limited
+        Transmit's allowance beyond cwnd."""
         w = self.rwnd if self.rwnd < self.snd_buf else self.snd_buf
-        if self.cc.limits_window and self.st.cwnd < w:
-            return self.st.cwnd
+        if self.cc.limits_window:
+            cwnd = self.st.cwnd + extra
+            if cwnd < w:
+                return cwnd
         return w
 
-    def try_send(self) -> None:
+    def try_send(self, extra: int = 0) -> None:
         """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
         if not self.established or self.recovery.transmit(self):
             return
         st = self.st
         mss = st.mss
         limit = self.limit
+        window = self.window(extra)
         sent = False
         while st.snd_nxt < limit:
             length = limit - st.snd_nxt
             if length > mss:
                 length = mss
-            usable = st.snd_una + self.window() - st.snd_nxt
+            usable = st.snd_una + window - st.snd_nxt
             if usable < length:
                 # Sender-side silly-window avoidance: a short segment only when nothing
                 # is outstanding (otherwise wait for the window to open by a full one).
@@ -123,12 +128,12 @@ class TcpSender:
         self.path[0].accept(pkt)
 
     def retransmit_first_unacked(self) -> None:
-        """Resend the segment at snd_una (fast retransmit, partial ACKs)."""
+        """Resend the segment at snd_una (fast retransmit, partial ACKs); the caller
+        decides whether the retransmission timer restarts."""
         st = self.st
         length = min(st.mss, st.snd_max - st.snd_una)
         if length > 0:
             self._send_data(st.snd_una, length)
-            self.restart_rto()
 
     def go_back_n(self) -> None:
         """Resume sending from the first unacknowledged byte (timeouts; Tahoe)."""
@@ -143,6 +148,7 @@ class TcpSender:
         st = self.st
         self.cc.on_congestion_event(st)
         st.ssthresh = self.cc.ssthresh_after_loss(st)
+        st.limited_sent = 0
         st.recover = st.snd_max
 
     def exit_recovery(self) -> None:
@@ -206,6 +212,7 @@ class TcpSender:
                 st.snd_nxt = ack
             self.rwnd = pkt.wnd
             self.dupacks = 0
+            st.limited_sent = 0
             if st.phase == Phase.LOSS and ack >= st.recover:
                 self.set_phase(Phase.OPEN)
             if not self.recovery.on_new_ack(self, acked):
@@ -223,11 +230,23 @@ class TcpSender:
             self.dupacks += 1
             self.dup_acks += 1
             self.recovery.on_dupack(self)
+            if (self.dupacks < DUPACK_THRESHOLD and st.phase == Phase.OPEN
+                    and self.recovery.limited_transmit):
+                self._limited_transmit()
         else:
             self.rwnd = pkt.wnd
         self.try_send()
         if self.probe is not None:
             self.probe.on_ack(self)
+
+    def _limited_transmit(self) -> None:
+        """RFC 3042 / RFC 5681 3.2: on the first and second duplicate ACKs send new data
+        while FlightSize stays within cwnd + 2 SMSS and rwnd allows; cwnd is unchanged."""
+        st = self.st
+        before = st.snd_max
+        if st.snd_nxt == before:  # new data only, never a go-back-N resend
+            self.try_send(self.dupacks * st.mss)
+            st.limited_sent += st.snd_max - before
 
     def _rtt_sample(self, r: float) -> None:
         self.rtt.sample(r)

@@ -23,7 +23,7 @@ INFINITE_WINDOW = 1 << 62
 class TcpState:
     __slots__ = (
         "mss", "cwnd", "ssthresh", "phase", "initial_cwnd",
-        "snd_una", "snd_nxt", "snd_max", "recover",
+        "snd_una", "snd_nxt", "snd_max", "recover", "limited_sent",
         "srtt", "min_rtt", "last_rtt", "now",
     )
 
@@ -37,7 +37,8 @@ class TcpState:
         self.snd_una = 0
         self.snd_nxt = 0
         self.snd_max = 0
-        self.recover = 0
+        self.recover = -1  # RFC 6582: the initial send sequence number, before byte 0
+        self.limited_sent = 0  # bytes sent by Limited Transmit since the last new ACK
         self.srtt = 0.0
         self.min_rtt = float("inf")
         self.last_rtt = 0.0
@@ -45,8 +46,9 @@ class TcpState:
 
     @property
     def flight_size(self) -> int:
-        """RFC 5681 FlightSize: data sent but not yet cumulatively acknowledged."""
-        return self.snd_max - self.snd_una
+        """RFC 5681 FlightSize: data sent but not yet cumulatively acknowledged, less what
+        Limited Transmit sent (3.2 step 2: it MUST NOT count when ssthresh is set)."""
+        return self.snd_max - self.snd_una - self.limited_sent
 
     @property
     def in_slow_start(self) -> bool:

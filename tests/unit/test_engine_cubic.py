@@ -18,7 +18,7 @@ import pytest
 
 from engine.recorder import TRACE_CAP
 from engine.tcp.cc.cubic import Cubic
-from engine.tcp.state import TcpState
+from engine.tcp.state import Phase, TcpState
 from tests.unit.engine_helpers import bulk, one_link, run, script_loss, series, value_at
 
 pytestmark = pytest.mark.unit
@@ -145,6 +145,35 @@ def test_reno_friendly_growth_becomes_one_segment_per_rtt_past_cwnd_prior():
         assert w == pytest.approx(w_est, rel=0.05), t
 
 
+def test_after_a_timeout_the_epoch_starts_with_k_zero_at_the_current_window():
+    """RFC 9438 4.8 (and Linux's bictcp_reset on TCP_CA_Loss): in the first congestion
+    avoidance after a timeout, K = 0 and W_max is the window at its start, so the window
+    grows convexly from there instead of climbing back toward the pre-timeout W_max."""
+    cc, st = cubic()
+    st.cwnd = 100 * MSS
+    st.snd_una, st.snd_max = 0, st.cwnd
+    cc.on_congestion_event(st)
+    st.ssthresh = cc.ssthresh_after_loss(st)
+    st.cwnd = MSS
+    cc.on_state_change(st, Phase.LOSS)
+    st.cwnd = st.ssthresh  # slow start has brought cwnd back to ssthresh = 70 segments
+    trace = drive(cc, st, 0.1, 10.0, 1.0)
+    assert cc.k == 0.0
+    assert cc.w_max == pytest.approx(70.0)
+    # One second in: W_cubic = 70 + C t^3 and the Reno-friendly 70 + alpha t / RTT are
+    # both far below the 85+ segments a climb toward W_max = 100 would have reached.
+    t, w = trace[-1]
+    assert w == pytest.approx(max(70 + C * t**3, 70 + ALPHA * t / 0.1), abs=0.5)
+
+
+def test_after_fast_retransmit_the_epoch_climbs_back_toward_w_max():
+    cc, st = cubic()
+    lose(cc, st, 100)
+    drive(cc, st, 0.1, 10.0, 0.1)
+    assert cc.w_max == pytest.approx(100.0)
+    assert cc.k == pytest.approx(k_of(100), rel=1e-3)
+
+
 # --- one loss on a long fat path ----------------------------------------------------------
 
 RATE, DELAY = 100e6, 0.05
@@ -180,7 +209,9 @@ def test_one_loss_one_fast_retransmit(epoch):
 
 def test_ssthresh_after_the_loss_is_beta_times_flight_size(epoch):
     ssthresh = series(epoch.result, "flow.f.ssthresh")[1][0]
-    assert ssthresh == pytest.approx(BETA * epoch.flight, abs=MSS)  # RFC 9438 4.6
+    # FlightSize leaves out the two segments Limited Transmit sent (RFC 5681 3.2 step 2).
+    flight = epoch.flight - 2 * MSS
+    assert ssthresh == pytest.approx(BETA * flight, abs=MSS)  # RFC 9438 4.6
     assert ssthresh == pytest.approx(BETA * epoch.w_max * MSS, abs=MSS)
 
 

@@ -129,6 +129,21 @@ def test_bit_error_rate_loses_frames_by_their_length():
     assert within(udp.plr, p, n), (udp.plr, p)
 
 
+def test_bit_errors_spare_the_ethernet_inter_frame_gap():
+    """The 12-byte inter-frame gap is idle line, not bits: a 46-byte datagram occupies 84
+    bytes of 10BaseT time but exposes 72 bytes (preamble to FCS) to bit errors."""
+    ber, n, size = 1e-3, 20_000, 46 - IP_UDP
+    stop = (n - 0.5) * size * 8 / 100e3
+    sc = one_link(rate=10e6, delay=0.001, encap="ethernet",
+                  loss={"model": "ber", "ber": ber, "direction": "a_to_b"},
+                  flows=[cbr(rate=100e3, packet_size=size, stop=stop)],
+                  duration=stop + 1.0, stop_when_done=False)
+    udp = run(sc).flows["u"]
+    assert udp.packets_sent == n
+    assert wire_bytes("ethernet", 46) == 84
+    assert within(udp.plr, 1 - (1 - ber) ** (8 * 72), n), udp.plr
+
+
 def test_gilbert_elliott_loses_the_stationary_share_of_the_bad_state():
     p_gb, p_bg = 0.01, 0.1
     n = 40_000

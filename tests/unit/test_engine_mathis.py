@@ -8,8 +8,10 @@ timeouts cheap against the round trip: 200 ms of RTT with RFC 6298's 1 s minimum
 10 Mbit/s link well above the bound, a deep queue (RTT stays near the base RTT) and a
 large scaled receive window (loss, not the window, limits the flow).
 
-Where timeouts do dominate (100 ms RTT, 1 s RTO, 5% loss), Mathis overestimates, and
-Padhye et al.'s (1998) full model with T0 = the minimum RTO accounts for the difference.
+Where timeouts do matter (100 ms RTT, 1 s RTO, 5% loss), Mathis overestimates. Padhye et
+al.'s (1998) full model with T0 = the minimum RTO counts a timeout whenever a loss leaves
+fewer than three duplicate ACKs; Limited Transmit (RFC 3042) avoids many of those, so the
+goodput lands between the two models.
 """
 
 import math
@@ -86,5 +88,5 @@ def test_where_timeouts_dominate_padhye_holds_and_mathis_overestimates(variant):
     assert flow.timeouts > 20  # a 1 s RTO against 100 ms: the regime Mathis leaves out
     mathis = mathis_bps(MSS, flow.rtt_mean, flow.plr, B)
     padhye = padhye_bps(MSS, flow.rtt_mean, flow.plr, B, t0=1.0)
-    assert flow.goodput_bps < 0.6 * mathis
-    assert 0.75 * padhye <= flow.goodput_bps <= 1.3 * padhye, flow.goodput_bps / padhye
+    assert 0.9 * padhye <= flow.goodput_bps < 0.75 * mathis, (flow.goodput_bps / padhye,
+                                                              flow.goodput_bps / mathis)

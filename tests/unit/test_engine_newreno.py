@@ -93,3 +93,20 @@ def test_full_ack_ends_recovery_with_a_window_no_larger_than_ssthresh(two_losses
     # (RTT ~ 0.113 s on this testbed), so 0.3 s later cwnd is within 3 SMSS of ssthresh.
     assert max(v for t, v in after(two_losses, "flow.f.cwnd", t_full)
                if t < t_full + 0.3) <= SSTHRESH + 3 * MSS
+
+
+def test_only_the_first_partial_ack_restarts_the_retransmission_timer():
+    """RFC 6582 3.2 step 3 (its "Impatient" variant, as ns-3 does): the timer is reset on
+    the first partial ACK only. Twelve consecutive losses take NewReno one round trip
+    each (~0.11 s), more than the 1 s RTO after the first partial ACK: the timer fires
+    one RTO after that ACK, and go-back-N repairs the rest of the window."""
+    result = run(loss_testbed("newreno", *range(60, 72)))
+    flow = result.flows["f"]
+    assert flow.completed
+    assert (flow.fast_retransmits, flow.timeouts) == (1, 1)
+    t_first_partial = time_ack_reaches(result, 61 * MSS)
+    assert value_at(result, "flow.f.ack", t_first_partial) == 61 * MSS
+    rto = value_at(result, "flow.f.rto", t_first_partial)
+    # The timeout sets cwnd to the loss window, one segment.
+    t_timeout = next(t for t, v in after(result, "flow.f.cwnd", t_first_partial) if v == MSS)
+    assert t_timeout == pytest.approx(t_first_partial + rto, abs=1e-9)

@@ -163,18 +163,21 @@ def test_timeout_sets_ssthresh_from_flight_size_and_cwnd_to_one_segment(two_loss
 @pytest.mark.parametrize("variant", ["reno", "newreno"])
 def test_inflated_window_sends_new_data_during_recovery(variant):
     """cwnd-limited in slow start (rwnd 4 MB): data packet 31 opens round 5, so 32
-    segments (31..62) are out, the 31 later ones each bring a duplicate ACK. ssthresh =
-    32/2 = 16 segments; after the n-th duplicate ACK cwnd = 16 + n segments (steps 3-4),
-    which exceeds the 32 outstanding from n = 17 on: step 5 sends segments 63..77. The
-    ACK of the retransmission (up to 63) deflates cwnd to ssthresh (step 6; for NewReno
-    it is a full ACK and min(ssthresh, FlightSize 15 + 1) is the same 16)."""
+    segments (31..62) are out, the 31 later ones each bring a duplicate ACK. The first
+    two release segments 63 and 64 by Limited Transmit (RFC 3042), whose own duplicate
+    ACKs arrive before the retransmission's ACK: 33 in all. ssthresh = 32/2 = 16
+    segments (FlightSize without the Limited Transmit segments); after the n-th
+    duplicate ACK cwnd = 16 + n segments (steps 3-4), which exceeds the 34 outstanding
+    from n = 19 on: step 5 sends segments 65..79. The ACK of the retransmission (up to
+    63) deflates cwnd to ssthresh (step 6; for NewReno it is a full ACK and option 2 of
+    RFC 6582 gives the same 16)."""
     sc = one_link(rate=100e6, delay=0.05, loss=script_loss(31), flows=[bulk(
         nbytes=300 * MSS, variant=variant, rcv_buf=4_000_000, window_scaling=True)])
     result = run(sc)
     flow = result.flows["f"]
     assert (flow.fast_retransmits, flow.timeouts, flow.retransmissions) == (1, 0, 1)
-    assert flow.dup_acks == 31
+    assert flow.dup_acks == 33
     assert series(result, "flow.f.ssthresh")[1] == [16 * MSS]
     t_exit = time_ack_reaches(result, 63 * MSS)
-    assert value_at(result, "flow.f.seq", t_exit - 1e-9) == 78 * MSS
+    assert value_at(result, "flow.f.seq", t_exit - 1e-9) == 80 * MSS
     assert value_at(result, "flow.f.cwnd", t_exit) == 16 * MSS

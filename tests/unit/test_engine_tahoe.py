@@ -67,3 +67,25 @@ def test_tahoe_does_not_inflate_the_window_during_recovery(single_loss):
     t_loss = series(single_loss, "flow.f.ssthresh")[0][0]
     # The remaining 16 duplicate ACKs of the window add nothing (no fast recovery).
     assert value_at(single_loss, "flow.f.cwnd", t_loss + 0.1) <= 2 * MSS
+
+
+def test_go_back_n_duplicates_do_not_set_off_fast_retransmits_in_a_loop():
+    """Four Tahoe flows through one 1 Mbit/s chain (seed 002's testbed), 600 ms of
+    standing queue: each fast retransmit goes back N and may resend segments the receiver
+    already holds, whose duplicate ACKs name exactly `recover`. Were they taken for a new
+    loss (with Limited Transmit feeding two more segments each time), every recovery would
+    start the next: the flows would resend dozens of segments per packet dropped."""
+    from engine import Scenario
+    from engine.presets import load_preset
+
+    data = load_preset("kazmi-variants").model_dump(mode="json")
+    for flow in data["flows"]:
+        flow["tcp"]["variant"] = "tahoe"
+        if flow["id"] in ("ftp2", "ftp3", "ftp4"):
+            flow["dst"] = "node1"
+    result = run(Scenario.model_validate(data))
+    on_path = [result.flows[f"ftp{i}"] for i in range(1, 5)]
+    drops = sum(port.drops for key, port in result.links.items() if not key.startswith("park"))
+    assert drops > 0
+    assert sum(f.retransmissions for f in on_path) <= 3 * drops
+    assert sum(f.fast_retransmits for f in on_path) <= drops

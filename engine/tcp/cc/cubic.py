@@ -7,13 +7,14 @@ with C = 0.4 and beta = 0.7. In congestion avoidance each ACK moves cwnd toward
 W_cubic(t + RTT) (section 4.2), but never below the Reno-friendly estimate W_est
 (section 4.3, alpha = 3(1 - beta)/(1 + beta)). On a congestion event ssthresh =
 FlightSize * beta and W_max = cwnd, reduced further by fast convergence (4.7) when the
-window is shrinking from one event to the next. Slow start is RFC 5681's.
+window is shrinking from one event to the next; after a timeout the next epoch starts with
+K = 0 from the window it starts at (4.8). Slow start is RFC 5681's (no HyStart).
 """
 
 from __future__ import annotations
 
 from engine.tcp.cc.base import RenoGrowth
-from engine.tcp.state import TcpState
+from engine.tcp.state import Phase, TcpState
 
 
 class Cubic(RenoGrowth):
@@ -51,6 +52,13 @@ class Cubic(RenoGrowth):
 
     def on_recovery_exit(self, st: TcpState) -> None:
         self.epoch_start = None
+
+    def on_state_change(self, st: TcpState, phase: Phase) -> None:
+        if phase == Phase.LOSS:
+            # Section 4.8: after a timeout the next epoch starts with K = 0 and W_max =
+            # the window at its start (Linux's bictcp_reset on TCP_CA_Loss).
+            self.w_max = 0.0
+            self.epoch_start = None
 
     def w_cubic(self, t: float) -> float:
         return self.c * (t - self.k) ** 3 + self.w_max
