@@ -189,7 +189,11 @@ class TcpSender:
         self.rwnd = pkt.wnd
         self.timer.stop()
         if self.syn_sent_at is not None:
-            self._rtt_sample(self.env.now - self.syn_sent_at)
+            # The SYN's round trip seeds the RTO estimator (RFC 6298 2.2) and nothing else:
+            # a 52 B segment's RTT is not a data segment's, and congestion control taking
+            # it for BaseRTT/min RTT would see a queue that is not there.
+            self.rtt.sample(self.env.now - self.syn_sent_at)
+            self.st.srtt = self.rtt.srtt
         elif self.syn_retries:
             self.rtt.reset_for_data_after_syn_loss()
         self.try_send()

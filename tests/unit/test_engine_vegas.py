@@ -144,3 +144,23 @@ def test_the_link_stays_full(steady):
     for result, _ in steady.values():
         util = time_average(result, "link.wan.r1>r2.utilization", SETTLE, END, n=500)
         assert util.mean() > 0.97
+
+
+def test_the_syn_round_trip_is_not_base_rtt():
+    """BaseRTT is the round trip of a full segment with empty queues. The SYN's round trip
+    (52 B out, 52 B back) is shorter by a full segment's serialisation, 22.8 ms at 512 kb/s;
+    Vegas taking it as BaseRTT reads 1 - 40.8/63.6 = 36% of its window as queued and holds
+    a smaller window than the same flow without a handshake. The SYN sample seeds the RTO
+    estimator (RFC 6298), not congestion control (ns-2's Vegas sends no SYN; Linux and ns-3
+    feed congestion control from data ACKs): the standing queue must not depend on it."""
+    queues = {}
+    for handshake in (False, True):
+        flow = bulk(nbytes=None, variant="vegas", rcv_buf=4_000_000, window_scaling=True,
+                    handshake=handshake, vegas_alpha=2, vegas_beta=4)
+        result = run(dumbbell(rate=512e3, delay=0.02, limit_packets=200, duration=60.0,
+                              flows=[flow]))
+        queues[handshake] = time_average(result, "link.wan.r1>r2.queue_packets", 20.0, 60.0)
+        # rtt_min is a data segment's round trip: 40 ms propagation plus 1500 B and 40 B
+        # at 512 kb/s and the fast access links, never the SYN's 42 ms.
+        assert result.flows["f"].rtt_min > 0.0635
+    assert queues[True].mean() == pytest.approx(queues[False].mean(), abs=0.25)
