@@ -58,7 +58,11 @@ Id = Annotated[
     str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 ]
 PositiveDuration = Annotated[Duration, Field(gt=0)]
-PositiveByteSize = Annotated[ByteSize, Field(gt=0)]
+# Integers stay exact in every JSON reader (doubles) and fit the 64-bit JSON encoders and
+# databases we store scenarios with; beyond, a request would be an overflow, not a network.
+MAX_INT = 2**53
+Count = Annotated[int, Field(le=MAX_INT)]
+PositiveByteSize = Annotated[ByteSize, Field(gt=0, le=MAX_INT)]
 PositiveRate = Annotated[Rate, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 
@@ -92,7 +96,7 @@ class _Errors:
 class _Model(BaseModel):
     """Base of every scenario model: unknown fields are errors, docstrings document fields."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
 
 class Node(_Model):
@@ -106,7 +110,7 @@ class QueueSpec(_Model):
     """The egress queue of each direction of a link."""
 
     discipline: Literal["droptail", "red"] = "droptail"
-    limit_packets: int | None = Field(default=None, ge=1)
+    limit_packets: Count | None = Field(default=None, ge=1)
     """Queue capacity in packets; 100 when neither limit is given."""
     limit_bytes: PositiveByteSize | None = None
     """Queue capacity in bytes, instead of limit_packets."""
@@ -172,7 +176,7 @@ class LossSpec(_Model):
     """gilbert_elliott: loss probability in the good state."""
     loss_bad: Probability = 1.0
     """gilbert_elliott: loss probability in the bad state."""
-    drop: list[Annotated[int, Field(ge=0)]] = Field(default_factory=list, max_length=100_000)
+    drop: list[Annotated[Count, Field(ge=0)]] = Field(default_factory=list, max_length=100_000)
     """script: 0-based indices of the data packets crossing the link that are dropped."""
     direction: Literal["a_to_b", "b_to_a", "both"] = "both"
     """Which direction of the link loses packets."""
@@ -265,9 +269,9 @@ class Pvc(_Model):
     """Router at the PVC's forward exit."""
     cir: PositiveRate
     """Committed information rate."""
-    bc: int | None = Field(default=None, gt=0)
+    bc: Count | None = Field(default=None, gt=0)
     """Committed burst in bits per interval Tc = bc / cir; default cir x 1 s."""
-    be: int = Field(default=0, ge=0)
+    be: Count = Field(default=0, ge=0)
     """Excess burst in bits per Tc: sent marked DE; beyond bc + be frames are dropped."""
     becn_shaping: bool = False
     """Shape to CIR and step the rate down by 0.75 on BECN (at most once per Tc) toward
@@ -305,7 +309,7 @@ class DelayedAckSpec(_Model):
     """Receiver delayed ACKs (RFC 1122 4.2.3.2, RFC 5681 4.2)."""
 
     enabled: bool = True
-    count: int = Field(default=2, ge=1)
+    count: Count = Field(default=2, ge=1)
     """ACK at least every `count` full-sized segments."""
     timeout: Duration = Field(default=0.2, gt=0, le=0.5)
     """Longest delay of an ACK; RFC 1122 caps it at 0.5 s."""
@@ -318,7 +322,7 @@ class TcpSpec(_Model):
     """Congestion control; `none` is a fixed window with go-back-N on timeout."""
     sack: bool = False
     """SACK loss recovery (RFC 6675) under any variant."""
-    mss: int = Field(default=1460, ge=64)
+    mss: Count = Field(default=1460, ge=64)
     """Maximum segment size in bytes; at most path MTU - 40."""
     rcv_buf: PositiveByteSize = 65535
     """Receive buffer, the advertised window; above 65,535 B it needs window_scaling."""
@@ -475,6 +479,14 @@ class Scenario(_Model):
     links: list[Link] = Field(min_length=1, max_length=MAX_ITEMS)
     frame_relay: FrameRelaySpec | None = None
     flows: list[Flow] = Field(min_length=1, max_length=MAX_ITEMS)
+
+    @field_validator("name", "description")
+    @classmethod
+    def _no_nul(cls, text: str) -> str:
+        """Text, not binary: a NUL cannot be stored (PostgreSQL text) or shown (terminals)."""
+        if "\x00" in text:
+            raise PydanticCustomError("nul_character", "must not contain NUL (U+0000) characters")
+        return text
 
     @model_validator(mode="after")
     def _check_whole(self) -> Scenario:
@@ -799,7 +811,10 @@ def load_scenario(source: str | bytes | Path | Mapping[str, Any]) -> Scenario:
     ):
         path = Path(source)
         return Scenario.model_validate(_parse(path.read_text(encoding="utf-8"), str(path)))
-    text = source.decode() if isinstance(source, bytes) else source
+    try:
+        text = source.decode() if isinstance(source, bytes) else source
+    except UnicodeDecodeError as exc:
+        raise ScenarioFormatError(f"<text>: not UTF-8: {exc}") from None
     return Scenario.model_validate(_parse(text, "<text>"))
 
 
@@ -810,7 +825,7 @@ def _parse(text: str, origin: str) -> dict[str, Any]:
     """Parse JSON (text starting with '{') or YAML into a mapping."""
     try:
         data = json.loads(text) if text.lstrip().startswith("{") else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as exc:
+    except (ValueError, yaml.YAMLError, RecursionError) as exc:  # RecursionError: too deep
         raise ScenarioFormatError(f"{origin}: not valid JSON or YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ScenarioFormatError(f"{origin}: a scenario must be a mapping of fields")
