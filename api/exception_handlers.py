@@ -9,10 +9,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.exceptions import TcpfrError
 from api.responses import ProblemResponse
+from store.db import database_unavailable
 from store.repository import InvalidCursor
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,7 @@ async def _tcpfr_error(request: Request, exc: Exception) -> ProblemResponse:
         slug=exc.slug,
         detail=exc.detail,
         errors=exc.errors,
+        headers=exc.headers or None,
         **exc.extra,
     )
 
@@ -132,6 +135,28 @@ async def _invalid_cursor(request: Request, exc: Exception) -> ProblemResponse:
     )
 
 
+#: Seconds a client is asked to wait while the database is away (a restart takes a few).
+DATABASE_RETRY_AFTER = 5
+
+
+async def _database_error(request: Request, exc: Exception) -> ProblemResponse:
+    """The database away (restarting, unreachable, out of connections) is a 503 the client
+    may retry, not a 500: the pool reconnects by itself once it is back."""
+    if not database_unavailable(exc):
+        return await _unexpected(request, exc)
+    log.warning(
+        "database unavailable on %s %s: %s", request.method, request.url.path, type(exc).__name__
+    )
+    return problem(
+        request,
+        status=503,
+        title="Service unavailable",
+        slug="service-unavailable",
+        detail="The database is not reachable right now; retry shortly.",
+        headers={"Retry-After": str(DATABASE_RETRY_AFTER)},
+    )
+
+
 async def _unexpected(request: Request, exc: Exception) -> ProblemResponse:
     log.exception("unhandled error on %s %s", request.method, request.url.path)
     return problem(
@@ -149,4 +174,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(ValidationError, _pydantic_validation)
     app.add_exception_handler(InvalidCursor, _invalid_cursor)
     app.add_exception_handler(StarletteHTTPException, _http_exception)
+    app.add_exception_handler(sa_exc.DBAPIError, _database_error)
+    app.add_exception_handler(sa_exc.TimeoutError, _database_error)
     app.add_exception_handler(Exception, _unexpected)

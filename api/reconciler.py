@@ -1,65 +1,153 @@
-"""The reconciler: sends again the runs a worker should have but does not.
+"""The reconciler: the database is the truth, the broker a delivery service that can lose
+things. Each pass sends again the runs a worker should have but does not:
 
-Queued runs never sent (the broker was down at submit time) or not picked up within
-``queued_lease``, and running runs whose heartbeat is older than ``run_lease`` (their
-worker died). A run taken back ``max_attempts`` times fails instead of looping. Every
-step is a conditional update, so several API processes can reconcile at once.
+- queued runs never sent (the broker was down at submit time, or a send failed);
+- running runs whose heartbeat is older than ``run_lease`` (their worker, or its host, is
+  gone): taken back and sent again;
+- queued runs sent longer than ``queued_lease`` ago and not taken while the broker's queue
+  is empty (the broker was restarted or flushed): their message is gone, so sent again.
+
+A run taken back or sent again ``max_attempts`` times fails with ``RetryBudgetExceeded``
+instead of looping. Every step is a conditional update recorded in the run's history, so
+several API processes can reconcile at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from store.config import Settings
-from store.db import session_scope
-from store.dispatch import send_run
+from store.db import database_unavailable, session_scope
+from store.dispatch import queue_depth, send_run
 from store.models import Run, RunStatus
+from store.run_events import EventKind
 from store.runs import RunRepository
 
 log = logging.getLogger(__name__)
 
 
-def reconcile_once(sessions: sessionmaker[Session], celery: Celery, settings: Settings) -> int:
-    """One pass; returns how many runs were sent again."""
-    sent = 0
+@dataclass
+class Pass:
+    """What one pass did."""
+
+    sent: int = 0
+    requeued: int = 0
+    failed: int = 0
+    broker_down: bool = False
+
+
+def _budget_error(run: Run, requeues: int, settings: Settings) -> dict[str, str]:
+    return {
+        "type": "RetryBudgetExceeded",
+        "message": f"started {run.attempts} times and sent again {requeues} times without "
+        f"finishing (max_attempts={settings.max_attempts}): its workers keep getting lost, "
+        "or its messages do",
+    }
+
+
+def reconcile_once(
+    sessions: sessionmaker[Session],
+    celery: Celery,
+    settings: Settings,
+    *,
+    take_back_running: bool = True,
+) -> Pass:
+    """One pass. ``take_back_running=False`` leaves running runs alone: right after the
+    database itself was away, a stale heartbeat says nothing about the worker."""
+    done = Pass()
     with session_scope(sessions) as session:
-        stale = RunRepository(session).stale(
-            run_lease=settings.run_lease, queued_lease=settings.queued_lease
-        )
-    for run in stale:
-        with session_scope(sessions) as session:
-            runs = RunRepository(session)
-            if run.status is RunStatus.running and run.attempts >= settings.max_attempts:
-                error = {
-                    "type": "WorkerLost",
-                    "message": f"no worker finished it in {run.attempts} attempts",
-                }
-                runs.fail(run.id, error=error, where=[Run.heartbeat_at == run.heartbeat_at])
-                log.warning("run %s failed: worker lost %d times", run.id, run.attempts)
-                continue
-            if not runs.requeue(run, run_lease=settings.run_lease):
-                continue
+        runs = RunRepository(session)
+        # run -> why it is sent by us (None: the reason is on its `requeued` event)
+        to_send: dict[Run, str | None] = {
+            run: "never sent: the broker did not take it when it was submitted"
+            for run in runs.never_sent()
+        }
+        silent = runs.silent(run_lease=settings.run_lease) if take_back_running else []
+        unclaimed = runs.unclaimed(queued_lease=settings.queued_lease)
+        requeues = {
+            run.id: runs.events.count(run.id, EventKind.requeued) for run in [*silent, *unclaimed]
+        }
+    if unclaimed:
         try:
-            send_run(celery, run.id)
-            sent += 1
-            log.info("run %s (%s) sent again", run.id, run.status.value)
+            waiting = queue_depth(celery, settings.queue)
         except Exception:
             log.warning("reconciler could not reach the broker", exc_info=True)
+            return Pass(broker_down=True)
+        if waiting:
+            # Messages are still waiting: these runs are presumably among them, behind a
+            # backlog (a big sweep), not lost.
+            unclaimed = []
+
+    for run, reason in [
+        *((r, "lease expired: the worker running it stopped beating") for r in silent),
+        *(
+            (r, "message lost: queued, not taken, and the broker's queue is empty")
+            for r in unclaimed
+        ),
+    ]:
+        with session_scope(sessions) as session:
+            runs = RunRepository(session)
+            if max(run.attempts, requeues[run.id]) >= settings.max_attempts:
+                error = _budget_error(run, requeues[run.id], settings)
+                guard = (
+                    [Run.heartbeat_at == run.heartbeat_at]
+                    if run.status is RunStatus.running
+                    else [Run.enqueued_at == run.enqueued_at]
+                )
+                if runs.fail(run.id, error=error, where=[*guard, Run.attempts == run.attempts]):
+                    done.failed += 1
+                    log.warning("run %s failed: %s", run.id, error["message"])
+                continue
+            if runs.requeue(run, reason=reason, run_lease=settings.run_lease):
+                done.requeued += 1
+                to_send[run] = None
+                log.info("run %s taken back (%s)", run.id, reason)
+
+    for run, why in to_send.items():
+        try:
+            send_run(celery, run.id)
+        except Exception:
+            # It stays queued and unsent: the next pass tries again.
+            log.warning("reconciler could not reach the broker", exc_info=True)
+            done.broker_down = True
             break
-    return sent
+        with session_scope(sessions) as session:
+            if RunRepository(session).mark_enqueued(run.id, by="reconciler", reason=why):
+                done.sent += 1
+    if done.sent or done.failed:
+        log.info(
+            "reconciler: %d sent, %d taken back, %d failed", done.sent, done.requeued, done.failed
+        )
+    return done
 
 
 async def reconcile_forever(
     sessions: sessionmaker[Session], celery: Celery, settings: Settings
 ) -> None:
+    # Since when the database has answered every pass: a worker cannot beat while the
+    # database is away, so running runs are judged only after a whole lease of answers.
+    answering_since: float | None = None
     while True:
         await asyncio.sleep(settings.reconcile_interval)
+        now = time.monotonic()
+        settled = answering_since is not None and now - answering_since >= settings.run_lease
         try:
-            await run_in_threadpool(reconcile_once, sessions, celery, settings)
-        except Exception:
-            log.warning("reconciler pass failed", exc_info=True)
+            await run_in_threadpool(
+                reconcile_once, sessions, celery, settings, take_back_running=settled
+            )
+        except Exception as exc:
+            if database_unavailable(exc):  # expected during a restart: one line, no trace
+                log.warning("reconciler: database unavailable (%s)", type(exc).__name__)
+            else:
+                log.warning("reconciler pass failed", exc_info=True)
+            answering_since = None
+            continue
+        if answering_since is None:
+            answering_since = now

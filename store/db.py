@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.config import Settings
@@ -41,7 +42,11 @@ def make_engine(settings: Settings, **kwargs: Any) -> Engine:
             cur.close()
 
         return engine
+    # A restarted server leaves dead connections in the pool: ping before use, reconnect.
     kwargs.setdefault("pool_pre_ping", True)
+    # An unreachable host answers nothing at all: give up in seconds, not minutes, so a
+    # request gets its 503 and a worker its retry.
+    kwargs.setdefault("connect_args", {"connect_timeout": 5})
     kwargs.setdefault("pool_size", 5)
     kwargs.setdefault("max_overflow", 10)
     engine = create_engine(
@@ -75,3 +80,13 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session whose transaction commits on success and rolls back on error."""
     with factory() as session, session.begin():
         yield session
+
+
+def database_unavailable(exc: BaseException) -> bool:
+    """The database is away or refusing work for now (restart, network, lock, full pool),
+    as opposed to a statement that is wrong: worth a retry, a 503, not a 500."""
+    if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
+        return True
+    # OperationalError: connection refused or dropped, admin shutdown, "database is locked";
+    # InterfaceError: a connection already closed; TimeoutError: no pooled connection free.
+    return isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError)

@@ -32,11 +32,25 @@ def make_celery(settings: Settings, *, name: str = "tcpfr") -> Celery:
         # The database is the truth about a run; Celery keeps no result anywhere.
         task_ignore_result=True,
         task_store_errors_even_if_ignored=False,
-        # A run is acknowledged when it is finished, and handed to another worker when the
-        # one running it dies; each worker process takes one run at a time.
+        # No run may be lost with the process running it, so a message is acknowledged
+        # when its run is finished (acks_late), not when it is received; and when the pool
+        # process dies under it (SIGKILL, out of memory), the worker gives the message back
+        # to the queue for another process (reject_on_worker_lost) instead of acking it as
+        # failed. A whole worker gone (host lost) acks nothing: Redis hands its message out
+        # again after the visibility timeout (store.config), and long before that the
+        # reconciler sees the run's heartbeat stop and sends it again. Redelivery can
+        # therefore repeat a run, never lose one; the database's conditional claim makes
+        # the repeat a no-op (see store.runs).
         task_acks_late=True,
         task_reject_on_worker_lost=True,
+        # One message per process: a simulation takes seconds to minutes, so a prefetched
+        # second run would wait behind the first while another worker sits idle, and would
+        # sit unacknowledged in a process that might die.
         worker_prefetch_multiplier=1,
+        # A lost broker connection must not stop simulations in progress: their results go
+        # to the database, which does not care about the broker. (Celery 6 flips this
+        # default; said here so it stays put.)
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         task_soft_time_limit=settings.task_soft_time_limit,
         task_time_limit=settings.task_time_limit,
         worker_max_tasks_per_child=200,
@@ -56,3 +70,10 @@ def send_run(celery: Celery, run_id: uuid.UUID) -> None:
         retry=True,
         retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
     )
+
+
+def queue_depth(celery: Celery, queue: str) -> int:
+    """Messages waiting in the queue (not those a worker holds). Raises if the broker is away."""
+    with celery.connection_for_read() as conn:
+        conn.ensure_connection(max_retries=1, timeout=2)
+        return int(conn.default_channel.queue_declare(queue=queue).message_count)

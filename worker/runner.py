@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.codec import CODEC, encode
 from store.config import Settings
-from store.db import make_engine, make_sessionmaker, session_scope
+from store.db import database_unavailable, make_engine, make_sessionmaker, session_scope
 from store.models import RunResult, RunSeries, RunStatus
 from store.runs import ResultRepository, RunRepository
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Result fields with columns of their own; anything else the engine adds goes to `extra`.
 _RESULT_COLUMNS = {
@@ -52,6 +56,7 @@ class Heartbeat:
     interval: float
     progress: float = 0.0
     stop_requested: threading.Event = field(default_factory=threading.Event)
+    lost: threading.Event = field(default_factory=threading.Event)  # no longer this task's
     _done: threading.Event = field(default_factory=threading.Event)
 
     @cached_property
@@ -83,6 +88,8 @@ class Heartbeat:
                 log.warning("heartbeat for run %s failed", self.run_id, exc_info=True)
                 continue
             # None: the run is no longer ours (taken back or finished): stop as well.
+            if cancel is None:
+                self.lost.set()
             if cancel is None or cancel:
                 self.stop_requested.set()
 
@@ -97,63 +104,113 @@ class Runner:
         (finished already, cancelled, or being run by a live worker)."""
         import engine
 
+        # A database away at this point raises: nothing is simulated yet, so the task's
+        # own retry (see worker.tasks) is the cheap way to try again.
         with session_scope(self.sessions) as session:
             runs = RunRepository(session)
+            # A run whose worker died under it every time (hard time limit, out of memory)
+            # is failed here rather than started once more.
             if not runs.claim(
-                run_id, task_id=task_id, worker=worker, lease=self.settings.run_lease
+                run_id,
+                task_id=task_id,
+                worker=worker,
+                lease=self.settings.run_lease,
+                max_attempts=self.settings.max_attempts,
             ):
-                log.info("run %s: nothing to do (finished or owned elsewhere)", run_id)
+                log.info(
+                    "run %s: nothing to do (finished, owned elsewhere, or over budget)", run_id
+                )
                 return None
             run = runs.get(run_id)
             assert run is not None
-            scenario_doc, seed, attempts = run.scenario, run.seed, run.attempts
+            scenario_doc, seed = run.scenario, run.seed
 
-        if attempts > self.settings.max_attempts:
-            # Its worker died under it every time (killed at the hard time limit, out of
-            # memory): a redelivery must not start it once more.
-            error = {
-                "type": "TooManyAttempts",
-                "message": f"the worker running it was lost {attempts - 1} times "
-                "(hard time limit or out of memory?)",
-            }
-            return self._finish(run_id, task_id, RunStatus.failed, error=error)
-
-        try:
-            scenario = engine.Scenario.model_validate(scenario_doc)
-            with Heartbeat(
-                self.sessions, run_id, task_id, self.settings.heartbeat_interval
-            ) as beat:
+        with Heartbeat(self.sessions, run_id, task_id, self.settings.heartbeat_interval) as beat:
+            try:
+                scenario = engine.Scenario.model_validate(scenario_doc)
                 result = engine.simulate(
                     scenario, seed=seed, progress=beat.report, should_stop=beat.should_stop
                 )
-        except engine.SimulationCancelled:
-            return self._finish(run_id, task_id, RunStatus.cancelled)
-        except Exception as exc:
-            # SoftTimeLimitExceeded lands here too: a run over its time limit fails.
-            log.exception("run %s failed", run_id)
-            error = {
-                "type": type(exc).__name__,
-                "message": str(exc) or type(exc).__name__,
-                "traceback": traceback.format_exc(limit=20)[-4000:],
-            }
-            return self._finish(run_id, task_id, RunStatus.failed, error=error)
-        if getattr(result, "cancelled", False):
-            return self._finish(run_id, task_id, RunStatus.cancelled)
-        return self._store(run_id, task_id, result)
+            except engine.SimulationCancelled:
+                return self._finish(run_id, task_id, RunStatus.cancelled, beat=beat)
+            except Exception as exc:
+                # SoftTimeLimitExceeded lands here too: a run over its time limit fails,
+                # saying so in words (Celery's exception carries no message).
+                log.exception("run %s failed", run_id)
+                message = str(exc) or type(exc).__name__
+                if type(exc).__name__ == "SoftTimeLimitExceeded":
+                    message = (
+                        "the simulation exceeded the time limit of "
+                        f"{self.settings.task_soft_time_limit:g} s and was stopped "
+                        "(TCPFR_TASK_SOFT_TIME_LIMIT); POST /v1/scenarios/validate estimates "
+                        "a scenario's cost"
+                    )
+                error = {
+                    "type": type(exc).__name__,
+                    "message": message,
+                    "traceback": traceback.format_exc(limit=20)[-4000:],
+                }
+                return self._finish(run_id, task_id, RunStatus.failed, error=error, beat=beat)
+            if getattr(result, "cancelled", False):
+                return self._finish(run_id, task_id, RunStatus.cancelled, beat=beat)
+            # The heartbeat goes on while the result is stored, retries included: the run
+            # stays visibly alive, so the reconciler does not hand it to another worker.
+            beat.report(1.0)
+            return self._store(run_id, task_id, result, beat=beat)
+
+    def _persist(
+        self, run_id: uuid.UUID, write: Callable[[Session, int], T], beat: Heartbeat | None
+    ) -> T | None:
+        """Run ``write`` in a transaction, again with backoff while the database is away
+        (a restart, a failover), for up to ``persist_retry_for`` seconds; then raise, and
+        the task's retry takes over. None when the run stopped being ours meanwhile."""
+        deadline = time.monotonic() + self.settings.persist_retry_for
+        delay, attempt = 0.25, 1
+        while True:
+            try:
+                with session_scope(self.sessions) as session:
+                    return write(session, attempt)
+            except Exception as exc:
+                if not database_unavailable(exc) or time.monotonic() + delay > deadline:
+                    raise
+                if beat is not None and beat.lost.is_set():
+                    log.info("run %s was taken back while the database was away", run_id)
+                    return None
+                log.warning(
+                    "run %s: database unavailable (%s); writing again in %.2f s (try %d)",
+                    run_id,
+                    type(exc).__name__,
+                    delay,
+                    attempt + 1,
+                )
+            time.sleep(delay)
+            delay, attempt = min(delay * 2, 5.0), attempt + 1
 
     def _finish(
-        self, run_id: uuid.UUID, task_id: str, status: RunStatus, error: dict | None = None
+        self,
+        run_id: uuid.UUID,
+        task_id: str,
+        status: RunStatus,
+        error: dict | None = None,
+        beat: Heartbeat | None = None,
     ) -> RunStatus | None:
-        with session_scope(self.sessions) as session:
-            done = RunRepository(session).finish(
-                run_id, task_id=task_id, status=status, error=error
+        def write(session: Session, attempt: int) -> bool:
+            return RunRepository(session).finish(
+                run_id,
+                task_id=task_id,
+                status=status,
+                error=error,
+                write_attempts=attempt if attempt > 1 else None,
             )
-        return status if done else None
 
-    def _store(self, run_id: uuid.UUID, task_id: str, result: object) -> RunStatus | None:
+        return status if self._persist(run_id, write, beat) else None
+
+    def _store(
+        self, run_id: uuid.UUID, task_id: str, result: object, beat: Heartbeat
+    ) -> RunStatus | None:
         """The result, its series and the status change in one transaction, or none of them."""
         data = result.model_dump(mode="python", exclude={"series"})  # type: ignore[attr-defined]
-        row = RunResult(
+        row = dict(
             run_id=run_id,
             engine_version=data["engine_version"],
             scenario_hash=data["scenario_hash"],
@@ -168,22 +225,27 @@ class Runner:
             diagnosis=data.get("diagnosis") or {},
             extra={k: v for k, v in data.items() if k not in _RESULT_COLUMNS},
         )
-        series = [_series_row(run_id, key, s) for key, s in result.series.items()]  # type: ignore[attr-defined]
-        try:
-            with session_scope(self.sessions) as session:
-                if not RunRepository(session).finish(
-                    run_id, task_id=task_id, status=RunStatus.succeeded
-                ):
-                    raise _LostRun
-                ResultRepository(session).add(row, series)
-        except _LostRun:
-            log.info("run %s changed hands while simulating; result dropped", run_id)
+        series = result.series  # type: ignore[attr-defined]
+
+        def write(session: Session, attempt: int) -> bool:
+            # The rows are built afresh each try: a failed flush leaves its objects spent.
+            if not RunRepository(session).finish(
+                run_id,
+                task_id=task_id,
+                status=RunStatus.succeeded,
+                write_attempts=attempt if attempt > 1 else None,
+            ):
+                return False
+            rows = [_series_row(run_id, key, s) for key, s in series.items()]
+            ResultRepository(session).add(RunResult(**row), rows)
+            return True
+
+        if not self._persist(run_id, write, beat):
+            # Finished or taken back by someone else while we simulated (or stored: a
+            # commit whose answer was lost and that did land is found here on the retry).
+            log.info("run %s is no longer this task's; result dropped", run_id)
             return None
         return RunStatus.succeeded
-
-
-class _LostRun(Exception):
-    """The run stopped being this task's while it simulated: roll the result back."""
 
 
 def _series_row(run_id: uuid.UUID, key: str, series: object) -> RunSeries:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from functools import cache
 
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from store.config import get_settings
 from store.dispatch import TaskName
@@ -21,15 +22,20 @@ def _runner() -> Runner:
 @app.task(
     name=str(TaskName.run_simulation),
     bind=True,
+    # Acknowledged when done, given back to the queue when the process running it dies
+    # (store.dispatch says why); the database decides who may run it.
     acks_late=True,
     reject_on_worker_lost=True,
-    # Only a database that is briefly away is worth retrying; a failing simulation is not.
-    autoretry_for=(OperationalError,),
+    # Only a database that is away is worth retrying here: before the claim (nothing is
+    # lost), or after the runner's own store retries gave up. A failing simulation is not.
+    autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=5,
 )
 def run_simulation(self, run_id: str) -> str | None:  # type: ignore[no-untyped-def]
     """Simulate one run; a redelivered or duplicate message for a finished run does nothing."""
-    status = _runner().run(uuid.UUID(run_id), task_id=self.request.id, worker=self.request.hostname)
+    # The pool process, not only the node: one node runs several simulations at once.
+    worker = f"{self.request.hostname}:{os.getpid()}"
+    status = _runner().run(uuid.UUID(run_id), task_id=self.request.id, worker=worker)
     return None if status is None else str(status)
