@@ -10,8 +10,8 @@ from celery import Celery
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
+from api.auth import PresentedKey, tenant_for
 from store.config import Settings
-from store.models import DEFAULT_TENANT_ID
 
 
 def get_settings(request: Request) -> Settings:
@@ -32,9 +32,10 @@ SessionDep = Annotated[Session, Depends(get_session)]
 CeleryDep = Annotated[Celery, Depends(get_celery)]
 
 
-def get_tenant_id(request: Request) -> uuid.UUID:
-    """The tenant the request acts for. Every query of a tenant's rows filters on it."""
-    return DEFAULT_TENANT_ID
+def get_tenant_id(session: SessionDep, settings: SettingsDep, key: PresentedKey) -> uuid.UUID:
+    """The tenant the request acts for (401 without a valid key when auth is on; the
+    default tenant when it is off). Every query of a tenant's rows filters on it."""
+    return tenant_for(session, key, auth=settings.auth)
 
 
 TenantDep = Annotated[uuid.UUID, Depends(get_tenant_id)]

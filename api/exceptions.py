@@ -11,6 +11,7 @@ class TcpfrError(Exception):
     status: ClassVar[int] = 500
     title: ClassVar[str] = "Internal error"
     slug: ClassVar[str] = "internal-error"
+    headers: ClassVar[dict[str, str]] = {}  # response headers the status calls for
 
     def __init__(
         self, detail: str, *, errors: Sequence[dict[str, Any]] | None = None, **extra: Any
@@ -19,6 +20,15 @@ class TcpfrError(Exception):
         self.detail = detail
         self.errors = list(errors) if errors else None
         self.extra = extra
+
+
+class Unauthorized(TcpfrError):
+    """No API key, or one that is wrong or revoked (RFC 9110 §15.5.2 wants the challenge)."""
+
+    status = 401
+    title = "Unauthorized"
+    slug = "unauthorized"
+    headers = {"WWW-Authenticate": "Bearer"}
 
 
 class NotFound(TcpfrError):
@@ -49,6 +59,19 @@ class InvalidScenario(Unprocessable):
 class IdempotencyKeyReused(Unprocessable):
     title = "Idempotency-Key reused with a different request"
     slug = "idempotency-key-reused"
+
+
+class OverBudget(Unprocessable):
+    """The scenario would cost more simulated events than one run may (``api.limits``)."""
+
+    title = "Scenario over the simulation budget"
+    slug = "over-budget"
+
+
+class PayloadTooLarge(TcpfrError):
+    status = 413
+    title = "Request body too large"
+    slug = "payload-too-large"
 
 
 class NotAcceptable(TcpfrError):

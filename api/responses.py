@@ -46,6 +46,7 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses=`` entries declaring problem+json for these statuses."""
     described = {
         400: "Bad request",
+        401: "Missing, wrong or revoked API key (when authentication is on)",
         404: "Not found",
         406: "Not acceptable",
         409: "Conflict with the resource's state",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from store.models import StoredScenario
@@ -11,14 +12,22 @@ from store.repository import Page, Repository
 class ScenarioRepository(Repository[StoredScenario]):
     model = StoredScenario
 
-    def create(self, *, name: str, scenario_hash: str, body: dict[str, Any]) -> StoredScenario:
-        row = StoredScenario(name=name, scenario_hash=scenario_hash, body=body)
+    def create(
+        self, *, tenant_id: uuid.UUID, name: str, scenario_hash: str, body: dict[str, Any]
+    ) -> StoredScenario:
+        row = StoredScenario(tenant_id=tenant_id, name=name, scenario_hash=scenario_hash, body=body)
         self.session.add(row)
         self.session.flush()
         return row
 
-    def list(self, *, cursor: str | None, limit: int) -> Page[StoredScenario]:
-        return self.page(self.select(), cursor=cursor, limit=limit)
+    def owned(self, scenario_id: uuid.UUID, *, tenant_id: uuid.UUID) -> StoredScenario | None:
+        """The scenario if it is this tenant's: another tenant's is as absent as a missing one."""
+        row = self.session.get(StoredScenario, scenario_id)
+        return row if row is not None and row.tenant_id == tenant_id else None
+
+    def list(self, *, tenant_id: uuid.UUID, cursor: str | None, limit: int) -> Page[StoredScenario]:
+        stmt = self.select().where(StoredScenario.tenant_id == tenant_id)
+        return self.page(stmt, cursor=cursor, limit=limit)
 
     def delete(self, row: StoredScenario) -> None:
         self.session.delete(row)

@@ -6,7 +6,8 @@ import uuid
 
 from fastapi import APIRouter, Response, status
 
-from api.deps import SessionDep
+from api.deps import SessionDep, SettingsDep, TenantDep
+from api.limits import cost_of
 from api.pagination import Page, PageParamsDep
 from api.responses import problem_responses
 from api.scenarios import service
@@ -30,13 +31,16 @@ def _out(row: StoredScenario) -> ScenarioOut:
 
 
 @router.post("/validate", operation_id="validate_scenario", responses=problem_responses(422))
-def validate_scenario(scenario: Scenario) -> ScenarioFacts:
-    """Dry run: validate, and return the derived facts and warnings; stores nothing."""
+def validate_scenario(scenario: Scenario, settings: SettingsDep) -> ScenarioFacts:
+    """Dry run: validate, and return the derived facts, warnings and the estimated cost
+    against the budget of one run; stores nothing."""
+    facts = service.describe(scenario)
     return ScenarioFacts(
         name=scenario.name,
         scenario_hash=scenario.scenario_hash(),
         warnings=list(scenario.warnings()),
-        facts=service.describe(scenario),
+        facts=facts,
+        cost=cost_of(facts["estimate"], settings),
     )
 
 
@@ -46,17 +50,23 @@ def validate_scenario(scenario: Scenario) -> ScenarioFacts:
     status_code=status.HTTP_201_CREATED,
     responses=problem_responses(422),
 )
-def create_scenario(scenario: Scenario, session: SessionDep, response: Response) -> ScenarioOut:
+def create_scenario(
+    scenario: Scenario, session: SessionDep, tenant_id: TenantDep, response: Response
+) -> ScenarioOut:
     """Store a scenario; run it later with `{"scenario_id": ...}`."""
-    row = service.create(session, scenario)
+    row = service.create(session, scenario, tenant_id=tenant_id)
     response.headers["Location"] = f"/v1/scenarios/{row.id}"
     return _out(row)
 
 
 @router.get("", operation_id="list_scenarios", responses=problem_responses(422))
-def list_scenarios(session: SessionDep, page: PageParamsDep) -> Page[ScenarioListItem]:
+def list_scenarios(
+    session: SessionDep, tenant_id: TenantDep, page: PageParamsDep
+) -> Page[ScenarioListItem]:
     """Stored scenarios, newest first."""
-    result = ScenarioRepository(session).list(cursor=page.cursor, limit=page.limit)
+    result = ScenarioRepository(session).list(
+        tenant_id=tenant_id, cursor=page.cursor, limit=page.limit
+    )
     items = [
         ScenarioListItem(
             id=r.id, name=r.name, scenario_hash=r.scenario_hash, created_at=r.created_at
@@ -67,8 +77,8 @@ def list_scenarios(session: SessionDep, page: PageParamsDep) -> Page[ScenarioLis
 
 
 @router.get("/{scenario_id}", operation_id="get_scenario", responses=problem_responses(404))
-def get_scenario(scenario_id: uuid.UUID, session: SessionDep) -> ScenarioOut:
-    return _out(service.get(session, scenario_id))
+def get_scenario(scenario_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> ScenarioOut:
+    return _out(service.get(session, scenario_id, tenant_id=tenant_id))
 
 
 @router.delete(
@@ -77,6 +87,6 @@ def get_scenario(scenario_id: uuid.UUID, session: SessionDep) -> ScenarioOut:
     status_code=status.HTTP_204_NO_CONTENT,
     responses=problem_responses(404),
 )
-def delete_scenario(scenario_id: uuid.UUID, session: SessionDep) -> None:
+def delete_scenario(scenario_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> None:
     """Delete a stored scenario; runs made from it keep their own copy."""
-    service.delete(session, scenario_id)
+    service.delete(session, scenario_id, tenant_id=tenant_id)

@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from api.limits import Cost
+
 
 class ScenarioListItem(BaseModel):
     id: uuid.UUID
@@ -30,4 +32,8 @@ class ScenarioFacts(BaseModel):
     facts: dict[str, Any] = Field(
         description="Per flow: path, path RTT, bottleneck link and rate, bandwidth-delay "
         "product, window bound; and an estimate of the simulation's size"
+    )
+    cost: Cost = Field(
+        description="The estimated simulation events against the budget of one run: "
+        "`within_budget: false` means `POST /v1/runs` would refuse it (422)"
     )

@@ -14,23 +14,27 @@ from store.models import StoredScenario
 from store.scenarios import ScenarioRepository
 
 
-def create(session: Session, scenario: engine.Scenario) -> StoredScenario:
+def create(session: Session, scenario: engine.Scenario, *, tenant_id: uuid.UUID) -> StoredScenario:
     row = ScenarioRepository(session).create(
-        name=scenario.name, scenario_hash=scenario.scenario_hash(), body=scenario_document(scenario)
+        tenant_id=tenant_id,
+        name=scenario.name,
+        scenario_hash=scenario.scenario_hash(),
+        body=scenario_document(scenario),
     )
     session.commit()
     return row
 
 
-def get(session: Session, scenario_id: uuid.UUID) -> StoredScenario:
-    row = ScenarioRepository(session).get(scenario_id)
+def get(session: Session, scenario_id: uuid.UUID, *, tenant_id: uuid.UUID) -> StoredScenario:
+    """The tenant's scenario; another tenant's is a 404, like one that does not exist."""
+    row = ScenarioRepository(session).owned(scenario_id, tenant_id=tenant_id)
     if row is None:
         raise NotFound(f"no scenario with id {scenario_id}")
     return row
 
 
-def delete(session: Session, scenario_id: uuid.UUID) -> None:
-    ScenarioRepository(session).delete(get(session, scenario_id))
+def delete(session: Session, scenario_id: uuid.UUID, *, tenant_id: uuid.UUID) -> None:
+    ScenarioRepository(session).delete(get(session, scenario_id, tenant_id=tenant_id))
     session.commit()
 
 

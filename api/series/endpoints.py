@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request, Response
 
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import SessionDep, SettingsDep
+from api.deps import SessionDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
 from api.series import service
@@ -62,9 +62,9 @@ def _respond(request: Request, etag: str, csv: bool, json_body: Any, csv_columns
 
 
 @router.get("/series", operation_id="list_series", responses=problem_responses(404, 409))
-def list_series(run_id: uuid.UUID, session: SessionDep) -> SeriesIndex:
+def list_series(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> SeriesIndex:
     """The run's series: key, unit and stored length of each."""
-    run = service.finished_run(session, run_id)
+    run = service.finished_run(session, run_id, tenant_id=tenant_id)
     items = [
         SeriesInfo(key=k, unit=u, length=n, t_start=a, t_end=b)
         for k, u, n, a, b in service.index(session, run)
@@ -84,6 +84,7 @@ def get_series(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    tenant_id: TenantDep,
     start: Start = None,
     end: End = None,
     max_points: MaxPoints = None,
@@ -91,7 +92,7 @@ def get_series(
 ) -> Response:
     """One series in [start, end], downsampled to `max_points` keeping its peaks
     (MinMaxLTTB). JSON `{t, v}`, or CSV with `Accept: text/csv`."""
-    run = service.finished_run(session, run_id)
+    run = service.finished_run(session, run_id, tenant_id=tenant_id)
     limit = _max_points(settings, max_points)
     etag = etag_for(request, run.result_run_id, limit)
     if (cached := not_modified(request, etag)) is not None:
@@ -123,6 +124,7 @@ def get_series_frame(
     request: Request,
     session: SessionDep,
     settings: SettingsDep,
+    tenant_id: TenantDep,
     keys: Annotated[str, Query(min_length=1, description="Comma-separated series keys")],
     shape: Annotated[Literal["wide", "long"], Query()] = "wide",
     start: Start = None,
@@ -137,7 +139,7 @@ def get_series_frame(
         raise Unprocessable(
             "no series keys given", errors=[field_error(["query", "keys"], "empty")]
         )
-    run = service.finished_run(session, run_id)
+    run = service.finished_run(session, run_id, tenant_id=tenant_id)
     limit = _max_points(settings, max_points)
     etag = etag_for(request, run.result_run_id, limit)
     if (cached := not_modified(request, etag)) is not None:

@@ -31,8 +31,10 @@ class Window:
     downsampled: bool
 
 
-def finished_run(session: Session, run_id: uuid.UUID) -> Run:
-    run = runs.get(session, run_id)
+def finished_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
+    """The tenant's succeeded run. Its series may be its cache source's, which the
+    per-tenant cache guarantees is the same tenant's."""
+    run = runs.get(session, run_id, tenant_id=tenant_id)
     if run.status is not RunStatus.succeeded:
         raise Conflict(
             f"run {run_id} is {run.status.value}; series exist once it has succeeded",
@@ -59,7 +61,8 @@ def load(
         raise Unprocessable(
             "start is after end", errors=[field_error(["query", "start"], "must be <= end")]
         )
-    rows = ResultRepository(session).series(run.result_run_id, keys)
+    # A key holding NUL names no series, and PostgreSQL cannot compare text holding one.
+    rows = ResultRepository(session).series(run.result_run_id, [k for k in keys if "\x00" not in k])
     missing = [k for k in keys if k not in rows]
     if missing:
         raise NotFound(
