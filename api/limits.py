@@ -1,0 +1,92 @@
+"""What one run may cost: the engine's estimate of a scenario's size against the budget.
+
+A run costs its simulation events (``engine.analysis.estimate``, within a factor of 2 of
+real runs on the presets and the synthetic scenarios of tests/unit/test_estimate.py). A
+scenario estimated over ``max_events_per_run`` is refused with a 422 stating the estimate
+and the budget, before anything is stored: the runs service checks each run request, the
+sweeps service each point, and the dry run (``POST /v1/scenarios/validate``) shows the
+same figures before anything is submitted. The worker's time limit stops what the
+estimate missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from api.exception_handlers import json_pointer
+from api.exceptions import InvalidScenario, OverBudget
+from engine import Scenario
+from engine.analysis import estimate
+from store.config import Settings
+
+Loc = Sequence[str | int]
+
+
+class Estimate(BaseModel):
+    packets: int = Field(description="Packets the flows send end to end: data, ACKs, datagrams")
+    events: int = Field(description="Simulation events, the cost a budget counts")
+    sim_time: float = Field(description="Simulated seconds until the run ends")
+    seconds: float = Field(description="Wall-clock seconds of one worker process, roughly")
+
+
+class Budget(BaseModel):
+    events: int = Field(description="The most events a run may be estimated at")
+    seconds: float = Field(description="The same in wall-clock seconds of one worker, roughly")
+
+
+class Cost(BaseModel):
+    """A scenario's estimated cost and the budget: what `POST /v1/runs` would decide."""
+
+    estimate: Estimate
+    budget: Budget
+    within_budget: bool = Field(description="False: `POST /v1/runs` refuses it with a 422")
+
+
+def cost(scenario: Scenario, settings: Settings) -> Cost:
+    """The scenario's estimated cost against the configured budget."""
+    try:
+        size = estimate(scenario)
+    except (ValueError, KeyError, LookupError, ArithmeticError) as exc:
+        # Validated but impossible to lay out: the client's problem, as in the dry run.
+        raise InvalidScenario(f"the scenario cannot be simulated: {exc}") from exc
+    return cost_of(size, settings)
+
+
+def cost_of(size: dict, settings: Settings) -> Cost:
+    """The budget's verdict on an estimate already made (``engine.describe()["estimate"]``)."""
+    speed = settings.engine_events_per_second
+    return Cost(
+        estimate=Estimate(
+            packets=size["packets"],
+            events=size["events"],
+            sim_time=size["sim_time"],
+            seconds=round(size["events"] / speed, 3),
+        ),
+        budget=Budget(
+            events=settings.max_events_per_run,
+            seconds=round(settings.max_events_per_run / speed, 3),
+        ),
+        within_budget=size["events"] <= settings.max_events_per_run,
+    )
+
+
+def enforce_budget(
+    scenario: Scenario, settings: Settings, *, loc: Loc = ("body", "scenario")
+) -> Cost:
+    """The scenario's cost, or OverBudget (422 problem+json with `estimate`, `budget` and an
+    error at `loc`, the request field that named the scenario) when it exceeds the budget."""
+    found = cost(scenario, settings)
+    if found.within_budget:
+        return found
+    est, budget = found.estimate, found.budget
+    msg = (
+        f"estimated {est.events:,} simulation events (about {est.seconds:,.0f} s of a worker) "
+        f"exceed the budget of {budget.events:,} per run: shorten `duration` or the flows' "
+        "`bytes` or `stop`, lower CBR rates, or raise `sample_interval`"
+    )
+    error: dict[str, object] = {"loc": list(loc), "msg": msg, "type": "over_budget"}
+    if loc and loc[0] == "body":
+        error["pointer"] = json_pointer(list(loc[1:]))
+    raise OverBudget(msg, errors=[error], estimate=est.model_dump(), budget=budget.model_dump())

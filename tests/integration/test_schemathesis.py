@@ -1,0 +1,182 @@
+"""Schemathesis against the live API: requests generated from openapi/openapi.json, valid
+and invalid, for every operation; not one may be answered with a 5xx.
+
+The API under test is a second API process on ``pg_stack``'s Postgres, Redis and workers
+(Postgres is the strict one: it refuses NUL characters and out-of-range numbers that SQLite
+stores), with a small simulation budget so the runs it accepts cost the workers little.
+Bounded: a few dozen cases per operation and generation mode, and a deadline over all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from journeys import assert_problem
+from schemathesis import GenerationMode
+from servicekit import Stack, free_port
+
+OPENAPI = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
+EXAMPLES = 40  # per operation and generation mode
+DEADLINE = 150.0  # seconds for all of it; cases past it are not sent
+JSON = {"content-type": "application/json"}
+BUDGET = 2_000_000  # simulation events a run may be estimated at: a few seconds of a worker
+
+
+@pytest.fixture(scope="module")
+def api(pg_stack: Stack) -> Iterator[Stack]:
+    port = free_port()
+    tmp = pg_stack.tmp / "schemathesis"
+    tmp.mkdir(exist_ok=True)
+    env = {**pg_stack.env, "PORT": str(port), "TCPFR_MAX_EVENTS_PER_RUN": str(BUDGET)}
+    stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
+    from api.serve import api_command
+    from store.config import Settings
+
+    settings_ = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
+    try:
+        stack.start("api", api_command(settings_))
+        stack.wait_ready()
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="module")
+def known_ids(api: Stack) -> dict[str, str]:
+    """Ids of things that exist, so generated requests reach past the 404 of an unknown id:
+    a finished run (its series, frame, scenario) and a stored scenario."""
+    with api.client as client:
+        run = client.post("/v1/runs", json={"preset": "riverbed-t1-8k", "seed": 4242}).json()
+        body = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
+        scenario = client.post("/v1/scenarios", json=body).json()
+    assert api.wait_run(run["id"])["status"] == "succeeded"
+    return {"run_id": run["id"], "scenario_id": scenario["id"]}
+
+
+def _fuzz(
+    operation: Any,
+    mode: GenerationMode,
+    *,
+    pinned: dict[str, str],
+    base_url: str,
+    session: requests.Session,
+    deadline: float,
+    sent: dict[str, int],
+    server_errors: list[dict[str, Any]],
+) -> None:
+    """Send up to EXAMPLES generated cases of one operation in one mode, until the deadline;
+    `pinned` path parameters are given, not generated."""
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: report every one
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=operation.as_strategy(generation_mode=mode, path_parameters=pinned or None))
+    def send(case: Any) -> None:
+        if time.monotonic() > deadline:
+            return
+        response = case.call(base_url=base_url, session=session, timeout=30)
+        sent[operation.label] = sent.get(operation.label, 0) + 1
+        if response.status_code >= 500:
+            server_errors.append(
+                {
+                    "operation": operation.label,
+                    "mode": mode.value,
+                    "status": response.status_code,
+                    "request": case.as_curl_command(),
+                    "response": response.text[:500],
+                }
+            )
+
+    # Nothing to make invalid (no parameters, no body) is Unsatisfiable: positive only.
+    with contextlib.suppress(Unsatisfiable):
+        send()
+
+
+def test_no_generated_request_gets_a_5xx(api: Stack, known_ids: dict[str, str]) -> None:
+    schema = schemathesis.openapi.from_path(OPENAPI)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    session = requests.Session()
+    deadline = time.monotonic() + DEADLINE
+    sent: dict[str, int] = {}
+    server_errors: list[dict[str, Any]] = []
+    for operation in operations:
+        names = {p.name for p in operation.path_parameters}
+        pinned = {k: v for k, v in known_ids.items() if k in names}
+        passes = [(GenerationMode.POSITIVE, {}), (GenerationMode.NEGATIVE, {})]
+        if pinned:  # and once more, valid requests about things that exist
+            passes.append((GenerationMode.POSITIVE, pinned))
+        for mode, pins in passes:
+            _fuzz(
+                operation,
+                mode,
+                pinned=pins,
+                base_url=api.base_url,
+                session=session,
+                deadline=deadline,
+                sent=sent,
+                server_errors=server_errors,
+            )
+
+    total = sum(sent.values())
+    print(
+        f"\nschemathesis: {total} cases over {len(sent)} of {len(operations)} operations, "
+        f"{len(server_errors)} 5xx responses"
+    )
+    for label, count in sorted(sent.items()):
+        print(f"  {count:4d}  {label}")
+    for error in server_errors:
+        print(f"5xx: {error}")
+    assert len(sent) == len(operations), "some operations were never exercised"
+    assert total >= len(operations) * 10
+    assert not server_errors, server_errors[:5]
+
+
+def test_values_the_database_cannot_hold_are_refused_not_a_500(
+    api: Stack, known_ids: dict[str, str]
+) -> None:
+    """What schemathesis found, and its kin: text holding U+0000 (PostgreSQL text cannot),
+    integers past 64 bits (the JSON encoder cannot), Infinity (JSON cannot). All are 4xx."""
+    run = known_ids["run_id"]
+    with api.client as client:
+        body = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
+        bodies: list[tuple[dict[str, Any], list[str | int]]] = [
+            ({**body, "name": "a\x00b"}, ["name"]),
+            ({**body, "description": "x\x00"}, ["description"]),
+        ]
+        big = json.loads(json.dumps(body))
+        big["links"][1]["queue"] = {"limit_packets": 2**70}
+        bodies.append((big, ["links", 1, "queue", "limit_packets"]))
+        scripted = json.loads(json.dumps(body))
+        scripted["links"][1]["loss"] = {"model": "script", "drop": [2**64]}
+        bodies.append((scripted, ["links", 1, "loss", "drop", 0]))
+        for bad, loc in bodies:
+            raw = json.dumps(bad)
+            for path, content in [
+                ("/v1/scenarios", raw),
+                ("/v1/scenarios/validate", raw),
+                ("/v1/runs", f'{{"scenario": {raw}}}'),
+            ]:
+                resp = client.post(path, content=content, headers=JSON)
+                problem = assert_problem(resp, 422)
+                assert problem["errors"][0]["loc"][-len(loc) :] == loc, problem
+        infinite = json.dumps(body).replace('"cubic_c": 0.4', '"cubic_c": Infinity')
+        assert "Infinity" in infinite  # not JSON, but Python's parser (FastAPI's) takes it
+        assert_problem(client.post("/v1/scenarios", content=infinite, headers=JSON), 422)
+        assert_problem(client.get("/v1/runs", params={"preset": "a\x00"}), 422)
+        assert_problem(client.post("/v1/runs", json={"preset": "a\x00"}), 422)
+        assert_problem(client.get(f"/v1/runs/{run}/series/a%00b"), 404)
+        assert_problem(client.get(f"/v1/runs/{run}/frame", params={"keys": "a\x00b"}), 404)
