@@ -7,16 +7,21 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from api import exception_handlers
+from api.body_limit import BodyLimit
+from api.compare.endpoints import router as compare_router
+from api.deps import get_tenant_id
 from api.health.endpoints import router as health_router
 from api.presets.endpoints import router as presets_router
 from api.reconciler import reconcile_forever
+from api.responses import problem_responses
 from api.runs.endpoints import router as runs_router
 from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
+from api.sweeps.endpoints import router as sweeps_router
 from store.config import Settings, get_settings
 from store.db import make_engine, make_sessionmaker
 from store.dispatch import make_celery
@@ -27,6 +32,16 @@ Submit a scenario (or a preset) to `POST /v1/runs`, poll the run, then read its 
 its diagnosis (what limits each transfer) and its time-series, downsampled for charts.
 Errors are RFC 9457 problem+json; a bad scenario's `errors[].loc` and `pointer` name the field.
 """
+
+
+log = logging.getLogger("tcpfr.api")
+PROTECTED = [Depends(get_tenant_id)]
+AUTH_OFF_WARNING = """
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!
+!!! AUTHENTICATION IS OFF: anyone who can reach this port can read and run everything,
+!!! as the one default tenant. Fine on a laptop; anywhere else set TCPFR_AUTH=true and
+!!! issue keys with `python -m api.keys create --tenant NAME --name WHAT`.
+!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"""
 
 
 def _operation_id(route: APIRoute) -> str:
@@ -41,6 +56,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         logging.basicConfig(
             level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
+        if settings.auth:
+            log.info("authentication is on: every /v1 route but /v1/presets needs an API key")
+        else:
+            log.warning(AUTH_OFF_WARNING)
         db_engine = make_engine(settings)
         app.state.db_engine = db_engine
         app.state.sessions = make_sessionmaker(db_engine)
@@ -66,11 +85,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
+        # Any route may meet a database that is away (restarting): 503 with Retry-After.
+        responses=problem_responses(503),
     )
     app.state.settings = settings
     exception_handlers.install(app)
-    for router in (runs_router, series_router, scenarios_router, presets_router, health_router):
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    # Every route needs a key (when auth is on) but these: liveness and readiness, and the
+    # presets, a public catalogue shipped with the engine that holds no tenant's data.
+    for router in (presets_router, health_router):
         app.include_router(router)
+    for router in (runs_router, series_router, scenarios_router, sweeps_router, compare_router):
+        app.include_router(router, dependencies=PROTECTED, responses=problem_responses(401))
     return app
 
 

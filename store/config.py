@@ -35,14 +35,35 @@ class Settings(BaseSettings):
     task_time_limit: float | None = None  # default: soft limit + 60 s
     heartbeat_interval: float = 2.0
     run_lease: float = 60.0  # a running run whose heartbeat is older is taken back
-    queued_lease: float = 600.0  # a queued run not picked up by then is sent again
-    max_attempts: int = 3
+    # A queued run sent this long ago and not taken while the broker's queue is empty lost
+    # its message (broker restarted or flushed): it is sent again.
+    queued_lease: float = 120.0
+    max_attempts: int = 3  # the retry budget: starts of a run, and re-sends of a lost message
     reconcile_interval: float = 15.0  # 0 disables the reconciler in the API process
+    persist_retry_for: float = 300.0  # a worker retries storing a result this long (DB away)
 
     series_max_points: int = 1000
     series_max_points_limit: int = 100_000
     page_size: int = 50
+    max_page_size: int = Field(default=500, ge=1)  # the largest `limit` a list may be asked for
+
+    # What one request may cost (README, "Limits"). A run whose estimated simulated events
+    # (engine.analysis, within a factor of 2 of real runs) exceed the budget is refused with
+    # a 422 before anything is stored: 500M is ~20 min of one worker at ~400k events/s,
+    # inside the default soft time limit, which stops whatever the estimate missed.
+    max_events_per_run: int = Field(default=500_000_000, ge=1)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024)  # a larger request body is a 413
     log_level: str = "INFO"
+
+    # Sweeps: the most runs (points x replications) one sweep may ask for, and the engine's
+    # speed used to turn a dry run's estimated events into seconds (bench/engine_bench.py
+    # measures ~400k events/s per process on the 2-core development machine).
+    sweep_max_runs: int = Field(default=1000, ge=1)
+    engine_events_per_second: float = Field(default=400_000.0, gt=0)
+
+    # API keys (``python -m api.keys``). Off by default so `make run` on a laptop needs no
+    # key; the API says so loudly at start-up, and docker-compose.yml turns it on.
+    auth: bool = False
 
     @field_validator("database_url")
     @classmethod
@@ -68,6 +89,8 @@ class Settings(BaseSettings):
             raise ValueError("task_time_limit must exceed task_soft_time_limit")
         if self.run_lease <= 3 * self.heartbeat_interval:
             raise ValueError("run_lease must be more than three heartbeat intervals")
+        if not 1 <= self.page_size <= self.max_page_size:
+            raise ValueError("page_size must be between 1 and max_page_size")
         return self
 
     @property
@@ -101,8 +124,10 @@ class Settings(BaseSettings):
                 "store_processed": True,
                 "processed_folder": str(folder / "processed"),
             }
-        # A message must stay invisible for longer than a task may run, or Redis hands it
-        # to a second worker while the first is still on it.
+        # A message must stay invisible for longer than a task may run (the hard time
+        # limit), plus time to store its result, or Redis hands it to a second worker while
+        # the first is still on it. A dead worker's run does not wait for this: the
+        # reconciler takes it back when its heartbeat is older than run_lease.
         assert self.task_time_limit is not None
         return {"visibility_timeout": int(self.task_time_limit + 300)}
 

@@ -18,20 +18,36 @@ from sqlalchemy.orm import Session
 from store.db import BINARY_RESULTS
 from store.models import Run, RunResult, RunSeries, RunStatus
 from store.repository import Page, Repository
+from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
 
 
 class RunRepository(Repository[Run]):
     model = Run
 
+    @property
+    def events(self) -> RunEventRepository:
+        return RunEventRepository(self.session)
+
     def create(self, **fields: Any) -> Run:
         run = Run(**fields)
         self.session.add(run)
         self.session.flush()
+        if fields.get("cache_hit"):
+            self.events.add(run.id, EventKind.cache_hit, source_run_id=str(run.source_run_id))
+        else:
+            self.events.add(run.id, EventKind.queued)
         return run
 
-    def by_idempotency_key(self, key: str) -> Run | None:
-        return self.session.scalars(select(Run).where(Run.idempotency_key == key)).first()
+    def owned(self, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run | None:
+        """The run if it is this tenant's: another tenant's run is as absent as a missing one."""
+        run = self.session.get(Run, run_id)
+        return run if run is not None and run.tenant_id == tenant_id else None
+
+    def by_idempotency_key(self, key: str, *, tenant_id: uuid.UUID) -> Run | None:
+        """Keys are the client's, so they are unique per tenant only."""
+        stmt = select(Run).where(Run.tenant_id == tenant_id, Run.idempotency_key == key)
+        return self.session.scalars(stmt).first()
 
     def find_cached(
         self,
@@ -61,13 +77,14 @@ class RunRepository(Repository[Run]):
     def list(
         self,
         *,
+        tenant_id: uuid.UUID,
         cursor: str | None,
         limit: int,
         status: RunStatus | None = None,
         scenario_id: uuid.UUID | None = None,
         preset: str | None = None,
     ) -> Page[Run]:
-        stmt = self.select()
+        stmt = self.select().where(Run.tenant_id == tenant_id)
         if status is not None:
             stmt = stmt.where(Run.status == status)
         if scenario_id is not None:
@@ -82,22 +99,48 @@ class RunRepository(Repository[Run]):
         stmt = update(Run).where(Run.id == run_id, *where).values(**values)
         return self.session.execute(stmt.execution_options(synchronize_session=False)).rowcount == 1
 
-    def mark_enqueued(self, run_id: uuid.UUID) -> None:
-        self._transition(run_id, Run.status == RunStatus.queued, enqueued_at=utcnow())
+    def mark_enqueued(self, run_id: uuid.UUID, **detail: Any) -> bool:
+        """Its message reached the broker (sent by the API, or again by the reconciler)."""
+        sent = self._transition(run_id, Run.status == RunStatus.queued, enqueued_at=utcnow())
+        if sent:
+            self.events.add(run_id, EventKind.enqueued, **detail)
+        return sent
 
-    def claim(self, run_id: uuid.UUID, *, task_id: str, worker: str, lease: float) -> bool:
+    def claim(
+        self, run_id: uuid.UUID, *, task_id: str, worker: str, lease: float, max_attempts: int
+    ) -> bool:
         """Take a run for this task: queued, or running under this same task (a redelivery
-        of its message) or under a worker whose heartbeat is older than the lease."""
+        of its message after its worker died) or under a worker whose heartbeat is older
+        than the lease. Taking it from a running worker is recorded as a retry; a run
+        already started ``max_attempts`` times is failed instead (its retry budget)."""
         now = utcnow()
-        return self._transition(
-            run_id,
-            or_(
-                Run.status == RunStatus.queued,
-                and_(
-                    Run.status == RunStatus.running,
-                    or_(Run.task_id == task_id, Run.heartbeat_at < now - timedelta(seconds=lease)),
-                ),
+        prev = self.session.execute(
+            select(Run.status, Run.task_id, Run.worker, Run.attempts).where(Run.id == run_id)
+        ).first()
+        if prev is None:
+            return False
+        claimable = or_(
+            Run.status == RunStatus.queued,
+            and_(
+                Run.status == RunStatus.running,
+                or_(Run.task_id == task_id, Run.heartbeat_at < now - timedelta(seconds=lease)),
             ),
+        )
+        # Unchanged since we looked, so what we record below is what we took it from.
+        unchanged = [Run.status == prev.status, Run.attempts == prev.attempts]
+        if prev.attempts >= max_attempts:
+            error = {
+                "type": "RetryBudgetExceeded",
+                "message": f"started {prev.attempts} times (max_attempts={max_attempts}) and "
+                f"the worker running it was lost each time, last {prev.worker}: hard time "
+                "limit, out of memory, or a crash in the simulator?",
+            }
+            self.fail(run_id, error=error, where=[claimable, *unchanged])
+            return False
+        claimed = self._transition(
+            run_id,
+            claimable,
+            *unchanged,
             status=RunStatus.running,
             task_id=task_id,
             worker=worker,
@@ -106,6 +149,20 @@ class RunRepository(Repository[Run]):
             heartbeat_at=now,
             progress=0.0,
         )
+        if not claimed:
+            return False
+        if prev.status is RunStatus.running:
+            reason = (
+                "its message was delivered again while it ran: the worker process running "
+                "it was lost (or its task was retried)"
+                if prev.task_id == task_id
+                else "the worker running it stopped beating for longer than the lease"
+            )
+            self.events.add(
+                run_id, EventKind.retried, attempt=prev.attempts, worker=prev.worker, reason=reason
+            )
+        self.events.add(run_id, EventKind.started, attempt=prev.attempts + 1, worker=worker)
+        return True
 
     def heartbeat(self, run_id: uuid.UUID, *, task_id: str, progress: float) -> bool | None:
         """Record liveness and progress; returns whether a cancel was requested, or None when
@@ -128,28 +185,55 @@ class RunRepository(Repository[Run]):
         task_id: str,
         status: RunStatus,
         error: dict[str, Any] | None = None,
+        **detail: Any,
     ) -> bool:
+        """The worker that owns the run ends it; ``detail`` goes to the history."""
         values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "error": error}
         if status is RunStatus.succeeded:
             values["progress"] = 1.0
-        return self._transition(
+        done = self._transition(
             run_id, Run.status == RunStatus.running, Run.task_id == task_id, **values
         )
+        if done:
+            attempt, worker = self.session.execute(
+                select(Run.attempts, Run.worker).where(Run.id == run_id)
+            ).one()
+            self.events.add(
+                run_id,
+                EventKind(status.value),
+                attempt=attempt,
+                worker=worker,
+                error=_brief(error),
+                **detail,
+            )
+        return done
 
     def cancel_queued(self, run_id: uuid.UUID) -> bool:
-        return self._transition(
+        done = self._transition(
             run_id,
             Run.status == RunStatus.queued,
             status=RunStatus.cancelled,
             cancel_requested=True,
             finished_at=utcnow(),
         )
+        if done:
+            self.events.add(run_id, EventKind.cancelled, reason="cancelled while queued")
+        return done
 
     def request_cancel(self, run_id: uuid.UUID) -> bool:
-        return self._transition(run_id, Run.status == RunStatus.running, cancel_requested=True)
+        asked = self._transition(
+            run_id,
+            Run.status == RunStatus.running,
+            Run.cancel_requested.is_(False),
+            cancel_requested=True,
+        )
+        if asked:
+            self.events.add(run_id, EventKind.cancel_requested)
+        return asked
 
     def fail(self, run_id: uuid.UUID, *, error: dict[str, Any], where: Sequence[Any] = ()) -> bool:
-        return self._transition(
+        """Fail a run no worker will finish (the reconciler's verdict), with its reason."""
+        done = self._transition(
             run_id,
             Run.status.in_([RunStatus.queued, RunStatus.running]),
             *where,
@@ -157,42 +241,79 @@ class RunRepository(Repository[Run]):
             error=error,
             finished_at=utcnow(),
         )
+        if done:
+            self.events.add(run_id, EventKind.failed, error=_brief(error))
+        return done
 
     # -- reconciliation ----------------------------------------------------------------
 
-    def stale(self, *, run_lease: float, queued_lease: float, limit: int = 100) -> Sequence[Run]:
-        """Runs a worker should have but does not: queued and never or long ago sent, or
-        running with a heartbeat older than the lease."""
-        now = utcnow()
+    def never_sent(self, *, limit: int = 100) -> Sequence[Run]:
+        """Queued runs whose message never reached the broker (down at submit time, or
+        taken back by the reconciler and not sent yet). Young ones are left to the API,
+        which sends right after its commit."""
         stmt = (
             select(Run)
             .where(
-                or_(
-                    and_(
-                        Run.status == RunStatus.queued,
-                        or_(
-                            Run.enqueued_at.is_(None),
-                            Run.enqueued_at < now - timedelta(seconds=queued_lease),
-                        ),
-                        Run.created_at < now - timedelta(seconds=5),
-                    ),
-                    and_(
-                        Run.status == RunStatus.running,
-                        Run.heartbeat_at < now - timedelta(seconds=run_lease),
-                    ),
-                )
+                Run.status == RunStatus.queued,
+                Run.enqueued_at.is_(None),
+                Run.created_at < utcnow() - timedelta(seconds=5),
             )
             .order_by(Run.id)
             .limit(limit)
         )
         return self.session.scalars(stmt).all()
 
-    def requeue(self, run: Run, *, run_lease: float) -> bool:
-        """Put a stale run back in the queue, unless someone moved it meanwhile."""
-        guard: list[Any] = [Run.status == run.status]
+    def unclaimed(self, *, queued_lease: float, limit: int = 100) -> Sequence[Run]:
+        """Queued runs sent longer than the lease ago that no worker has taken."""
+        stmt = (
+            select(Run)
+            .where(
+                Run.status == RunStatus.queued,
+                Run.enqueued_at < utcnow() - timedelta(seconds=queued_lease),
+            )
+            .order_by(Run.id)
+            .limit(limit)
+        )
+        return self.session.scalars(stmt).all()
+
+    def silent(self, *, run_lease: float, limit: int = 100) -> Sequence[Run]:
+        """Running runs whose heartbeat is older than the lease: their worker is gone."""
+        stmt = (
+            select(Run)
+            .where(
+                Run.status == RunStatus.running,
+                Run.heartbeat_at < utcnow() - timedelta(seconds=run_lease),
+            )
+            .order_by(Run.id)
+            .limit(limit)
+        )
+        return self.session.scalars(stmt).all()
+
+    def requeue(self, run: Run, *, reason: str, run_lease: float) -> bool:
+        """Put a stale run back in the queue, to be sent again, unless someone moved it
+        since the reconciler looked. Its ``enqueued_at`` is cleared until the send works."""
+        guard: list[Any] = [Run.status == run.status, Run.attempts == run.attempts]
         if run.status is RunStatus.running:
             guard.append(Run.heartbeat_at < utcnow() - timedelta(seconds=run_lease))
-        return self._transition(run.id, *guard, status=RunStatus.queued, enqueued_at=utcnow())
+        else:
+            guard.append(Run.enqueued_at == run.enqueued_at)
+        done = self._transition(run.id, *guard, status=RunStatus.queued, enqueued_at=None)
+        if done:
+            self.events.add(
+                run.id,
+                EventKind.requeued,
+                attempt=run.attempts,
+                worker=run.worker if run.status is RunStatus.running else None,
+                reason=reason,
+            )
+        return done
+
+
+def _brief(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An error as the history keeps it: type and message, not the traceback."""
+    if not error:
+        return None
+    return {"type": error.get("type"), "message": error.get("message")}
 
 
 class ResultRepository:

@@ -205,6 +205,28 @@ def pg_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 @pytest.fixture(scope="session")
+def pg_auth_stack(pg_stack: Stack) -> Iterator[Stack]:
+    """A second API process with authentication on (``TCPFR_AUTH=true``) on ``pg_stack``'s
+    database, broker and workers, as a deployment with several API replicas has. Keys come
+    from ``python -m api.keys`` run with ``stack.env``."""
+    port = free_port()
+    tmp = pg_stack.tmp / "auth"
+    tmp.mkdir(exist_ok=True)
+    env = {**pg_stack.env, "PORT": str(port), "TCPFR_AUTH": "true"}
+    stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
+    from api.serve import api_command
+    from store.config import Settings
+
+    settings = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
+    try:
+        stack.start("api", api_command(settings))
+        stack.wait_ready()
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="session")
 def embedded_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """``python -m api.serve`` (what ``make run`` runs) with no DATABASE_URL or BROKER_URL:
     SQLite and the file-system broker under a temporary TCPFR_DATA_DIR, 2 worker processes."""

@@ -8,12 +8,22 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query, Request, Response, status
 
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import CeleryDep, SessionDep
+from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
 from api.pagination import Page, PageParamsDep
 from api.responses import problem_responses
 from api.runs import service
-from api.runs.schemas import RunCreate, RunError, RunLinks, RunListItem, RunOut, RunSummary
+from api.runs.schemas import (
+    RunCreate,
+    RunError,
+    RunEventOut,
+    RunHistory,
+    RunLinks,
+    RunListItem,
+    RunOut,
+    RunSummary,
+)
 from store.models import Run, RunResult, RunStatus
+from store.run_events import RunEventRepository
 from store.runs import RunRepository
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -33,7 +43,11 @@ IdempotencyKey = Annotated[
 def _links(run: Run) -> RunLinks:
     base = f"/v1/runs/{run.id}"
     return RunLinks(
-        self=base, series=f"{base}/series", scenario=f"{base}/scenario", cancel=f"{base}/cancel"
+        self=base,
+        series=f"{base}/series",
+        scenario=f"{base}/scenario",
+        cancel=f"{base}/cancel",
+        events=f"{base}/events",
     )
 
 
@@ -100,11 +114,22 @@ def create_run(
     body: RunCreate,
     session: SessionDep,
     celery: CeleryDep,
+    tenant_id: TenantDep,
+    settings: SettingsDep,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> RunOut:
-    """Submit a run: 202 and a queued run, or 201 and a finished one from the cache."""
-    run, created = service.create(session, celery, body=body, idempotency_key=idempotency_key)
+    """Submit a run: 202 and a queued run, or 201 and a finished one from the cache. A
+    scenario estimated over the budget is a 422 (`type` .../over-budget) with `estimate`
+    and `budget`; `POST /v1/scenarios/validate` shows both beforehand."""
+    run, created = service.create(
+        session,
+        celery,
+        tenant_id=tenant_id,
+        body=body,
+        idempotency_key=idempotency_key,
+        settings=settings,
+    )
     response.headers["Location"] = f"/v1/runs/{run.id}"
     if not created:
         response.status_code = status.HTTP_200_OK
@@ -116,14 +141,21 @@ def create_run(
 @router.get("", operation_id="list_runs", responses=problem_responses(422))
 def list_runs(
     session: SessionDep,
+    tenant_id: TenantDep,
     page: PageParamsDep,
     status: Annotated[RunStatus | None, Query(description="Only runs in this state")] = None,
     scenario_id: Annotated[uuid.UUID | None, Query()] = None,
-    preset: Annotated[str | None, Query(max_length=200)] = None,
+    # No NUL: PostgreSQL cannot compare text holding one (a 500 otherwise).
+    preset: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]*$")] = None,
 ) -> Page[RunListItem]:
     """Runs, newest first."""
     result = RunRepository(session).list(
-        cursor=page.cursor, limit=page.limit, status=status, scenario_id=scenario_id, preset=preset
+        tenant_id=tenant_id,
+        cursor=page.cursor,
+        limit=page.limit,
+        status=status,
+        scenario_id=scenario_id,
+        preset=preset,
     )
     return Page(
         items=[RunListItem(**_item_fields(r)) for r in result.items], next_cursor=result.next_cursor
@@ -139,9 +171,15 @@ def list_runs(
         **problem_responses(404),
     },
 )
-def get_run(run_id: uuid.UUID, session: SessionDep, request: Request, response: Response) -> Any:
+def get_run(
+    run_id: uuid.UUID,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    request: Request,
+    response: Response,
+) -> Any:
     """A run: status, progress, timestamps, error; summary and diagnosis once it succeeded."""
-    run = service.get(session, run_id)
+    run = service.get(session, run_id, tenant_id=tenant_id)
     if run.status.finished:
         etag = etag_for(request, run.id, run.status.value, run.finished_at)
         if (cached := not_modified(request, etag)) is not None:
@@ -152,9 +190,11 @@ def get_run(run_id: uuid.UUID, session: SessionDep, request: Request, response: 
 
 
 @router.get("/{run_id}/scenario", operation_id="get_run_scenario", responses=problem_responses(404))
-def get_run_scenario(run_id: uuid.UUID, session: SessionDep) -> dict[str, Any]:
+def get_run_scenario(
+    run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep
+) -> dict[str, Any]:
     """The scenario the run simulates, in canonical form: post it back to reproduce the run."""
-    return service.get(session, run_id).scenario
+    return service.get(session, run_id, tenant_id=tenant_id).scenario
 
 
 @router.post(
@@ -163,7 +203,24 @@ def get_run_scenario(run_id: uuid.UUID, session: SessionDep) -> dict[str, Any]:
     status_code=status.HTTP_202_ACCEPTED,
     responses=problem_responses(404, 409),
 )
-def cancel_run(run_id: uuid.UUID, session: SessionDep) -> RunOut:
+def cancel_run(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RunOut:
     """Cancel a queued run at once, or ask the worker running it to stop (cooperatively)."""
-    run = service.cancel(session, run_id)
+    run = service.cancel(session, run_id, tenant_id=tenant_id)
     return to_out(run, None)
+
+
+@router.get("/{run_id}/events", operation_id="get_run_events", responses=problem_responses(404))
+def get_run_events(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RunHistory:
+    """The run's history, oldest first: queued, sent, each start (attempt, worker), each
+    retry or take-back and why, and how it ended."""
+    run = service.get(session, run_id, tenant_id=tenant_id)
+    events = RunEventRepository(session).history(run.id)
+    return RunHistory(
+        run_id=run.id,
+        status=run.status,
+        attempts=run.attempts,
+        events=[
+            RunEventOut(at=e.at, event=e.event, attempt=e.attempt, worker=e.worker, detail=e.detail)
+            for e in events
+        ],
+    )

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import Scenario
 from store.models import RunStatus
+from store.run_events import EventKind
 
 SEED_MIN, SEED_MAX = 0, 2**63 - 1
 
@@ -64,6 +65,7 @@ class RunLinks(BaseModel):
     series: str
     scenario: str
     cancel: str
+    events: str
 
 
 class RunListItem(BaseModel):
@@ -94,3 +96,25 @@ class RunOut(RunListItem):
         description="Per flow: what limits it (receive_window, link_capacity, loss, ...), "
         "the analytic bounds, and advice in plain words"
     )
+
+
+class RunEventOut(BaseModel):
+    at: datetime
+    event: EventKind = Field(
+        description="queued, cache_hit, enqueued, started, retried (taken from a lost worker), "
+        "requeued (sent again by the reconciler), cancel_requested, succeeded, failed, cancelled"
+    )
+    attempt: int | None = Field(description="Which start of the run this concerns")
+    worker: str | None = Field(description="The worker process (node:pid) concerned")
+    detail: dict[str, Any] | None = Field(
+        description="reason, error {type, message}, previous worker, write_attempts ..."
+    )
+
+
+class RunHistory(BaseModel):
+    """Everything that happened to a run, oldest first: retries show here."""
+
+    run_id: uuid.UUID
+    status: RunStatus
+    attempts: int
+    events: list[RunEventOut]

@@ -16,8 +16,10 @@ from sqlalchemy.orm import Session
 import engine
 from api.exception_handlers import field_errors
 from api.exceptions import Conflict, IdempotencyKeyReused, InvalidScenario, NotFound, field_error
+from api.limits import enforce_budget
 from api.runs.schemas import RunCreate
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
+from store.config import Settings
 from store.dispatch import send_run
 from store.models import Run, RunResult, RunStatus
 from store.runs import ResultRepository, RunRepository
@@ -38,12 +40,13 @@ def scenario_document(scenario: engine.Scenario) -> dict[str, Any]:
 
 
 def _resolve(
-    session: Session, body: RunCreate
+    session: Session, body: RunCreate, *, tenant_id: uuid.UUID
 ) -> tuple[engine.Scenario, uuid.UUID | None, str | None]:
     if body.scenario is not None:
         return body.scenario, None, None
     if body.scenario_id is not None:
-        stored = ScenarioRepository(session).get(body.scenario_id)
+        # Another tenant's scenario is unknown here, exactly like one that never existed.
+        stored = ScenarioRepository(session).owned(body.scenario_id, tenant_id=tenant_id)
         if stored is None:
             raise InvalidScenario(
                 f"no scenario with id {body.scenario_id}",
@@ -84,20 +87,27 @@ def create(
     session: Session,
     celery: Celery,
     *,
+    tenant_id: uuid.UUID,
     body: RunCreate,
     idempotency_key: str | None,
+    settings: Settings,
 ) -> tuple[Run, bool]:
     """Returns the run and whether this request created it (False: an idempotent replay)."""
     runs = RunRepository(session)
     print_ = fingerprint(body)
     if idempotency_key is not None:
-        existing = runs.by_idempotency_key(idempotency_key)
+        existing = runs.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
         if existing is not None:
             return _replay(existing, print_), False
 
-    scenario, scenario_id, preset = _resolve(session, body)
+    scenario, scenario_id, preset = _resolve(session, body, tenant_id=tenant_id)
+    # Over the budget is refused before anything is stored, a cache hit included: whether
+    # a request is accepted must not depend on what someone ran before.
+    source = next(f for f in ("scenario", "scenario_id", "preset") if getattr(body, f) is not None)
+    enforce_budget(scenario, settings, loc=("body", source))
     seed = body.seed if body.seed is not None else scenario.seed
     fields: dict[str, Any] = dict(
+        tenant_id=tenant_id,
         scenario_id=scenario_id,
         preset=preset,
         scenario_name=scenario.name,
@@ -110,8 +120,16 @@ def create(
     )
     cached = None
     if body.cache == "reuse":
+        # The cache is per tenant. A hit across tenants would tell B that someone already
+        # simulated this exact network (a scenario describes a customer's WAN), hand B the
+        # id of A's run as source_run_id, and let B's reads of results and series go through
+        # A's run. Re-simulating is the price of that isolation; the results are the same
+        # to the bit anyway.
         cached = runs.find_cached(
-            scenario_hash=fields["scenario_hash"], seed=seed, engine_version=engine.ENGINE_VERSION
+            scenario_hash=fields["scenario_hash"],
+            seed=seed,
+            engine_version=engine.ENGINE_VERSION,
+            tenant_id=tenant_id,
         )
     if cached is not None:
         now = utcnow()
@@ -129,7 +147,11 @@ def create(
     except IntegrityError:
         # Two retries of one request raced on the Idempotency-Key: the first one won.
         session.rollback()
-        existing = runs.by_idempotency_key(idempotency_key) if idempotency_key else None
+        existing = (
+            runs.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
+            if idempotency_key
+            else None
+        )
         if existing is None:
             raise
         return _replay(existing, print_), False
@@ -164,8 +186,9 @@ def _replay(run: Run, print_: str) -> Run:
     return run
 
 
-def get(session: Session, run_id: uuid.UUID) -> Run:
-    run = RunRepository(session).get(run_id)
+def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
+    """The tenant's run; another tenant's is a 404, so ids reveal nothing across tenants."""
+    run = RunRepository(session).owned(run_id, tenant_id=tenant_id)
     if run is None:
         raise NotFound(f"no run with id {run_id}")
     return run
@@ -177,10 +200,10 @@ def result_of(session: Session, run: Run) -> RunResult | None:
     return ResultRepository(session).get(run.result_run_id)
 
 
-def cancel(session: Session, run_id: uuid.UUID) -> Run:
+def cancel(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
     """Queued: cancelled at once. Running: flagged, and the worker stops at its next
     heartbeat. Already cancelled: unchanged. Succeeded or failed: a conflict."""
-    run = get(session, run_id)
+    run = get(session, run_id, tenant_id=tenant_id)
     runs = RunRepository(session)
     # Conditional updates in this order cover a run that starts between the two.
     if runs.cancel_queued(run_id) or runs.request_cancel(run_id):

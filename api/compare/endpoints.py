@@ -1,0 +1,113 @@
+"""/v1/compare: the comparison of any runs, and one series of several runs on one time axis."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+
+from api.compare import service
+from api.compare.schemas import CommonSeries, RunComparison
+from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.deps import SessionDep, SettingsDep, TenantDep
+from api.exceptions import Unprocessable, field_error
+from api.responses import OrjsonResponse, problem_responses
+from api.series.service import to_csv
+from store.models import Run
+
+router = APIRouter(prefix="/v1/compare", tags=["compare"])
+
+Runs = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=service.MAX_RUNS * 37,
+        description=f"Comma-separated run ids (at most {service.MAX_RUNS}), all succeeded",
+    ),
+]
+ERRORS = problem_responses(404, 409, 422)
+
+
+def _etag(request: Request, response: Response, runs: list[Run]) -> Response | None:
+    # Succeeded runs never change: the comparison of the same runs is the same bytes.
+    etag = etag_for(request, *(f"{r.id}={r.result_run_id}" for r in runs))
+    if (cached := not_modified(request, etag)) is not None:
+        return cached
+    response.headers["ETag"] = etag
+    response.headers.update(CACHE_HEADERS)
+    return None
+
+
+@router.get(
+    "",
+    operation_id="compare_runs",
+    response_model=RunComparison,
+    responses={304: {"description": "Not modified"}, **ERRORS},
+)
+def compare_runs(
+    runs: Runs,
+    session: SessionDep,
+    tenant_id: TenantDep,
+    request: Request,
+    response: Response,
+    baseline: Annotated[
+        uuid.UUID | None, Query(description="One of `runs` (default: the first)")
+    ] = None,
+) -> Any:
+    """The sweep summary's comparison for any runs: runs of the same scenario are
+    replications of one point; the scenario paths that differ are its parameters."""
+    ids = service.parse_runs(runs, loc=["query", "runs"])
+    found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
+    if (cached := _etag(request, response, found)) is not None:
+        return cached
+    return service.compare(session, found, baseline=baseline)
+
+
+@router.get(
+    "/series",
+    operation_id="compare_series",
+    response_model=CommonSeries,
+    responses={
+        200: {"content": {"text/csv": {"schema": {"type": "string"}}}},
+        304: {"description": "Not modified"},
+        **ERRORS,
+    },
+)
+def compare_series(
+    runs: Runs,
+    key: Annotated[str, Query(min_length=1, max_length=255, description="e.g. flow.backup.cwnd")],
+    session: SessionDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+    request: Request,
+    response: Response,
+    max_points: Annotated[
+        int | None, Query(ge=3, description="Rows of the common axis at most (default 1000)")
+    ] = None,
+    start: Annotated[float | None, Query(description="Window start, simulated seconds")] = None,
+    end: Annotated[float | None, Query(description="Window end, simulated seconds")] = None,
+    format: Annotated[Literal["json", "csv"], Query(description="`csv`: text/csv")] = "json",
+) -> Any:
+    """One metric of several runs on a common time axis, for overlay charts."""
+    ids = service.parse_runs(runs, loc=["query", "runs"])
+    limit = max_points or settings.series_max_points
+    if limit > settings.series_max_points_limit:
+        raise Unprocessable(
+            "max_points too large",
+            errors=[
+                field_error(
+                    ["query", "max_points"], f"must be <= {settings.series_max_points_limit}"
+                )
+            ],
+        )
+    found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
+    if (cached := _etag(request, response, found)) is not None:
+        return cached
+    body = service.common_series(session, found, key=key, max_points=limit, start=start, end=end)
+    headers = {"ETag": response.headers["ETag"], **CACHE_HEADERS}
+    if format == "csv":
+        return Response(
+            to_csv(body["columns"]), media_type="text/csv; charset=utf-8", headers=headers
+        )
+    return OrjsonResponse(body, headers=headers)

@@ -1,0 +1,177 @@
+"""Comparing any runs: grouped by scenario (runs of one scenario with different seeds are
+its replications), their differences found in the scenarios themselves, then the same
+comparison as a sweep's; and one series of several runs on a common time axis."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from api.exceptions import Conflict, NotFound, Unprocessable, field_error
+from api.series import service as series
+from api.sweeps import report, stats
+from store.models import Run, RunStatus
+from store.runs import ResultRepository, RunRepository
+from store.sweeps import SweepRepository
+
+MAX_RUNS = 200
+#: Not what is simulated (the scenario hash leaves them out too).
+_IGNORED = {"name", "description", "seed"}
+
+
+def parse_runs(raw: str, *, loc: list[str | int], limit: int = MAX_RUNS) -> list[uuid.UUID]:
+    """`a,b,c` as run ids, in order, repeats dropped; a 422 naming the bad entry."""
+    parts = [p.strip() for p in raw.split(",")]
+    if not any(parts):
+        raise Unprocessable(
+            "no run ids given", errors=[field_error(loc, "give run ids, comma-separated")]
+        )
+    ids: list[uuid.UUID] = []
+    for i, part in enumerate(parts):
+        try:
+            run_id = uuid.UUID(part)
+        except ValueError:
+            raise Unprocessable(
+                f"runs: entry {i} ({part[:40]!r}) is not a run id",
+                errors=[field_error([*loc, i], f"not a UUID: {part[:40]!r}", "uuid_parsing")],
+            ) from None
+        if run_id not in ids:
+            ids.append(run_id)
+    if len(ids) > limit:
+        raise Unprocessable(
+            f"at most {limit} runs can be compared, got {len(ids)}",
+            errors=[field_error(loc, f"at most {limit} runs")],
+        )
+    return ids
+
+
+def succeeded_runs(session: Session, ids: list[uuid.UUID], *, tenant_id: uuid.UUID) -> list[Run]:
+    repo = RunRepository(session)
+    runs = []
+    for run_id in ids:
+        run = repo.owned(run_id, tenant_id=tenant_id)
+        if run is None:
+            raise NotFound(f"no run with id {run_id}")
+        if run.status is not RunStatus.succeeded:
+            raise Conflict(
+                f"run {run_id} is {run.status.value}; runs are compared once they have succeeded",
+                status_value=run.status.value,
+            )
+        runs.append(run)
+    return runs
+
+
+def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
+    """A scenario as {dotted path: value}, list items named by their id, as sweeps address them."""
+    out: dict[str, Any] = {}
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            if not prefix and k in _IGNORED:
+                continue
+            out.update(flatten(v, f"{prefix}{k}."))
+    elif isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc):
+        for i, item in enumerate(doc):
+            out.update(flatten(item, f"{prefix}{item.get('id', i)}."))
+    else:
+        out[prefix.rstrip(".")] = doc
+    return out
+
+
+def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) -> dict[str, Any]:
+    run_ids = [r.id for r in runs]
+    if baseline is not None and baseline not in run_ids:
+        raise Unprocessable(
+            "the baseline must be one of the compared runs",
+            errors=[field_error(["query", "baseline"], "not in `runs`")],
+        )
+    base_id = baseline or run_ids[0]
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.scenario_hash, []).append(run)
+    flat = [flatten(g[0].scenario) for g in groups.values()]
+    paths = list(dict.fromkeys(p for f in flat for p in f))
+    varied = [p for p in paths if len({stats.level_key(f.get(p)) for f in flat}) > 1]
+    results = SweepRepository(session).results(r.result_run_id for r in runs)
+    points = []
+    for i, (group, f) in enumerate(zip(groups.values(), flat, strict=True)):
+        point = report.PointData(
+            index=i,
+            parameters={p: f.get(p) for p in varied},
+            is_baseline=any(r.id == base_id for r in group),
+            runs=len(group),
+            run_ids=[r.id for r in group],
+        )
+        for r in group:
+            res = results.get(r.result_run_id)
+            if res is not None:
+                point.observations.append(
+                    report.Observation(r.id, r.source_run_id, r.seed, res.flows, res.diagnosis)
+                )
+        points.append(point)
+    body = report.build(points, varied)
+    body.update(runs=run_ids, baseline=base_id)
+    return body
+
+
+def common_series(
+    session: Session,
+    runs: list[Run],
+    *,
+    key: str,
+    max_points: int,
+    start: float | None,
+    end: float | None,
+) -> dict[str, Any]:
+    """Each run's series downsampled (MinMaxLTTB, its share of `max_points`), held at its
+    last value until the run's end, then step-held onto the union of their times."""
+    per_run = (max_points - len(runs)) // len(runs)
+    if per_run < 3:
+        raise Unprocessable(
+            f"max_points {max_points} is too few for {len(runs)} runs",
+            errors=[field_error(["query", "max_points"], f"must be at least {4 * len(runs)}")],
+        )
+    results = ResultRepository(session)
+    windows, info = [], []
+    for run in runs:
+        (w,) = series.load(
+            session, run, [key], start=start, end=end, max_points=per_run, loc=["query", "key"]
+        )
+        result = results.get(run.result_run_id)
+        until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
+        if end is not None:
+            until = min(until, end)
+        t, v = w.t, w.v
+        # A change-driven series stops at its last change: it still holds until the run ends.
+        if len(t) and t[-1] < until:
+            t, v = np.append(t, until), np.append(v, v[-1])
+        windows.append(series.Window(str(run.id), w.unit, w.length, t, v, w.downsampled))
+        info.append(
+            {
+                "id": run.id,
+                "unit": w.unit,
+                "sim_time": until,
+                "length": w.length,
+                "points": len(t),
+                "downsampled": w.downsampled,
+            }
+        )
+    columns = series.frame(windows, "wide")
+    grid = np.asarray(columns["t"])
+    for w, meta in zip(windows, info, strict=True):
+        col = np.asarray(columns[w.key], dtype=float)
+        col[grid > meta["sim_time"]] = np.nan  # the run was over
+        columns[w.key] = col
+    return {
+        "key": key,
+        "unit": windows[0].unit if windows else "",
+        "runs": info,
+        "points": len(grid),
+        "method": "each run downsampled with MinMaxLTTB to its share of max_points and held "
+        "at its last value until the run's end; then every run step-held (last value at or "
+        "before t) onto the union of their times; null before a run's first sample and after "
+        "its end",
+        "columns": columns,
+    }

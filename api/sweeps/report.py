@@ -1,0 +1,482 @@
+"""A comparison of points (a sweep's, or runs grouped by scenario): per point and metric the
+mean and its interval, the change against the baseline, the best point, the main effects,
+and a few sentences that say what the numbers say. Shared by sweeps and /v1/compare."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.sweeps import stats
+
+# (metric, unit, better when) per flow kind: the figures a comparison is about.
+METRICS: dict[str, list[tuple[str, str, str]]] = {
+    "tcp": [
+        ("completion_time", "s", "lower"),
+        ("goodput_bps", "bit/s", "higher"),
+        ("retransmissions", "packets", "lower"),
+        ("timeouts", "count", "lower"),
+        ("rtt_mean", "s", "lower"),
+        ("plr", "fraction", "lower"),
+        ("pdr", "fraction", "higher"),
+        ("delay_mean", "s", "lower"),
+    ],
+    "udp": [
+        ("throughput_bps", "bit/s", "higher"),
+        ("plr", "fraction", "lower"),
+        ("pdr", "fraction", "higher"),
+        ("delay_mean", "s", "lower"),
+        ("jitter", "s", "lower"),
+    ],
+}
+LABELS = {
+    "completion_time": "completion time",
+    "goodput_bps": "goodput",
+    "throughput_bps": "throughput",
+    "rtt_mean": "mean round-trip time",
+    "plr": "packet loss rate",
+    "pdr": "packet delivery ratio",
+    "delay_mean": "mean one-way delay",
+}
+# What limits a transfer, in words that fit "At the baseline, ___ is what limits <flow>".
+LIMITS = {
+    "receive_window": "the receive window, not the link,",
+    "send_buffer": "the send buffer (the sender's window), not the link,",
+    "congestion_window": "the congestion window, not the link,",
+    "link_capacity": "the link's capacity",
+    "loss": "packet loss",
+    "timeouts": "retransmission timeouts",
+    "application": "the application's own rate",
+}
+METHOD = {
+    "interval": "95% t-interval over replications: mean ± t(0.975, n-1)·sd/√n (sd with n-1); "
+    "null with one replication",
+    "delta": "point minus baseline. Seeds shared with the baseline (common random numbers) make "
+    "the differences paired: mean, sd and t-interval of the per-seed differences; without "
+    "common seeds, Welch's interval. pct = difference / baseline mean; its interval is the "
+    "difference's divided by the baseline mean",
+    "effects": "share of the total sum of squares of all replications explained by each "
+    "factor's level means, SS_factor/SS_total (basis `replications`; `point_means` when a "
+    "factorial's points have unequal replications). Parameters that always change together "
+    "form one factor. When the factors do not cross as a full factorial (basis "
+    "`sequential`), sequential (type I) sums of squares of the additive model, the factors "
+    "entered by what each adds to those before it. interaction = between-point share the "
+    "main effects leave, within = replication noise. Shares sum to at most 1",
+    "best": "the point with the best mean, per the metric's direction",
+    "limits": "per point and flow the diagnosis' most common limit over its replications",
+}
+
+
+@dataclass
+class Observation:
+    """One succeeded run's figures."""
+
+    run_id: uuid.UUID
+    source_run_id: uuid.UUID | None
+    seed: int
+    flows: dict[str, Any]
+    diagnosis: dict[str, Any]
+
+
+@dataclass
+class PointData:
+    index: int
+    parameters: dict[str, Any]
+    is_baseline: bool
+    runs: int  # runs the point has, finished or not
+    run_ids: list[uuid.UUID] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _values(point: PointData, flow: str, metric: str) -> dict[int, float]:
+    """seed -> value (a seed is one simulation, whatever number of runs served it)."""
+    out = {}
+    for obs in point.observations:
+        v = (obs.flows.get(flow) or {}).get(metric)
+        if _finite(v):
+            out[obs.seed] = float(v)
+    return out
+
+
+def _interval(ci: tuple[float, float] | None) -> dict[str, float] | None:
+    return None if ci is None else {"low": ci[0], "high": ci[1]}
+
+
+def build(
+    points: Sequence[PointData], paths: Sequence[str], *, partial_note: str | None = None
+) -> dict[str, Any]:
+    """The comparison body (schemas.Comparison) for these points."""
+    kinds: dict[str, str] = {}
+    for p in points:
+        for obs in p.observations:
+            for fid, f in obs.flows.items():
+                kinds.setdefault(fid, f.get("kind", "tcp"))
+    baseline = next((p for p in points if p.is_baseline), None)
+    metrics = [
+        {
+            "flow": fid,
+            "metric": m,
+            "kind": kind,
+            "unit": unit,
+            "direction": d,
+            "label": LABELS.get(m, m),
+        }
+        for fid, kind in kinds.items()
+        for m, unit, d in METRICS.get(kind, [])
+        if any(_values(p, fid, m) for p in points)
+    ]
+    des = stats.design([p.parameters for p in points], paths)
+    rows = [_row(p, metrics, baseline) for p in points]
+    best, effects = [], []
+    for info in metrics:
+        fid, m = info["flow"], info["metric"]
+        means = [r["metrics"][fid][m]["mean"] for r in rows]
+        i = stats.best(means, info["direction"])
+        b = next((k for k, p in enumerate(points) if p.is_baseline), None)
+        if i is not None and b is not None and means[b] == means[i]:
+            i = b  # a tie with the baseline: no change is the best
+        if i is not None:
+            best.append(
+                {
+                    **_key(info),
+                    "direction": info["direction"],
+                    "point_index": points[i].index,
+                    "mean": means[i],
+                    "parameters": points[i].parameters,
+                }
+            )
+        eff = stats.main_effects(des, [list(_values(p, fid, m).values()) for p in points])
+        if eff is not None:
+            effects.append(_effects(info, des, eff))
+    body = {
+        "metrics": metrics,
+        "points": rows,
+        "best": best,
+        "design": {
+            "factors": [
+                {"name": f.name, "paths": f.paths, "levels": f.levels} for f in des.factors
+            ],
+            "factorial": des.factorial,
+            "note": des.note,
+        },
+        "effects": effects,
+        "method": METHOD,
+    }
+    body["conclusions"] = conclusions(points, rows, metrics, des, effects, best, partial_note)
+    body["text"] = " ".join(body["conclusions"])
+    return body
+
+
+def _key(info: dict[str, Any]) -> dict[str, Any]:
+    return {"flow": info["flow"], "metric": info["metric"]}
+
+
+def _row(p: PointData, metrics: list[dict[str, Any]], baseline: PointData | None) -> dict:
+    cells: dict[str, dict[str, Any]] = {}
+    for info in metrics:
+        fid, m = info["flow"], info["metric"]
+        values = _values(p, fid, m)
+        est = stats.estimate(list(values.values()))
+        delta = None
+        if baseline is not None and not p.is_baseline:
+            d = stats.difference(values, _values(baseline, fid, m))
+            if d is not None:
+                delta = {
+                    "n": d.n,
+                    "paired": d.paired,
+                    "mean": d.mean,
+                    "sd": d.sd,
+                    "ci95": _interval(d.ci95),
+                    "baseline_mean": d.baseline_mean,
+                    "pct": d.pct,
+                    "pct_ci95": _interval(d.pct_ci95),
+                }
+        cells.setdefault(fid, {})[m] = {
+            "n": est.n,
+            "mean": est.mean,
+            "sd": est.sd,
+            "ci95": _interval(est.ci95),
+            "delta": delta,
+        }
+    limits = {}
+    for fid in {info["flow"] for info in metrics}:
+        seen = Counter(
+            str(obs.diagnosis[fid]["limit"])
+            for obs in p.observations
+            if isinstance(obs.diagnosis.get(fid), dict) and "limit" in obs.diagnosis[fid]
+        )
+        if seen:
+            limit, count = seen.most_common(1)[0]
+            limits[fid] = {
+                "limit": limit,
+                "count": count,
+                "of": sum(seen.values()),
+                "counts": dict(seen),
+            }
+    return {
+        "index": p.index,
+        "parameters": p.parameters,
+        "is_baseline": p.is_baseline,
+        "runs": p.runs,
+        "succeeded": len(p.observations),
+        "run_ids": p.run_ids,
+        "metrics": cells,
+        "limits": limits,
+    }
+
+
+def _effects(info: dict[str, Any], des: stats.Design, eff: stats.Effects) -> dict[str, Any]:
+    return {
+        **_key(info),
+        "basis": eff.basis,
+        "factors": [
+            {"factor": f.name, "paths": f.paths, "share": s}
+            for f, s in zip(des.factors, eff.shares, strict=True)
+        ],
+        "interaction_share": eff.interaction,
+        "within_share": eff.within,
+        "note": eff.note,
+    }
+
+
+# --- the words ------------------------------------------------------------------------
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if unit == "s":
+        return f"{value:,.1f} s" if abs(value) >= 1 else f"{value * 1e3:,.1f} ms"
+    if unit == "bit/s":
+        if abs(value) >= 1e6:
+            return f"{value / 1e6:,.2f} Mbit/s"
+        return f"{value / 1e3:,.1f} kbit/s" if abs(value) >= 1e3 else f"{value:,.0f} bit/s"
+    if unit == "fraction":
+        return f"{value * 100:.2f}%"
+    return f"{value:,.1f} {unit}"
+
+
+def _val(v: Any) -> str:
+    return v if isinstance(v, str) else stats.level_key(v)
+
+
+def _params(parameters: dict[str, Any], limit: int = 4) -> str:
+    shown = [f"{k}={_val(v)}" for k, v in list(parameters.items())[:limit]]
+    more = len(parameters) - limit
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+def _share(x: float) -> str:
+    return f"{x:.1%}" if x < 0.01 else f"{x:.0%}"
+
+
+def _pct(x: float) -> str:
+    return f"{x:+.0f}%".replace("-", "−")
+
+
+def conclusions(
+    points: Sequence[PointData],
+    rows: list[dict[str, Any]],
+    metrics: list[dict[str, Any]],
+    des: stats.Design,
+    effects: list[dict[str, Any]],
+    best: list[dict[str, Any]],
+    partial_note: str | None,
+) -> list[str]:
+    out = [partial_note] if partial_note else []
+    if not metrics:
+        return [*out, "No run has results yet."]
+    by_key = {(e["flow"], e["metric"]): e for e in effects}
+    best_by = {(b["flow"], b["metric"]): b for b in best}
+    base_i = next((i for i, p in enumerate(points) if p.is_baseline), None)
+    for fid in dict.fromkeys(info["flow"] for info in metrics):
+        info = _primary(fid, metrics, rows)
+        m, unit, label = info["metric"], info["unit"], info["label"]
+        eff = by_key.get((fid, m))
+        if eff is not None and any(f["share"] is not None for f in eff["factors"]):
+            out.extend(_effect_sentences(fid, info, eff, des, points, rows, base_i))
+        elif eff is not None and eff["note"]:
+            out.append(f"No split of the variance in {fid}'s {label} yet: {eff['note']}.")
+        b = best_by.get((fid, m))
+        if b is not None and len(points) > 1:
+            row = rows[[p.index for p in points].index(b["point_index"])]
+            delta = row["metrics"][fid][m]["delta"]
+            against = (
+                f", {_pct(delta['pct'])} against the baseline"
+                if delta and delta["pct"] is not None
+                else " (the baseline itself)"
+                if row["is_baseline"]
+                else ""
+            )
+            where = _params(b["parameters"]) or f"point {b['point_index']}"
+            out.append(f"The best {label} of {fid} is at {where}: {fmt(b['mean'], unit)}{against}.")
+        out.extend(_limit_sentences(fid, rows, base_i, b))
+    return out
+
+
+def _primary(fid: str, metrics: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict:
+    """Completion time when every replication of every point finished the transfer,
+    otherwise goodput (or a UDP flow's throughput)."""
+    mine = {info["metric"]: info for info in metrics if info["flow"] == fid}
+    if "completion_time" in mine and all(
+        r["metrics"][fid]["completion_time"]["n"] == r["succeeded"] for r in rows
+    ):
+        return mine["completion_time"]
+    for m in ("goodput_bps", "throughput_bps"):
+        if m in mine:
+            return mine[m]
+    return next(iter(mine.values()))
+
+
+def _effect_sentences(
+    fid: str,
+    info: dict[str, Any],
+    eff: dict[str, Any],
+    des: stats.Design,
+    points: Sequence[PointData],
+    rows: list[dict[str, Any]],
+    base_i: int | None,
+) -> list[str]:
+    label, unit, m = info["label"], info["unit"], info["metric"]
+    shares = [f["share"] or 0.0 for f in eff["factors"]]
+    ranked = sorted(range(len(des.factors)), key=lambda j: -shares[j])
+    out = []
+    for rank, j in enumerate(ranked[:3]):
+        f = des.factors[j]
+        name = f.name if len(f.paths) == 1 else f"{f.name}, moved together,"
+        verb = "explains" if len(f.paths) == 1 else "explain"
+        if rank == 0:
+            lead = f"{name} {verb} {_share(shares[j])} of the variance in {fid}'s {label}"
+            if eff["basis"] == "sequential":
+                lead = (
+                    "The parameters do not cross as a full factorial, so each is credited "
+                    f"with what it adds to those before it: {lead}"
+                )
+        elif eff["basis"] == "sequential":
+            lead = f"{f.name} adds {_share(shares[j])}"
+        else:
+            lead = f"{name} {verb} {_share(shares[j])}"
+        change = _change(j, fid, m, unit, des, points, rows, base_i)
+        out.append(f"{lead}{': ' + change if change else ''}.")
+    if len(ranked) > 3:
+        others = math.fsum(shares[j] for j in ranked[3:])
+        n = len(ranked) - 3
+        out.append(
+            f"The other factor adds {_share(others)}."
+            if n == 1
+            else f"The other {n} factors add {_share(others)} together."
+        )
+    rest = []
+    if eff["interaction_share"] is not None and len(des.factors) > 1:
+        rest.append(f"interactions {_share(eff['interaction_share'])}")
+    if eff["within_share"] is not None:
+        rest.append(f"replication noise {_share(eff['within_share'])}")
+    if rest:
+        out.append(f"The rest: {' and '.join(rest)}.")
+    return out
+
+
+def _change(
+    j: int,
+    fid: str,
+    m: str,
+    unit: str,
+    des: stats.Design,
+    points: Sequence[PointData],
+    rows: list[dict[str, Any]],
+    base_i: int | None,
+) -> str:
+    """Moving factor j away from the baseline, everything else held at the baseline."""
+    factor = des.factors[j]
+    if base_i is None:
+        means: dict[int, list[float]] = {}
+        for cell, row in zip(des.cells, rows, strict=True):
+            mean = row["metrics"][fid][m]["mean"]
+            if mean is not None:
+                means.setdefault(cell[j], []).append(mean)
+        parts = [
+            f"{_level_words(factor.levels[k])} averages {fmt(sum(v) / len(v), unit)}"
+            for k, v in sorted(means.items())
+        ]
+        return "; ".join(parts)
+    base_cell = des.cells[base_i]
+    found = None
+    for i, cell in enumerate(des.cells):
+        same_elsewhere = all(cell[k] == base_cell[k] for k in range(len(cell)) if k != j)
+        delta = rows[i]["metrics"][fid][m]["delta"]
+        if (
+            cell[j] != base_cell[j]
+            and same_elsewhere
+            and delta is not None
+            and (found is None or abs(delta["mean"]) > abs(found[1]["mean"]))
+        ):
+            found = (i, delta)
+    if found is None:
+        return ""
+    i, delta = found
+    frm, to = factor.levels[base_cell[j]], factor.levels[des.cells[i][j]]
+    moves = _move_words(factor.paths, frm, to)
+    base_mean = delta["baseline_mean"]
+    new_mean = base_mean + delta["mean"]
+    if delta["mean"] == 0:
+        return f"{moves} leaves it at {fmt(base_mean, unit)}"
+    verb = "cuts" if delta["mean"] < 0 else "raises"
+    text = f"{moves} {verb} it from {fmt(base_mean, unit)} to {fmt(new_mean, unit)}"
+    if delta["pct"] is None:
+        return text
+    if delta["pct_ci95"] is not None:
+        lo, hi = delta["pct_ci95"]["low"], delta["pct_ci95"]["high"]
+        sure = "" if lo > 0 or hi < 0 else "; the interval includes no change"
+        return f"{text} ({_pct(delta['pct'])}, 95% CI {_pct(lo)} to {_pct(hi)}{sure})"
+    why = "one replication" if delta["n"] <= 1 else "no interval"
+    return f"{text} ({_pct(delta['pct'])}; {why}, so no interval)"
+
+
+def _level_words(level: Any) -> str:
+    if isinstance(level, dict):
+        return ", ".join(f"{k}={_val(v)}" for k, v in level.items())
+    return _val(level)
+
+
+def _move_words(paths: list[str], frm: Any, to: Any) -> str:
+    if len(paths) == 1:
+        return f"{paths[0]} {_val(frm)} → {_val(to)}"
+    return " with ".join(f"{p} {_val(frm[p])} → {_val(to[p])}" for p in paths)
+
+
+def _limit_sentences(
+    fid: str, rows: list[dict[str, Any]], base_i: int | None, best: dict[str, Any] | None
+) -> list[str]:
+    out = []
+    at = rows[base_i] if base_i is not None else (rows[0] if len(rows) == 1 else None)
+    if at is not None and fid in at["limits"]:
+        lim = at["limits"][fid]
+        where = "At the baseline" if base_i is not None else "Here"
+        if at["parameters"] and base_i is not None:
+            where += f" ({_params(at['parameters'])})"
+        out.append(_limit_sentence(where, fid, lim))
+    if best is not None and at is not None and fid in at["limits"]:
+        row = next(r for r in rows if r["index"] == best["point_index"])
+        if (
+            row is not at
+            and fid in row["limits"]
+            and row["limits"][fid]["limit"] != at["limits"][fid]["limit"]
+        ):
+            out.append(_limit_sentence("At the best point", fid, row["limits"][fid]))
+    return out
+
+
+def _limit_sentence(where: str, fid: str, lim: dict[str, Any]) -> str:
+    limit = lim["limit"]
+    share = f"(diagnosis {limit} in {lim['count']} of {lim['of']} replications)"
+    if limit == "incomplete":
+        return f"{where}, {fid} does not complete, so no limit is diagnosed {share}."
+    return f"{where}, {LIMITS.get(limit, limit)} is what limits {fid} {share}."

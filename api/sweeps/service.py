@@ -1,0 +1,378 @@
+"""Sweeps: create one run per point and seed (from the result cache where it can), fan
+them out to the workers; status and time left, cancel, the summary. What is checked
+before a sweep exists is in ``api.sweeps.plan``."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from celery import Celery
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+import engine
+from api.exceptions import IdempotencyKeyReused, NotFound
+from api.runs.service import scenario_document
+from api.sweeps import report
+from api.sweeps.plan import field_error, fingerprint, plan
+from api.sweeps.schemas import SweepCreate, SweepStatus
+from store.config import Settings
+from store.dispatch import send_run
+from store.models import Run, RunStatus, Sweep
+from store.sweeps import Progress, SweepRepository
+from store.types import utcnow
+
+log = logging.getLogger(__name__)
+
+# --- creating ---------------------------------------------------------------------------
+
+
+def create(
+    session: Session,
+    celery: Celery,
+    *,
+    tenant_id: uuid.UUID,
+    body: SweepCreate,
+    settings: Settings,
+    idempotency_key: str | None,
+    study_preset: str | None = None,
+) -> tuple[Sweep, bool]:
+    """The sweep and whether this request created it (False: an idempotent replay)."""
+    repo = SweepRepository(session)
+    print_ = fingerprint(body, study_preset)
+    if idempotency_key is not None:
+        existing = repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
+        if existing is not None:
+            return _replay(existing, print_), False
+    p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
+    sweep = repo.create(
+        tenant_id=tenant_id,
+        name=p.name[:200],
+        preset=study_preset,
+        spec=body.model_dump(mode="json"),
+        points=[
+            {
+                "index": pt.index,
+                "parameters": pt.parameters,
+                # JSONB keeps an object's keys in its own order: this keeps the client's.
+                "order": list(pt.parameters),
+                "scenario_hash": pt.scenario.scenario_hash(),
+                "is_baseline": pt.is_baseline,
+                "est_events": int(est["events"]),
+                "est_packets": int(est["packets"]),
+            }
+            for pt, est in zip(p.points, p.estimates, strict=True)
+        ],
+        seeds=p.seeds,
+        baseline_index=p.baseline_index,
+        run_count=p.run_count,
+        cache=body.cache,
+        idempotency_key=idempotency_key,
+        request_fingerprint=print_,
+    )
+    now = utcnow()
+    runs = []
+    for pt in p.points:
+        doc, scenario_hash = scenario_document(pt.scenario), pt.scenario.scenario_hash()
+        same = scenario_hash == p.base_hash
+        for r, seed in enumerate(p.seeds):
+            source = p.cached.get((scenario_hash, seed))
+            hit: dict[str, Any] = {}
+            if source is not None:
+                hit = dict(
+                    status=RunStatus.succeeded,
+                    cache_hit=True,
+                    source_run_id=source,
+                    progress=1.0,
+                    started_at=now,
+                    finished_at=now,
+                )
+            runs.append(
+                Run(
+                    tenant_id=tenant_id,
+                    sweep_id=sweep.id,
+                    point_index=pt.index,
+                    replication=r,
+                    # A point is the base preset or stored scenario only if unchanged.
+                    scenario_id=p.scenario_id if same else None,
+                    preset=p.preset if same else None,
+                    scenario_name=pt.scenario.name,
+                    scenario_hash=scenario_hash,
+                    scenario=doc,
+                    seed=seed,
+                    engine_version=engine.ENGINE_VERSION,
+                    **hit,
+                )
+            )
+    try:
+        repo.add_runs(runs)
+        session.commit()
+    except IntegrityError:
+        session.rollback()  # two retries raced on the Idempotency-Key: the first one won
+        existing = (
+            repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
+            if idempotency_key
+            else None
+        )
+        if existing is None:
+            raise
+        return _replay(existing, print_), False
+    # Replication-major order: every point gets its first result early, so a partial
+    # summary covers the whole design before it gets precise.
+    queued = sorted(
+        (r for r in runs if r.status is RunStatus.queued),
+        key=lambda r: (r.replication, r.point_index),
+    )
+    enqueue(session, celery, [r.id for r in queued])
+    return sweep, True
+
+
+def enqueue(session: Session, celery: Celery, run_ids: list[uuid.UUID]) -> None:
+    """Send committed runs to the workers; any the broker refuses stay queued for the
+    reconciler, which sends runs that were never sent."""
+    sent = []
+    for run_id in run_ids:
+        try:
+            send_run(celery, run_id)
+        except Exception:
+            log.warning("could not send run %s; the reconciler will", run_id, exc_info=True)
+            break
+        sent.append(run_id)
+    SweepRepository(session).mark_enqueued(sent)
+    session.commit()
+
+
+def _replay(sweep: Sweep, print_: str) -> Sweep:
+    if sweep.request_fingerprint != print_:
+        raise IdempotencyKeyReused(
+            "this Idempotency-Key was used with a different request body",
+            errors=[
+                field_error(["header", "Idempotency-Key"], "key already used for another request")
+            ],
+        )
+    return sweep
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+def get(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep:
+    sweep = SweepRepository(session).owned(sweep_id, tenant_id=tenant_id)
+    if sweep is None:
+        raise NotFound(f"no sweep with id {sweep_id}")
+    return sweep
+
+
+def status_of(progress: Progress, total: int) -> SweepStatus:
+    c = progress.counts
+    done = c[RunStatus.succeeded] + c[RunStatus.failed] + c[RunStatus.cancelled]
+    if done >= total:
+        if c[RunStatus.succeeded] == total:
+            return "succeeded"
+        if c[RunStatus.succeeded] == 0:
+            return "failed" if c[RunStatus.failed] else "cancelled"
+        return "partial"
+    if done == 0 and c[RunStatus.running] == 0:
+        return "queued"
+    return "running"
+
+
+def progress_of(sweep: Sweep, progress: Progress, settings: Settings) -> dict[str, Any]:
+    c = progress.counts
+    finished = c[RunStatus.succeeded] + c[RunStatus.failed] + c[RunStatus.cancelled]
+    total = max(sweep.run_count, 1)
+    fraction = min((finished + progress.running_progress) / total, 1.0)
+    remaining = c[RunStatus.queued] + c[RunStatus.running] - progress.running_progress
+    eta = method = None
+    if finished < sweep.run_count:
+        now = utcnow()
+        started = progress.first_started_at
+        elapsed = (now - started).total_seconds() if started else 0.0
+        done = progress.simulated_done + progress.running_progress
+        if progress.simulated_done > 0 and elapsed > 0 and done > 0:
+            eta, method = remaining / (done / elapsed), "throughput"
+        else:
+            per_run = sum(p.get("est_events", 0) for p in sweep.points) / max(len(sweep.points), 1)
+            workers = max(settings.worker_concurrency, 1)
+            eta = remaining * per_run / settings.engine_events_per_second / workers
+            method = "estimate"
+    return {
+        "counts": {s.value: c[s] for s in RunStatus},
+        "finished": finished,
+        "fraction": fraction,
+        "eta_seconds": None if eta is None else round(max(eta, 0.0), 3),
+        "eta_method": method,
+    }
+
+
+def links(sweep_id: uuid.UUID) -> dict[str, str]:
+    base = f"/v1/sweeps/{sweep_id}"
+    return {
+        "self": base,
+        "runs": f"{base}/runs",
+        "summary": f"{base}/summary",
+        "cancel": f"{base}/cancel",
+    }
+
+
+def item(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
+    progress = SweepRepository(session).progress(sweep.id)
+    return dict(
+        id=sweep.id,
+        name=sweep.name,
+        preset=sweep.preset,
+        status=status_of(progress, sweep.run_count),
+        cancel_requested=sweep.cancel_requested,
+        run_count=sweep.run_count,
+        cache=sweep.cache,
+        cache_hits=progress.cache_hits,
+        simulations=sweep.run_count - progress.cache_hits,
+        created_at=sweep.created_at,
+        progress=progress_of(sweep, progress, settings),
+        links=links(sweep.id),
+    )
+
+
+def detail(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
+    spec = sweep.spec
+    return dict(
+        item(session, sweep, settings),
+        mode=spec.get("mode", "grid"),
+        replications=len(sweep.seeds),
+        seeds=sweep.seeds,
+        baseline_index=sweep.baseline_index,
+        parameters=paths_of(sweep),
+        spec=spec,
+        points=[_point_out(p) for p in sweep.points],
+    )
+
+
+def paths_of(sweep: Sweep) -> list[str]:
+    """The swept paths in the order the client gave them."""
+    first = sweep.points[0] if sweep.points else {}
+    return list(first.get("order") or sweep.spec.get("parameters", {}))
+
+
+def _ordered(p: dict[str, Any]) -> dict[str, Any]:
+    values = p["parameters"]
+    return {k: values[k] for k in p.get("order", values) if k in values}
+
+
+def _point_out(p: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "index": p["index"],
+        "parameters": _ordered(p),
+        "is_baseline": p["is_baseline"],
+        "scenario_hash": p["scenario_hash"],
+        "est_events": p.get("est_events", 0),
+    }
+
+
+def dry_run(
+    session: Session,
+    *,
+    tenant_id: uuid.UUID,
+    body: SweepCreate,
+    settings: Settings,
+    study_preset: str | None = None,
+) -> dict[str, Any]:
+    """What the sweep would run and cost; nothing is created or sent."""
+    p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
+    cached = p.cached_count()
+    events = packets = 0
+    for pt, est in zip(p.points, p.estimates, strict=True):
+        new = sum((pt.scenario.scenario_hash(), s) not in p.cached for s in p.seeds)
+        events += new * int(est["events"])
+        packets += new * int(est["packets"])
+    cpu = events / settings.engine_events_per_second
+    workers = max(settings.worker_concurrency, 1)
+    return {
+        "point_count": len(p.points),
+        "replications": len(p.seeds),
+        "seeds": p.seeds,
+        "baseline_index": p.baseline_index,
+        "estimate": {
+            "runs": p.run_count,
+            "cached": cached,
+            "to_simulate": p.run_count - cached,
+            "events": events,
+            "packets": packets,
+            "cpu_seconds": cpu,
+            "wall_seconds": cpu / workers,
+            "workers": workers,
+            "events_per_second": settings.engine_events_per_second,
+        },
+        "points": [
+            {
+                "index": pt.index,
+                "parameters": pt.parameters,
+                "is_baseline": pt.is_baseline,
+                "scenario_hash": pt.scenario.scenario_hash(),
+                "est_events": int(est["events"]),
+            }
+            for pt, est in zip(p.points, p.estimates, strict=True)
+        ],
+    }
+
+
+def cancel(session: Session, sweep: Sweep) -> None:
+    """Queued runs are cancelled at once, running ones stop at their next heartbeat.
+    Idempotent: a finished sweep is left as it is."""
+    SweepRepository(session).cancel(sweep.id)
+    session.commit()
+    session.refresh(sweep)
+
+
+def summary(session: Session, sweep: Sweep) -> dict[str, Any]:
+    repo = SweepRepository(session)
+    runs = repo.runs(sweep.id)
+    done = [r for r in runs if r.status is RunStatus.succeeded]
+    results = repo.results(r.result_run_id for r in done)
+    points = [
+        report.PointData(p["index"], _ordered(p), bool(p["is_baseline"]), 0) for p in sweep.points
+    ]
+    for run in runs:
+        point = points[run.point_index or 0]
+        point.runs += 1
+        point.run_ids.append(run.id)
+        result = results.get(run.result_run_id)
+        if run.status is RunStatus.succeeded and result is not None:
+            point.observations.append(
+                report.Observation(
+                    run.id, run.source_run_id, run.seed, result.flows, result.diagnosis
+                )
+            )
+    finished = sum(r.status.finished for r in runs)
+    note = None
+    if finished < len(runs):
+        note = (
+            f"Partial summary: {finished} of {len(runs)} runs have finished, "
+            "so these figures will change."
+        )
+    elif len(done) < len(runs):
+        note = (
+            f"Only {len(done)} of {len(runs)} runs succeeded (the others failed or were "
+            "cancelled): the figures are over those."
+        )
+    body = report.build(points, paths_of(sweep), partial_note=note)
+    progress = repo.progress(sweep.id)
+    body.update(
+        sweep_id=sweep.id,
+        status=status_of(progress, sweep.run_count),
+        partial=finished < len(runs),
+        finished=finished,
+        run_count=sweep.run_count,
+    )
+    return body
+
+
+def finished_tag(session: Session, sweep: Sweep) -> tuple[Any, ...] | None:
+    """What identifies a finished sweep's state, for a strong ETag; None while it runs."""
+    progress = SweepRepository(session).progress(sweep.id)
+    done = sum(n for s, n in progress.counts.items() if s.finished)
+    if done < sweep.run_count:
+        return None
+    counts = tuple(sorted((s.value, n) for s, n in progress.counts.items()))
+    return (sweep.id, counts, progress.last_finished_at)

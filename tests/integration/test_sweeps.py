@@ -1,0 +1,438 @@
+"""Sweeps over HTTP against Postgres, Redis and two worker processes: a 2x2x3 sweep whose
+summary is recomputed here from the stored runs, the result cache, rejection of bad
+sweeps, cancel, and the Riverbed study through one POST."""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from journeys import PROBLEM, assert_problem
+from scipy import stats as sps
+from servicekit import ROOT, Stack
+from sqlalchemy import create_engine, text
+
+RATE, WINDOW = "links.access1.rate", "flows.backup.tcp.rcv_buf"
+
+
+def small_base(stack: Stack) -> dict[str, Any]:
+    """The Riverbed T1/8 KB path with a 500 kB transfer and 1% random loss on the access
+    link, so seeds differ: a few hundredths of a second of simulation per run."""
+    with stack.client as client:
+        body = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
+    body["name"] = "sweep-small"
+    body["flows"][0]["bytes"] = 500_000
+    body["links"][1]["loss"] = {"model": "bernoulli", "rate": 0.01, "direction": "a_to_b"}
+    return body
+
+
+def sweep_body(stack: Stack, seed: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "base": {"scenario": small_base(stack)},
+        "parameters": {RATE: ["T1", "T3"], WINDOW: [8760, 65535]},
+        "replications": 3,
+        "seed": seed,
+        "baseline": {RATE: "T1", WINDOW: 8760},
+        **extra,
+    }
+
+
+def wait_sweep(stack: Stack, sweep_id: str, timeout: float = 180) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    with stack.client as client:
+        while True:
+            sweep = client.get(f"/v1/sweeps/{sweep_id}").json()
+            if sweep["status"] not in ("queued", "running"):
+                return sweep
+            if time.monotonic() > deadline:
+                raise AssertionError(f"sweep {sweep_id} still {sweep['status']}\n{stack.logs()}")
+            time.sleep(0.2)
+
+
+def count(stack: Stack, sql: str) -> int:
+    url = stack.env["DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://")
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(text(sql)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def all_runs(stack: Stack, sweep_id: str) -> list[dict[str, Any]]:
+    """Every run of the sweep through its paged listing (pages of 5)."""
+    runs, cursor = [], None
+    with stack.client as client:
+        while True:
+            params: dict[str, Any] = {"limit": 5, **({"cursor": cursor} if cursor else {})}
+            page = client.get(f"/v1/sweeps/{sweep_id}/runs", params=params).json()
+            runs += page["items"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return runs
+
+
+def flows_of(stack: Stack, run_id: str) -> dict[str, Any]:
+    with stack.client as client:
+        run = client.get(f"/v1/runs/{run_id}").json()
+    assert run["status"] == "succeeded", run
+    return run["summary"]["flows"]["backup"]
+
+
+def t_interval(x: np.ndarray) -> tuple[float, float]:
+    half = sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
+    return x.mean() - half, x.mean() + half
+
+
+def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
+    seed = random.randrange(1, 2**40)
+    body = sweep_body(pg_stack, seed)
+    before = count(pg_stack, "SELECT count(*) FROM runs")
+    with pg_stack.client as client:
+        plan = client.post("/v1/sweeps", params={"dry_run": "true"}, json=body)
+        assert plan.status_code == 200, plan.text
+        est = plan.json()["estimate"]
+        assert (est["runs"], est["cached"], est["to_simulate"]) == (12, 0, 12)
+        assert est["events"] > 0 and est["cpu_seconds"] == pytest.approx(
+            est["events"] / est["events_per_second"], rel=1e-3
+        )
+        assert plan.json()["seeds"] == [seed, seed + 1, seed + 2]
+        assert count(pg_stack, "SELECT count(*) FROM runs") == before  # a dry run creates nothing
+
+        resp = client.post("/v1/sweeps", json=body)
+        assert resp.status_code == 202, resp.text
+        sweep = resp.json()
+        assert resp.headers["location"] == f"/v1/sweeps/{sweep['id']}"
+        assert sweep["run_count"] == 12 and len(sweep["points"]) == 4
+        assert sweep["baseline_index"] == 0 and sweep["points"][0]["is_baseline"]
+        assert sweep["cache_hits"] == 0 and sweep["simulations"] == 12
+        assert sweep["progress"]["eta_method"] in ("estimate", "throughput")
+
+    done = wait_sweep(pg_stack, sweep["id"])
+    assert done["status"] == "succeeded", (done, pg_stack.logs())
+    assert done["progress"]["counts"]["succeeded"] == 12 and done["progress"]["fraction"] == 1.0
+    assert done["progress"]["eta_seconds"] is None
+
+    runs = all_runs(pg_stack, sweep["id"])
+    assert [(r["point_index"], r["replication"]) for r in runs] == [
+        (p, r) for p in range(4) for r in range(3)
+    ]
+    # Common random numbers: every point runs with the same seeds.
+    assert {tuple(r["seed"] for r in runs if r["point_index"] == p) for p in range(4)} == {
+        (seed, seed + 1, seed + 2)
+    }
+    values: dict[int, dict[int, dict[str, Any]]] = {}
+    for r in runs:
+        values.setdefault(r["point_index"], {})[r["seed"]] = flows_of(pg_stack, r["id"])
+
+    with pg_stack.client as client:
+        resp = client.get(f"/v1/sweeps/{sweep['id']}/summary")
+        assert resp.status_code == 200, resp.text
+        summary = resp.json()
+        again = client.get(
+            f"/v1/sweeps/{sweep['id']}/summary", headers={"If-None-Match": resp.headers["etag"]}
+        )
+        assert again.status_code == 304
+    assert summary["partial"] is False and summary["status"] == "succeeded"
+    directions = {(m["flow"], m["metric"]): m["direction"] for m in summary["metrics"]}
+    assert directions[("backup", "completion_time")] == "lower"
+    assert directions[("backup", "goodput_bps")] == "higher"
+
+    seeds = [seed, seed + 1, seed + 2]
+    for metric in ("completion_time", "goodput_bps", "retransmissions", "rtt_mean"):
+        base = np.array([values[0][s][metric] for s in seeds], dtype=float)
+        for row in summary["points"]:
+            x = np.array([values[row["index"]][s][metric] for s in seeds], dtype=float)
+            stat = row["metrics"]["backup"][metric]
+            assert stat["n"] == 3
+            assert stat["mean"] == pytest.approx(x.mean(), rel=1e-12)
+            assert stat["sd"] == pytest.approx(x.std(ddof=1), rel=1e-9, abs=1e-12)
+            lo, hi = t_interval(x)
+            assert (stat["ci95"]["low"], stat["ci95"]["high"]) == pytest.approx((lo, hi), rel=1e-9)
+            if row["is_baseline"]:
+                assert stat["delta"] is None
+                continue
+            d = x - base  # paired per seed
+            delta = stat["delta"]
+            assert delta["paired"] and delta["n"] == 3
+            assert delta["mean"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-12)
+            if d.std(ddof=1) > 0:
+                lo, hi = t_interval(d)
+                assert (delta["ci95"]["low"], delta["ci95"]["high"]) == pytest.approx(
+                    (lo, hi), rel=1e-9
+                )
+            if base.mean():
+                assert delta["pct"] == pytest.approx(100 * d.mean() / base.mean(), rel=1e-9)
+
+    # Main effects of the completion time, recomputed: SS of each parameter's level means
+    # over SS_total of all twelve observations.
+    params = {row["index"]: row["parameters"] for row in summary["points"]}
+    y = np.array([values[p][s]["completion_time"] for p in range(4) for s in seeds])
+    grand, ss_total = y.mean(), ((y - y.mean()) ** 2).sum()
+    effects = next(
+        e for e in summary["effects"] if (e["flow"], e["metric"]) == ("backup", "completion_time")
+    )
+    assert effects["basis"] == "replications"
+    shares = {f["factor"]: f["share"] for f in effects["factors"]}
+    for path in (RATE, WINDOW):
+        ss = 0.0
+        for level in {params[p][path] for p in range(4)}:
+            obs = [
+                values[p][s]["completion_time"]
+                for p in range(4)
+                for s in seeds
+                if params[p][path] == level
+            ]
+            ss += len(obs) * (np.mean(obs) - grand) ** 2
+        assert shares[path] == pytest.approx(ss / ss_total, rel=1e-9)
+    for e in summary["effects"]:
+        total = sum(f["share"] or 0 for f in e["factors"])
+        assert total <= 1 + 1e-9, e
+        if e["interaction_share"] is not None and e["within_share"] is not None:
+            assert total + e["interaction_share"] + e["within_share"] == pytest.approx(1.0)
+
+    means = {
+        row["index"]: row["metrics"]["backup"]["completion_time"]["mean"]
+        for row in summary["points"]
+    }
+    best = next(b for b in summary["best"] if b["metric"] == "completion_time")
+    assert best["point_index"] == min(means, key=means.__getitem__)
+    top = max(shares, key=shares.__getitem__)
+    assert summary["text"].startswith(f"{top} explains {shares[top]:.0%}"), summary["text"]
+    assert "At the baseline" in summary["text"]
+
+
+def test_a_resubmitted_sweep_simulates_nothing(pg_stack: Stack) -> None:
+    body = sweep_body(pg_stack, random.randrange(1, 2**40))
+    with pg_stack.client as client:
+        first = client.post("/v1/sweeps", json=body).json()
+        wait_sweep(pg_stack, first["id"])
+        results = count(pg_stack, "SELECT count(*) FROM results")
+        first_runs = {r["id"] for r in all_runs(pg_stack, first["id"])}
+
+        plan = client.post("/v1/sweeps", params={"dry_run": "true"}, json=body).json()
+        assert plan["estimate"]["cached"] == 12 and plan["estimate"]["events"] == 0
+
+        resp = client.post("/v1/sweeps", json=body)
+        assert resp.status_code == 201, resp.text  # every run from the cache: done at once
+        second = resp.json()
+        assert second["id"] != first["id"] and second["status"] == "succeeded"
+        assert second["cache_hits"] == 12 and second["simulations"] == 0
+        runs = all_runs(pg_stack, second["id"])
+        assert all(r["cache_hit"] and r["source_run_id"] in first_runs for r in runs)
+        assert count(pg_stack, "SELECT count(*) FROM results") == results
+        a = client.get(f"/v1/sweeps/{first['id']}/summary").json()
+        b = client.get(f"/v1/sweeps/{second['id']}/summary").json()
+        assert [p["metrics"] for p in a["points"]] == [p["metrics"] for p in b["points"]]
+        assert a["text"] == b["text"]
+
+        # An Idempotency-Key replays the sweep it created; another body under it is a 422.
+        key = f"sweep-{random.randrange(2**62)}"
+        made = client.post("/v1/sweeps", json=body, headers={"Idempotency-Key": key})
+        replay = client.post("/v1/sweeps", json=body, headers={"Idempotency-Key": key})
+        assert made.status_code == 201 and replay.status_code == 200
+        assert replay.json()["id"] == made.json()["id"]
+        other = client.post(
+            "/v1/sweeps", json={**body, "replications": 2}, headers={"Idempotency-Key": key}
+        )
+        assert assert_problem(other, 422)["errors"][0]["loc"] == ["header", "Idempotency-Key"]
+
+        # cache: refresh simulates every run again.
+        fresh = client.post("/v1/sweeps", json={**body, "cache": "refresh"})
+        assert fresh.status_code == 202 and fresh.json()["simulations"] == 12
+    assert wait_sweep(pg_stack, fresh.json()["id"])["status"] == "succeeded"
+    assert count(pg_stack, "SELECT count(*) FROM results") == results + 12
+
+
+def test_a_bad_sweep_is_rejected_whole(pg_stack: Stack) -> None:
+    body = sweep_body(pg_stack, 7)
+    sweeps = count(pg_stack, "SELECT count(*) FROM sweeps")
+    runs = count(pg_stack, "SELECT count(*) FROM runs")
+    with pg_stack.client as client:
+
+        def rejected(change: dict[str, Any]) -> dict[str, Any]:
+            resp = client.post("/v1/sweeps", json={**copy.deepcopy(body), **change})
+            return assert_problem(resp, 422)
+
+        bad_path = {**body["parameters"], "links.nope.rate": ["T1", "T3"]}
+        problem = rejected({"parameters": bad_path})
+        assert ["body", "parameters", "links.nope.rate"] in [e["loc"] for e in problem["errors"]]
+        assert "nope" in problem["detail"]
+
+        bad_value = {RATE: ["T1", "T3"], WINDOW: [8760, "lots"]}
+        problem = rejected({"parameters": bad_value})
+        err = problem["errors"][0]
+        assert err["loc"] == ["body", "parameters", WINDOW, 1], problem
+        assert err["pointer"] == f"/parameters/{WINDOW}/1"
+
+        bad_field = {RATE: ["T1"], "links.access1.colour": ["red"]}
+        problem = rejected({"parameters": bad_field, "baseline": None})
+        assert problem["errors"][0]["loc"][:3] == ["body", "parameters", "links.access1.colour"]
+
+        problem = rejected({"baseline": {RATE: "E1", WINDOW: 8760}})
+        assert problem["errors"][0]["loc"][:2] == ["body", "baseline"]
+
+        problem = rejected({"replications": 1000})  # 4 points x 1000 > the cap of 1000
+        assert "4000 runs" in problem["detail"] and "cap is 1000" in problem["detail"]
+        assert problem["cap"] == 1000 and problem["runs"] == 4000
+
+        huge = copy.deepcopy(body["base"]["scenario"])
+        huge["flows"][0]["bytes"] = 10**12
+        problem = rejected(
+            {"base": {"scenario": huge}, "parameters": {"duration": [60, 10**7]}, "baseline": None}
+        )
+        assert problem["errors"][0]["type"] == "over_budget", problem
+        assert problem["detail"].startswith("1 point(s) exceed the budget")
+
+        problem = rejected({"base": {"preset": "no-such-preset"}})
+        assert problem["errors"][0]["loc"] == ["body", "base", "preset"]
+        problem = rejected({"base": {"scenario_id": "00000000-0000-7000-8000-000000000000"}})
+        assert problem["errors"][0]["loc"] == ["body", "base", "scenario_id"]
+        rejected({"mode": "zip", "parameters": {RATE: ["T1", "T3"], WINDOW: [8760]}})
+        rejected({"parameters": {}})
+
+        for hostile in [
+            b"nope",
+            b"[]",
+            {"base": 5},
+            {"base": {"preset": 5}},
+            {"base": {"preset": "riverbed-study"}, "parameters": {RATE: ["T1"]}},
+            {**body, "replications": 0},
+            {**body, "cache": "maybe"},
+            {**body, "seed": -1},
+            {**body, "extra": 1},
+            {**body, "name": "a\x00b"},  # Postgres text cannot hold NUL
+            {**body, "parameters": {RATE: ["T1"], WINDOW: [2**70]}},  # nor JSON a 70-bit int
+        ]:
+            kwargs: dict[str, Any] = (
+                {"content": hostile} if isinstance(hostile, bytes) else {"json": hostile}
+            )
+            resp = client.post("/v1/sweeps", headers={"content-type": "application/json"}, **kwargs)
+            assert 400 <= resp.status_code < 500, (hostile, resp.text)
+            assert resp.headers["content-type"].startswith(PROBLEM)
+    assert count(pg_stack, "SELECT count(*) FROM sweeps") == sweeps
+    assert count(pg_stack, "SELECT count(*) FROM runs") == runs
+
+
+def test_a_stored_scenario_is_a_base(pg_stack: Stack) -> None:
+    with pg_stack.client as client:
+        stored = client.post("/v1/scenarios", json=small_base(pg_stack)).json()
+        body = {**sweep_body(pg_stack, 5), "base": {"scenario_id": stored["id"]}}
+        plan = client.post("/v1/sweeps", params={"dry_run": "true"}, json=body)
+        assert plan.status_code == 200, plan.text
+        assert plan.json()["point_count"] == 4 and plan.json()["estimate"]["runs"] == 12
+        problem = assert_problem(
+            client.post("/v1/sweeps", json={**body, "base": {"scenario_id": "nope"}}), 422
+        )
+        assert problem["errors"][0]["loc"] == ["body", "base", "scenario_id"]
+
+
+def test_unknown_and_other_tenants_sweeps_are_404(pg_stack: Stack) -> None:
+    url = pg_stack.env["DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://")
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        tenant = conn.execute(
+            text(
+                "INSERT INTO tenants (id, name, created_at) VALUES (gen_random_uuid(), :n, now())"
+                " RETURNING id"
+            ),
+            {"n": f"other-{random.randrange(2**40)}"},
+        ).scalar_one()
+        sweep_id = conn.execute(
+            text(
+                "INSERT INTO sweeps (id, tenant_id, name, spec, points, seeds, run_count, cache,"
+                " cancel_requested, created_at) VALUES (gen_random_uuid(), :t, 'theirs',"
+                " '{}'::jsonb, '[]'::jsonb, '[1]'::jsonb, 0, 'reuse', false, now()) RETURNING id"
+            ),
+            {"t": tenant},
+        ).scalar_one()
+    engine.dispose()
+    with pg_stack.client as client:
+        for sid in (sweep_id, "00000000-0000-7000-8000-000000000000"):
+            assert_problem(client.get(f"/v1/sweeps/{sid}"), 404)
+            assert_problem(client.get(f"/v1/sweeps/{sid}/summary"), 404)
+            assert_problem(client.get(f"/v1/sweeps/{sid}/runs"), 404)
+            assert_problem(client.post(f"/v1/sweeps/{sid}/cancel"), 404)
+        assert str(sweep_id) not in {s["id"] for s in client.get("/v1/sweeps").json()["items"]}
+        assert_problem(client.get("/v1/sweeps/not-a-uuid"), 422)
+        assert_problem(client.get("/v1/sweeps", params={"cursor": "!!"}), 422)
+
+
+def test_a_sweep_is_cancelled(pg_stack: Stack) -> None:
+    base = small_base(pg_stack)
+    base["flows"][0]["bytes"] = 10**12  # far beyond what the time cap lets it send
+    base["duration"] = 10**6
+    body = {
+        "base": {"scenario": base},
+        "parameters": {WINDOW: [8760, 65535]},
+        "replications": 3,
+        "cache": "refresh",
+    }
+    with pg_stack.client as client:
+        sweep = client.post("/v1/sweeps", json=body).json()
+        deadline = time.monotonic() + 60
+        while client.get(f"/v1/sweeps/{sweep['id']}").json()["progress"]["counts"]["running"] < 1:
+            assert time.monotonic() < deadline, pg_stack.logs()
+            time.sleep(0.1)
+        running = client.get(f"/v1/sweeps/{sweep['id']}").json()
+        assert running["status"] == "running"
+        assert running["progress"]["eta_seconds"] is not None
+        resp = client.get(f"/v1/sweeps/{sweep['id']}/summary")
+        assert "etag" not in resp.headers  # it will change: nothing to cache
+        partial = resp.json()
+        assert partial["partial"] is True
+        assert partial["text"].startswith("Partial summary: 0 of 6 runs have finished")
+        resp = client.post(f"/v1/sweeps/{sweep['id']}/cancel")
+        assert resp.status_code == 202 and resp.json()["cancel_requested"] is True
+    done = wait_sweep(pg_stack, sweep["id"], timeout=60)
+    assert done["status"] == "cancelled", done
+    assert done["progress"]["counts"]["cancelled"] == 6
+    with pg_stack.client as client:
+        again = client.post(f"/v1/sweeps/{sweep['id']}/cancel")
+        assert again.status_code == 202 and again.json()["status"] == "cancelled"
+        summary = client.get(f"/v1/sweeps/{sweep['id']}/summary").json()
+        assert summary["status"] == "cancelled" and not summary["metrics"]
+
+
+def test_the_riverbed_study_in_one_post(pg_stack: Stack) -> None:
+    with pg_stack.client as client:
+        plan = client.post(
+            "/v1/presets/riverbed-study/sweep", params={"dry_run": "true"}, json={"replications": 1}
+        )
+        assert plan.status_code == 200 and plan.json()["estimate"]["runs"] == 4
+        resp = client.post("/v1/presets/riverbed-study/sweep", json={"replications": 1})
+        assert resp.status_code in (201, 202), resp.text
+        assert resp.json()["preset"] == "riverbed-study"
+        assert_problem(client.post("/v1/presets/riverbed-t1-8k/sweep"), 422)
+        assert_problem(client.post("/v1/presets/no-such-study/sweep"), 404)
+    done = wait_sweep(pg_stack, resp.json()["id"])
+    assert done["status"] == "succeeded", done
+    with pg_stack.client as client:
+        summary = client.get(f"/v1/sweeps/{done['id']}/summary").json()
+    text_ = summary["text"]
+    # The seed's conclusion: the window, not the link, limits the 8 KB transfer.
+    assert "the receive window, not the link, is what limits backup" in text_, text_
+    assert text_.startswith(f"{WINDOW} explains 9"), text_
+    shares = {f["factor"]: f["share"] for f in summary["effects"][0]["factors"]}
+    assert shares[WINDOW] > 0.9 > shares["links.access1.rate + links.access2.rate"]
+    baseline = next(p for p in summary["points"] if p["is_baseline"])
+    assert baseline["limits"]["backup"]["limit"] == "receive_window"
+
+    # The engine's own study runner agrees to the bit on every point.
+    out = subprocess.run(
+        [sys.executable, "-m", "engine", "study", "riverbed-study", "--json", "--jobs", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    local = [p["result"]["flows"]["backup"]["completion_time"] for p in json.loads(out)["points"]]
+    served = [p["metrics"]["backup"]["completion_time"]["mean"] for p in summary["points"]]
+    assert served == local
