@@ -109,7 +109,7 @@ def _list_item(items: list, key: str, where: str) -> Any:
     for item in items:
         if isinstance(item, dict) and item.get("id") == key:
             return item
-    if key.isdigit() and int(key) < len(items):
+    if key.isdecimal() and key.isascii() and int(key) < len(items):
         return items[int(key)]
     ids = [item.get("id") for item in items if isinstance(item, dict)]
     raise StudyError(("parameters", where), f"{where}: no item with id {key!r} (ids: {ids})")

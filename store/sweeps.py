@@ -16,6 +16,7 @@ from sqlalchemy.orm import defer
 
 from store.models import Run, RunResult, RunStatus, Sweep
 from store.repository import InvalidCursor, Page, Repository
+from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
 
 #: Rows per IN (...) list: well under every driver's parameter limit.
@@ -72,6 +73,12 @@ class SweepRepository(Repository[Sweep]):
     def add_runs(self, runs: Sequence[Run]) -> None:
         self.session.add_all(runs)
         self.session.flush()
+        # Each run's history starts as a single run's does, in the same transaction.
+        events = RunEventRepository(self.session)
+        events.add_many([r.id for r in runs if not r.cache_hit], EventKind.queued)
+        for r in runs:
+            if r.cache_hit:
+                events.add(r.id, EventKind.cache_hit, source_run_id=str(r.source_run_id))
 
     def cached_sources(
         self,
@@ -181,13 +188,16 @@ class SweepRepository(Repository[Sweep]):
     # -- transitions of many runs ------------------------------------------------------
 
     def mark_enqueued(self, run_ids: Sequence[uuid.UUID]) -> None:
+        events = RunEventRepository(self.session)
         for i in range(0, len(run_ids), _CHUNK):
-            self.session.execute(
+            marked = self.session.scalars(
                 update(Run)
                 .where(Run.id.in_(run_ids[i : i + _CHUNK]), Run.status == RunStatus.queued)
                 .values(enqueued_at=utcnow())
+                .returning(Run.id)
                 .execution_options(synchronize_session=False)
-            )
+            ).all()
+            events.add_many(marked, EventKind.enqueued)
 
     def cancel(self, sweep_id: uuid.UUID) -> tuple[int, int]:
         """Cancel the queued runs at once and flag the running ones for their worker.
@@ -199,13 +209,14 @@ class SweepRepository(Repository[Sweep]):
             .values(cancel_requested=True)
             .execution_options(synchronize_session=False)
         )
-        cancelled = self.session.execute(
+        cancelled = self.session.scalars(
             update(Run)
             .where(Run.sweep_id == sweep_id, Run.status == RunStatus.queued)
             .values(status=RunStatus.cancelled, cancel_requested=True, finished_at=utcnow())
+            .returning(Run.id)
             .execution_options(synchronize_session=False)
-        ).rowcount
-        flagged = self.session.execute(
+        ).all()
+        flagged = self.session.scalars(
             update(Run)
             .where(
                 Run.sweep_id == sweep_id,
@@ -213,6 +224,10 @@ class SweepRepository(Repository[Sweep]):
                 Run.cancel_requested.is_(False),
             )
             .values(cancel_requested=True)
+            .returning(Run.id)
             .execution_options(synchronize_session=False)
-        ).rowcount
-        return cancelled, flagged
+        ).all()
+        events = RunEventRepository(self.session)
+        events.add_many(cancelled, EventKind.cancelled, reason="sweep cancelled while queued")
+        events.add_many(flagged, EventKind.cancel_requested, reason="sweep cancelled")
+        return len(cancelled), len(flagged)

@@ -54,13 +54,25 @@ def api(pg_stack: Stack) -> Iterator[Stack]:
 @pytest.fixture(scope="module")
 def known_ids(api: Stack) -> dict[str, str]:
     """Ids of things that exist, so generated requests reach past the 404 of an unknown id:
-    a finished run (its series, frame, scenario) and a stored scenario."""
+    a finished run (its series, frame, scenario), a stored scenario and a finished sweep."""
     with api.client as client:
         run = client.post("/v1/runs", json={"preset": "riverbed-t1-8k", "seed": 4242}).json()
         body = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
         scenario = client.post("/v1/scenarios", json=body).json()
-    assert api.wait_run(run["id"])["status"] == "succeeded"
-    return {"run_id": run["id"], "scenario_id": scenario["id"]}
+        sweep = client.post(
+            "/v1/sweeps",
+            json={
+                "base": {"preset": "riverbed-t1-8k"},
+                "parameters": {"flows.backup.tcp.rcv_buf": [8760, 65535]},
+                "replications": 2,
+            },
+        ).json()
+        assert api.wait_run(run["id"])["status"] == "succeeded"
+        deadline = time.monotonic() + 120
+        while client.get(f"/v1/sweeps/{sweep['id']}").json()["status"] != "succeeded":
+            assert time.monotonic() < deadline, api.logs()
+            time.sleep(0.3)
+    return {"run_id": run["id"], "scenario_id": scenario["id"], "sweep_id": sweep["id"]}
 
 
 def _fuzz(

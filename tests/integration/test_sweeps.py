@@ -91,6 +91,12 @@ def t_interval(x: np.ndarray) -> tuple[float, float]:
     return x.mean() - half, x.mean() + half
 
 
+def events_of(client, run_id: str) -> list[str]:  # type: ignore[no-untyped-def]
+    resp = client.get(f"/v1/runs/{run_id}/events")
+    assert resp.status_code == 200, resp.text
+    return [e["event"] for e in resp.json()["events"]]
+
+
 def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
     seed = random.randrange(1, 2**40)
     body = sweep_body(pg_stack, seed)
@@ -228,6 +234,11 @@ def test_a_resubmitted_sweep_simulates_nothing(pg_stack: Stack) -> None:
         runs = all_runs(pg_stack, second["id"])
         assert all(r["cache_hit"] and r["source_run_id"] in first_runs for r in runs)
         assert count(pg_stack, "SELECT count(*) FROM results") == results
+        # Each run's history tells how it got its result: simulated, or served.
+        simulated = events_of(client, sorted(first_runs)[0])
+        assert simulated[:2] == ["queued", "enqueued"] and simulated[-1] == "succeeded"
+        assert "started" in simulated
+        assert events_of(client, runs[0]["id"]) == ["cache_hit"]
         a = client.get(f"/v1/sweeps/{first['id']}/summary").json()
         b = client.get(f"/v1/sweeps/{second['id']}/summary").json()
         assert [p["metrics"] for p in a["points"]] == [p["metrics"] for p in b["points"]]
@@ -399,6 +410,11 @@ def test_a_sweep_is_cancelled(pg_stack: Stack) -> None:
         assert again.status_code == 202 and again.json()["status"] == "cancelled"
         summary = client.get(f"/v1/sweeps/{sweep['id']}/summary").json()
         assert summary["status"] == "cancelled" and not summary["metrics"]
+        for run in all_runs(pg_stack, sweep["id"]):
+            history = events_of(client, run["id"])
+            assert history[-1] == "cancelled", history
+            # A run that had started was asked to stop; a queued one was cancelled at once.
+            assert ("started" in history) == ("cancel_requested" in history), history
 
 
 def test_the_riverbed_study_in_one_post(pg_stack: Stack) -> None:
