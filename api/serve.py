@@ -134,11 +134,13 @@ def main() -> int:
 
 
 def stop_all(procs: Iterable[subprocess.Popen], grace: float = 15.0) -> None:
-    """SIGTERM each child's process group (a Celery worker finishes its current runs'
-    bookkeeping and leaves), then SIGKILL whatever is left after `grace` seconds."""
+    """SIGTERM each child (a Celery worker's warm shutdown lets its pool finish and
+    leave), then SIGKILL each child's whole process group, whatever is left of it after
+    `grace` seconds. An unfinished run is acknowledged late, so it is delivered again."""
     procs = list(procs)
     for proc in procs:
-        _signal_group(proc, signal.SIGTERM)
+        if proc.poll() is None:
+            proc.terminate()
     deadline = time.monotonic() + grace
     for proc in procs:
         with contextlib.suppress(subprocess.TimeoutExpired):
