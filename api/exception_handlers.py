@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from api.exceptions import TcpfrError
+from api.exceptions import TcpfrError, json_pointer
 from api.responses import ProblemResponse
 from store.db import database_unavailable
 from store.repository import InvalidCursor
@@ -20,11 +20,6 @@ from store.repository import InvalidCursor
 log = logging.getLogger(__name__)
 
 PROBLEM_BASE = "urn:tcpfr:problem:"
-
-
-def json_pointer(path: Sequence[str | int]) -> str:
-    """RFC 6901: '~' and '/' escaped, one reference token per path element."""
-    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
 
 
 def field_errors(

@@ -86,5 +86,14 @@ class ServiceUnavailable(TcpfrError):
     slug = "service-unavailable"
 
 
+def json_pointer(path: Sequence[str | int]) -> str:
+    """RFC 6901: '~' and '/' escaped, one reference token per path element."""
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
 def field_error(loc: Sequence[str | int], msg: str, type: str = "value_error") -> dict[str, Any]:
-    return {"loc": list(loc), "msg": msg, "type": type}
+    """One entry of a problem's `errors`; a place in the body also gets its JSON pointer."""
+    err: dict[str, Any] = {"loc": list(loc), "msg": msg, "type": type}
+    if loc and loc[0] == "body":
+        err["pointer"] = json_pointer(list(loc[1:]))
+    return err

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from api.exception_handlers import json_pointer
-from api.exceptions import InvalidScenario, OverBudget
+from api.exceptions import InvalidScenario, OverBudget, field_error
 from engine import Scenario
 from engine.analysis import estimate
 from store.config import Settings
@@ -86,7 +85,4 @@ def enforce_budget(
         f"exceed the budget of {budget.events:,} per run: shorten `duration` or the flows' "
         "`bytes` or `stop`, lower CBR rates, or raise `sample_interval`"
     )
-    error: dict[str, object] = {"loc": list(loc), "msg": msg, "type": "over_budget"}
-    if loc and loc[0] == "body":
-        error["pointer"] = json_pointer(list(loc[1:]))
-    raise OverBudget(msg, errors=[error], estimate=est.model_dump(), budget=budget.model_dump())
+    raise OverBudget(msg, errors=[field_error(loc, msg, "over_budget")], estimate=est.model_dump(), budget=budget.model_dump())

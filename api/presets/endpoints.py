@@ -8,9 +8,10 @@ from fastapi import APIRouter, Body, Response, status
 
 from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
 from api.exceptions import InvalidScenario, NotFound, field_error
+from api.idempotency import IdempotencyKey
 from api.presets.schemas import PresetDetail, PresetOut
 from api.responses import problem_responses
-from api.sweeps.endpoints import CREATE_RESPONSES, DryRun, IdempotencyKey, submit
+from api.sweeps.endpoints import CREATE_RESPONSES, DryRun, submit
 from api.sweeps.schemas import PresetSweepCreate, SweepCreate, SweepOut
 from engine.presets import UnknownPreset, list_presets, load_preset, load_study
 

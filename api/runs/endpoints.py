@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
+from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import problem_responses
 from api.runs import service
@@ -28,16 +29,6 @@ from store.runs import RunRepository
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=255,
-        description="Retrying a POST with the same key returns the same run; "
-        "the same key with a different body is a 422",
-    ),
-]
 
 
 def _links(run: Run) -> RunLinks:

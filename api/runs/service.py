@@ -15,7 +15,8 @@ from sqlalchemy.orm import Session
 
 import engine
 from api.exception_handlers import field_errors
-from api.exceptions import Conflict, IdempotencyKeyReused, InvalidScenario, NotFound, field_error
+from api.exceptions import Conflict, InvalidScenario, NotFound, field_error
+from api.idempotency import replay
 from api.limits import enforce_budget
 from api.runs.schemas import RunCreate
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
@@ -98,7 +99,7 @@ def create(
     if idempotency_key is not None:
         existing = runs.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
         if existing is not None:
-            return _replay(existing, print_), False
+            return replay(existing, print_), False
 
     scenario, scenario_id, preset = _resolve(session, body, tenant_id=tenant_id)
     # Over the budget is refused before anything is stored, a cache hit included: whether
@@ -154,7 +155,7 @@ def create(
         )
         if existing is None:
             raise
-        return _replay(existing, print_), False
+        return replay(existing, print_), False
 
     if run.status is RunStatus.queued:
         enqueue(session, celery, run.id)
@@ -173,17 +174,6 @@ def enqueue(session: Session, celery: Celery, run_id: uuid.UUID) -> None:
         return
     RunRepository(session).mark_enqueued(run_id)
     session.commit()
-
-
-def _replay(run: Run, print_: str) -> Run:
-    if run.request_fingerprint != print_:
-        raise IdempotencyKeyReused(
-            "this Idempotency-Key was used with a different request body",
-            errors=[
-                field_error(["header", "Idempotency-Key"], "key already used for another request")
-            ],
-        )
-    return run
 
 
 def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:

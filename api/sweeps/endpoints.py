@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
+from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
 from api.sweeps import service
@@ -25,16 +26,6 @@ from store.sweeps import SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
 
-IdempotencyKey = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=255,
-        description="Retrying a POST with the same key returns the same sweep; "
-        "the same key with a different body is a 422",
-    ),
-]
 DryRun = Annotated[
     bool,
     Query(description="Check and price the sweep (runs, cached, estimated cost); create nothing"),

@@ -15,9 +15,8 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 import engine
-from api.exception_handlers import field_errors, json_pointer
-from api.exceptions import InvalidScenario, OverBudget, Unprocessable
-from api.exceptions import field_error as _field_error
+from api.exception_handlers import field_errors
+from api.exceptions import InvalidScenario, OverBudget, Unprocessable, field_error
 from api.limits import cost_of
 from api.runs.service import preset_scenario
 from api.sweeps.schemas import SweepCreate
@@ -27,13 +26,6 @@ from store.scenarios import ScenarioRepository
 from store.sweeps import SweepRepository
 
 MAX_ERRORS = 20
-
-
-def field_error(loc: list[str | int], msg: str, type: str = "value_error") -> dict[str, Any]:
-    err = _field_error(loc, msg, type)
-    if loc and loc[0] == "body":
-        err["pointer"] = json_pointer(loc[1:])
-    return err
 
 
 def fingerprint(body: SweepCreate, preset: str | None) -> str:

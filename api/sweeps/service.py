@@ -13,10 +13,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 import engine
-from api.exceptions import IdempotencyKeyReused, NotFound
+from api.exceptions import NotFound
+from api.idempotency import replay
 from api.runs.service import scenario_document
 from api.sweeps import report
-from api.sweeps.plan import field_error, fingerprint, plan
+from api.sweeps.plan import fingerprint, plan
 from api.sweeps.schemas import SweepCreate, SweepStatus
 from store.config import Settings
 from store.dispatch import send_run
@@ -45,7 +46,7 @@ def create(
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
         if existing is not None:
-            return _replay(existing, print_), False
+            return replay(existing, print_), False
     p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
     sweep = repo.create(
         tenant_id=tenant_id,
@@ -118,7 +119,7 @@ def create(
         )
         if existing is None:
             raise
-        return _replay(existing, print_), False
+        return replay(existing, print_), False
     # Replication-major order: every point gets its first result early, so a partial
     # summary covers the whole design before it gets precise.
     queued = sorted(
@@ -142,17 +143,6 @@ def enqueue(session: Session, celery: Celery, run_ids: list[uuid.UUID]) -> None:
         sent.append(run_id)
     SweepRepository(session).mark_enqueued(sent)
     session.commit()
-
-
-def _replay(sweep: Sweep, print_: str) -> Sweep:
-    if sweep.request_fingerprint != print_:
-        raise IdempotencyKeyReused(
-            "this Idempotency-Key was used with a different request body",
-            errors=[
-                field_error(["header", "Idempotency-Key"], "key already used for another request")
-            ],
-        )
-    return sweep
 
 
 # --- reading ----------------------------------------------------------------------------
