@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from api.compare import service
 from api.compare.schemas import CommonSeries, RunComparison
-from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.conditional import CACHE_HEADERS, cached_or_tag
 from api.deps import SessionDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
@@ -31,12 +31,7 @@ ERRORS = problem_responses(404, 409, 422)
 
 def _etag(request: Request, response: Response, runs: list[Run]) -> Response | None:
     # Succeeded runs never change: the comparison of the same runs is the same bytes.
-    etag = etag_for(request, *(f"{r.id}={r.result_run_id}" for r in runs))
-    if (cached := not_modified(request, etag)) is not None:
-        return cached
-    response.headers["ETag"] = etag
-    response.headers.update(CACHE_HEADERS)
-    return None
+    return cached_or_tag(request, response, *(f"{r.id}={r.result_run_id}" for r in runs))
 
 
 @router.get(

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.conditional import cached_or_tag
 from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
@@ -172,11 +172,9 @@ def get_run(
     """A run: status, progress, timestamps, error; summary and diagnosis once it succeeded."""
     run = service.get(session, run_id, tenant_id=tenant_id)
     if run.status.finished:
-        etag = etag_for(request, run.id, run.status.value, run.finished_at)
-        if (cached := not_modified(request, etag)) is not None:
+        cached = cached_or_tag(request, response, run.id, run.status.value, run.finished_at)
+        if cached is not None:
             return cached
-        response.headers["ETag"] = etag
-        response.headers.update(CACHE_HEADERS)
     return to_out(run, service.result_of(session, run))
 
 

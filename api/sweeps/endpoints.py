@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response, status
 
-from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.conditional import cached_or_tag
 from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
@@ -125,12 +125,7 @@ def _finished_etag(request: Request, response: Response, session: Any, sweep: An
     tag = service.finished_tag(session, sweep)
     if tag is None:
         return None
-    etag = etag_for(request, *tag)
-    if (cached := not_modified(request, etag)) is not None:
-        return cached
-    response.headers["ETag"] = etag
-    response.headers.update(CACHE_HEADERS)
-    return None
+    return cached_or_tag(request, response, *tag)
 
 
 @router.get(
