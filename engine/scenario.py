@@ -114,9 +114,9 @@ class QueueSpec(_Model):
     """Queue capacity in packets; 100 when neither limit is given."""
     limit_bytes: PositiveByteSize | None = None
     """Queue capacity in bytes, instead of limit_packets."""
-    min_th: float = Field(default=5, gt=0)
+    min_th: float = Field(default=5, gt=0, le=1e6)
     """RED: average queue (packets) where early drops start."""
-    max_th: float = Field(default=15, gt=0)
+    max_th: float = Field(default=15, gt=0, le=1e6)
     """RED: average queue (packets) where the drop probability reaches max_p."""
     max_p: float = Field(default=0.1, gt=0, le=1)
     """RED: drop probability at max_th."""
@@ -341,13 +341,13 @@ class TcpSpec(_Model):
     """Retransmission timeout before the first RTT sample (RFC 6298 2.1)."""
     handshake: bool = True
     """Open with SYN / SYN-ACK, counted in the completion time."""
-    vegas_alpha: float = Field(default=2, gt=0)
+    vegas_alpha: float = Field(default=2, gt=0, le=1e6)
     """vegas: fewest extra segments queued in the path before cwnd grows no more."""
-    vegas_beta: float = Field(default=4, gt=0)
+    vegas_beta: float = Field(default=4, gt=0, le=1e6)
     """vegas: most extra segments queued in the path before cwnd shrinks."""
-    vegas_gamma: float = Field(default=1, gt=0)
+    vegas_gamma: float = Field(default=1, gt=0, le=1e6)
     """vegas: extra segments queued that end slow start."""
-    cubic_c: float = Field(default=0.4, gt=0)
+    cubic_c: float = Field(default=0.4, gt=0, le=1e3)
     """cubic: scaling constant C (RFC 9438)."""
     cubic_beta: float = Field(default=0.7, gt=0, lt=1)
     """cubic: multiplicative decrease factor (RFC 9438)."""

@@ -139,6 +139,13 @@ def _unit_factor(unit: str, kind: Kind) -> Decimal:
     return Decimal(repr(float(factor)))
 
 
+#: The largest value of each kind a simulation can hold: past these, simulated clocks and
+#: byte counts lose their resolution or overflow (1e308 s of delay did, in the worker).
+#: A billion seconds is 31 years of simulated time; 10^15 bit/s a petabit link.
+_MAXIMUM: dict[str, float] = {"duration": 1e9, "size": float(2**53), "rate": 1e15}
+_SYMBOL: dict[str, str] = {"duration": "s", "size": "B", "rate": "bit/s"}
+
+
 def _parse(value: Any, kind: Kind) -> Decimal | int | float:
     """Parse `value` into base units of `kind`: a finite, non-negative number."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real | str):
@@ -173,6 +180,9 @@ def _parse(value: Any, kind: Kind) -> Decimal | int | float:
         raise UnitError(f"{kind} {value!r} is out of range")
     if result < 0:
         raise UnitError(f"{kind} must not be negative, got {value!r}")
+    if result > _MAXIMUM[kind]:
+        limit = f"{_MAXIMUM[kind]:g} {_SYMBOL[kind]}"
+        raise UnitError(f"{kind} {value!r} is out of range: at most {limit}")
     return result
 
 

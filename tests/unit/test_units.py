@@ -60,7 +60,7 @@ def test_parse_duration(text, seconds):
         ("1.5e3B", 1500),
         (8760, 8760),
         (8760.0, 8760),
-        (10**20, 10**20),  # ints stay exact
+        (2**53, 2**53),  # ints stay exact, up to the largest size
     ],
 )
 def test_parse_size(text, size):
@@ -116,6 +116,11 @@ def test_line_rate_table_is_read_only():
         (parse_rate, math.inf, "rate must be a finite number, got inf"),
         (parse_duration, "1e999s", "duration '1e999s' is out of range"),
         (parse_duration, 10**400, "is out of range"),
+        # Finite but past what a simulated clock, a byte count or a link can hold.
+        (parse_duration, 1e308, "duration 1e+308 is out of range: at most 1e+09 s"),
+        (parse_duration, "2e7 min", "is out of range: at most 1e+09 s"),
+        (parse_rate, "2000Tbps", "is out of range: at most 1e+15 bit/s"),
+        (parse_size, 2**60, "is out of range: at most 9.0072e+15 B"),
         (parse_size, "1.5B", "size must be a whole number of bytes, got '1.5B' = 1.5 B"),
         (parse_size, 0.5, "size must be a whole number of bytes, got 0.5 = 0.5 B"),
         (parse_size, "5 xyz", "invalid size '5 xyz': unknown unit 'xyz'"),
