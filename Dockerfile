@@ -27,4 +27,4 @@ USER tcpfr
 EXPOSE 8000
 
 # The API; docker-compose.yml runs the workers and the migrations from this same image.
-CMD ["uvicorn", "api.main:app", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--no-access-log"]
+CMD ["uvicorn", "api.main:app", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--no-access-log", "--timeout-graceful-shutdown", "10"]

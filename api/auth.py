@@ -75,7 +75,7 @@ def prefix_of(key: str) -> str | None:
     return match["prefix"] if match else None
 
 
-def presented_key(
+async def presented_key(
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
     header: Annotated[str | None, Depends(header_scheme)],
 ) -> str | None:

@@ -29,14 +29,3 @@ def not_modified(request: Request, etag: str) -> Response | None:
 
 
 CACHE_HEADERS = {"Cache-Control": "private, max-age=86400"}
-
-
-def cached_or_tag(request: Request, response: Response, *parts: object) -> Response | None:
-    """For a route that returns a model: a 304 to return when the client's copy is current,
-    else None, with the ETag and cache headers set on the response to come."""
-    etag = etag_for(request, *parts)
-    if (cached := not_modified(request, etag)) is not None:
-        return cached
-    response.headers["ETag"] = etag
-    response.headers.update(CACHE_HEADERS)
-    return None

@@ -5,17 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 
 from api import exception_handlers
 from api.body_limit import BodyLimit
+from api.cache import DocumentCache
 from api.compare.endpoints import router as compare_router
-from api.deps import get_tenant_id
+from api.deps import Db, get_tenant_id
 from api.health.endpoints import router as health_router
 from api.presets.endpoints import router as presets_router
+from api.ratelimit import RateLimiter
 from api.reconciler import reconcile_forever
 from api.responses import problem_responses
 from api.runs.endpoints import router as runs_router
@@ -23,7 +26,12 @@ from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
 from api.sweeps.endpoints import router as sweeps_router
 from store.config import Settings, get_settings
-from store.db import make_engine, make_sessionmaker
+from store.db import (
+    make_async_engine,
+    make_async_sessionmaker,
+    make_engine,
+    make_sessionmaker,
+)
 from store.dispatch import make_celery
 
 DESCRIPTION = """\
@@ -48,6 +56,47 @@ def _operation_id(route: APIRoute) -> str:
     return route.name
 
 
+PROBLEM_CONTENT = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+BODY_STATUSES = {
+    "400": "The body is not well-formed JSON, or not what this operation reads",
+    "413": "The body is larger than TCPFR_MAX_BODY_BYTES",
+    "415": "The body is not JSON (`Content-Type` other than application/json or +json)",
+}
+RATE_LIMITED = (
+    "Too many requests for this tenant (TCPFR_RATE_LIMIT), or, for a submission, too many "
+    "runs queued or running (TCPFR_MAX_ACTIVE_RUNS); `Retry-After` says when to retry"
+)
+
+
+def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """FastAPI's document, made to say what the app does: every error is problem+json (and
+    only that), and each operation declares the statuses it can answer beyond its own:
+    400/413/415 where it reads a body, 429 where a tenant's limits apply."""
+    build = app.openapi
+
+    def document() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        for ops in schema.get("paths", {}).values():
+            for op in ops.values():
+                responses = op.setdefault("responses", {})
+                if "requestBody" in op:
+                    for code, text in BODY_STATUSES.items():
+                        responses.setdefault(code, {"description": text})
+                if op.get("security") or op.get("operationId", "").startswith("create_"):
+                    responses.setdefault("429", {"description": RATE_LIMITED})
+                for code, response in responses.items():
+                    if code[0] in "45":
+                        response["content"] = dict(PROBLEM_CONTENT)
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+        return schema
+
+    return document
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
@@ -60,14 +109,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.info("authentication is on: every /v1 route but /v1/presets needs an API key")
         else:
             log.warning(AUTH_OFF_WARNING)
-        db_engine = make_engine(settings)
+        db_engine = make_async_engine(settings)
         app.state.db_engine = db_engine
-        app.state.sessions = make_sessionmaker(db_engine)
+        app.state.db = Db(make_async_sessionmaker(db_engine))
         app.state.celery = make_celery(settings, name="tcpfr-api")
-        reconciler = None
+        app.state.rate_limiter = RateLimiter(settings)
+        app.state.cache = DocumentCache(settings.response_cache_bytes)
+        reconciler = sync_engine = None
         if settings.reconcile_interval > 0:
+            # The reconciler's passes are sync code in a thread of their own, on an engine
+            # of their own: nothing they do can take a connection or a thread from requests.
+            sync_engine = make_engine(settings, pool_size=1, max_overflow=1)
             reconciler = asyncio.create_task(
-                reconcile_forever(app.state.sessions, app.state.celery, settings)
+                reconcile_forever(make_sessionmaker(sync_engine), app.state.celery, settings)
             )
         try:
             yield
@@ -76,7 +130,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 reconciler.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await reconciler
-            db_engine.dispose()
+            if sync_engine is not None:
+                sync_engine.dispose()
+            await db_engine.dispose()
 
     app = FastAPI(
         title="tcpfr",
@@ -89,6 +145,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         responses=problem_responses(503),
     )
     app.state.settings = settings
+    app.openapi = _openapi(app)  # type: ignore[method-assign]
     exception_handlers.install(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     # Every route needs a key (when auth is on) but these: liveness and readiness, and the

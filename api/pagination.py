@@ -25,7 +25,7 @@ class PageParams(BaseModel):
     limit: int
 
 
-def page_params(
+async def page_params(
     settings: SettingsDep,
     cursor: Annotated[str | None, Query(max_length=64, description="From `next_cursor`")] = None,
     limit: Annotated[

@@ -15,13 +15,14 @@ several API processes can reconcile at once.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass
 
+import anyio
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.concurrency import run_in_threadpool
 
 from store.config import Settings
 from store.db import database_unavailable, session_scope
@@ -134,13 +135,18 @@ async def reconcile_forever(
     # Since when the database has answered every pass: a worker cannot beat while the
     # database is away, so running runs are judged only after a whole lease of answers.
     answering_since: float | None = None
+    # One thread of its own: never one of the request path's, never more than one pass.
+    thread = anyio.CapacityLimiter(1)
     while True:
         await asyncio.sleep(settings.reconcile_interval)
         now = time.monotonic()
         settled = answering_since is not None and now - answering_since >= settings.run_lease
         try:
-            await run_in_threadpool(
-                reconcile_once, sessions, celery, settings, take_back_running=settled
+            await anyio.to_thread.run_sync(
+                functools.partial(
+                    reconcile_once, sessions, celery, settings, take_back_running=settled
+                ),
+                limiter=thread,
             )
         except Exception as exc:
             if database_unavailable(exc):  # expected during a restart: one line, no trace

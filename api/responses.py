@@ -8,7 +8,8 @@ import orjson
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+# UTC as 'Z', as Pydantic writes it: a document reads the same whoever rendered it.
+_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z
 
 
 class OrjsonResponse(JSONResponse):

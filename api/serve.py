@@ -24,6 +24,7 @@ from store.config import Settings, get_settings
 
 log = logging.getLogger("tcpfr.serve")
 ROOT = Path(__file__).resolve().parent.parent
+GRACEFUL_SHUTDOWN_SECONDS = 10
 
 
 def alembic_config() -> Config:
@@ -75,6 +76,10 @@ def api_command(settings: Settings) -> list[str]:
         "--log-level",
         settings.log_level.lower(),
         "--no-access-log",
+        # Stopping is bounded: connections still open (stalled clients, streams) get this
+        # long to finish, then the process exits anyway.
+        "--timeout-graceful-shutdown",
+        str(GRACEFUL_SHUTDOWN_SECONDS),
     ]
 
 

@@ -42,6 +42,25 @@ class Settings(BaseSettings):
     reconcile_interval: float = 15.0  # 0 disables the reconciler in the API process
     persist_retry_for: float = 300.0  # a worker retries storing a result this long (DB away)
 
+    # The API's database pool (async; the workers and the reconciler keep their own sync
+    # engines). A request holds a connection only while it runs a query; one that waits
+    # longer than db_pool_timeout for a free connection is a 503 with Retry-After.
+    db_pool_size: int = Field(default=10, ge=1)
+    db_pool_timeout: float = Field(default=10.0, gt=0)
+
+    # Per-tenant limits (README, "Limits"). Requests, in the notation of the `limits`
+    # library: "100/second;3000/minute" (every window must hold); empty: none, the embedded
+    # default, where the one tenant is whoever sits at the laptop; compose sets one. Runs
+    # queued or running at once, a sweep counting by its runs (0: no limit). Over: 429.
+    rate_limit: str | None = None
+    max_active_runs: int = Field(default=2000, ge=0)
+
+    # The embedded broker polls its folder this often (seconds) for new messages.
+    broker_polling_interval: float = Field(default=0.02, gt=0)
+
+    # Finished runs' documents kept in memory by each API process (api.cache); 0: none.
+    response_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+
     series_max_points: int = 1000
     series_max_points_limit: int = 100_000
     page_size: int = 50
@@ -76,6 +95,19 @@ class Settings(BaseSettings):
                 return "postgresql+psycopg://" + url[len(prefix) :]
         return url
 
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit(cls, value: str | None) -> str | None:
+        if value is None or not value.strip() or value.strip().lower() in ("none", "off"):
+            return None
+        from limits import parse_many
+
+        try:
+            parse_many(value)
+        except ValueError as exc:
+            raise ValueError(f"not a rate limit such as '100/second;3000/minute': {exc}") from exc
+        return value.strip()
+
     @field_validator("broker_url")
     @classmethod
     def _blank_is_none(cls, url: str | None) -> str | None:
@@ -98,6 +130,17 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.data_dir / 'tcpfr.sqlite3').resolve()}"
+
+    @property
+    def async_sqlalchemy_url(self) -> str:
+        """The same database through an asyncio driver: aiosqlite, or psycopg's own async
+        mode (SQLAlchemy picks it for ``postgresql+psycopg`` in an async engine)."""
+        url = self.sqlalchemy_url
+        if url.startswith("sqlite:"):
+            return "sqlite+aiosqlite:" + url[len("sqlite:") :]
+        if url.startswith("sqlite+pysqlite:"):
+            return "sqlite+aiosqlite:" + url[len("sqlite+pysqlite:") :]
+        return url
 
     @property
     def is_sqlite(self) -> bool:
@@ -123,6 +166,9 @@ class Settings(BaseSettings):
                 # atomic rename: two workers can never both read it.
                 "store_processed": True,
                 "processed_folder": str(folder / "processed"),
+                # kombu's default is a poll a second: half a second of latency on average
+                # between a POST and a worker taking the run. A poll is one listdir.
+                "polling_interval": self.broker_polling_interval,
             }
         # A message must stay invisible for longer than a task may run (the hard time
         # limit), plus time to store its result, or Redis hands it to a second worker while

@@ -9,6 +9,12 @@ from typing import Any
 import orjson
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 from sqlalchemy.orm import Session, sessionmaker
 
 from store.config import Settings
@@ -18,42 +24,63 @@ def _json_dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS).decode()
 
 
-def make_engine(settings: Settings, **kwargs: Any) -> Engine:
-    """An engine for the configured database; SQLite gets WAL, a busy timeout and foreign keys."""
-    url = settings.sqlalchemy_url
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # WAL lets the API read while a worker writes; several workers queue on the lock.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def _engine_options(settings: Settings, kwargs: dict[str, Any]) -> dict[str, Any]:
+    options: dict[str, Any] = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
     if settings.is_sqlite:
         settings.ensure_dirs()
-        engine = create_engine(
-            url,
-            json_serializer=_json_dumps,
-            json_deserializer=orjson.loads,
-            connect_args={"timeout": 30, "check_same_thread": False},
-            **kwargs,
-        )
+        options["connect_args"] = {"timeout": 30, "check_same_thread": False}
+    else:
+        # A restarted server leaves dead connections in the pool: ping before use, reconnect.
+        options["pool_pre_ping"] = True
+        # An unreachable host answers nothing at all: give up in seconds, not minutes, so a
+        # request gets its 503 and a worker its retry.
+        options["connect_args"] = {"connect_timeout": 5}
+        options["pool_size"] = 5
+        options["max_overflow"] = 10
+    options.update(kwargs)
+    return options
 
-        @event.listens_for(engine, "connect")
-        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-            # WAL lets the API read while a worker writes; several workers queue on the lock.
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
-            cur.close()
 
-        return engine
-    # A restarted server leaves dead connections in the pool: ping before use, reconnect.
-    kwargs.setdefault("pool_pre_ping", True)
-    # An unreachable host answers nothing at all: give up in seconds, not minutes, so a
-    # request gets its 503 and a worker its retry.
-    kwargs.setdefault("connect_args", {"connect_timeout": 5})
-    kwargs.setdefault("pool_size", 5)
-    kwargs.setdefault("max_overflow", 10)
-    engine = create_engine(
-        url, json_serializer=_json_dumps, json_deserializer=orjson.loads, **kwargs
-    )
-    if engine.dialect.driver == "psycopg":
+def _instrument(engine: Engine) -> None:
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    elif engine.dialect.driver in ("psycopg", "psycopg_async"):
         event.listen(engine, "before_cursor_execute", _binary_results)
+
+
+def make_engine(settings: Settings, **kwargs: Any) -> Engine:
+    """A sync engine (workers, the reconciler, migrations, CLIs); SQLite gets WAL, a busy
+    timeout and foreign keys."""
+    engine = create_engine(settings.sqlalchemy_url, **_engine_options(settings, kwargs))
+    _instrument(engine)
+    return engine
+
+
+def make_async_engine(settings: Settings, **kwargs: Any) -> AsyncEngine:
+    """The API's engine: an asyncio driver, so no request holds a thread while it waits for
+    the database, and a bounded pool whose wait ends in a TimeoutError (a 503), never in a
+    thread pool deadlocked against the connection pool."""
+    options = _engine_options(settings, kwargs)
+    options["pool_size"] = settings.db_pool_size
+    options["max_overflow"] = 0
+    options["pool_timeout"] = settings.db_pool_timeout
+    if not settings.is_sqlite:
+        options["connect_args"] = {"connect_timeout": 5}
+    else:
+        options["connect_args"] = {"timeout": 30}
+    options.update(kwargs)
+    engine = create_async_engine(settings.async_sqlalchemy_url, **options)
+    _instrument(engine.sync_engine)
     return engine
 
 
@@ -68,11 +95,16 @@ def _binary_results(
     if context is not None and context.execution_options.get(BINARY_RESULTS):
         from psycopg.pq import Format
 
-        cursor.format = Format.BINARY
+        # Under the async engine the DBAPI cursor is SQLAlchemy's adapter around psycopg's.
+        getattr(cursor, "_cursor", cursor).format = Format.BINARY
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
+
+
+def make_async_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)
 
 
 @contextmanager

@@ -106,6 +106,9 @@ class Run(Base):
     __table_args__ = (
         Index("ix_runs_cache_key", "scenario_hash", "seed", "engine_version", "status"),
         Index("ix_runs_status_id", "status", "id"),
+        # A tenant's runs newest first (the runs list), and its active runs (the limit).
+        Index("ix_runs_tenant_id_id", "tenant_id", "id"),
+        Index("ix_runs_tenant_id_status", "tenant_id", "status"),
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_runs_tenant_idempotency_key"),
     )
 

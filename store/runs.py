@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from store.db import BINARY_RESULTS
-from store.models import Run, RunResult, RunSeries, RunStatus
+from store.models import Run, RunResult, RunSeries, RunStatus, Tenant
 from store.repository import Page, Repository
 from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
@@ -43,6 +43,21 @@ class RunRepository(Repository[Run]):
         """The run if it is this tenant's: another tenant's run is as absent as a missing one."""
         run = self.session.get(Run, run_id)
         return run if run is not None and run.tenant_id == tenant_id else None
+
+    def lock_tenant(self, tenant_id: uuid.UUID) -> None:
+        """Serialise this tenant's submissions until the transaction ends: a no-op write to
+        its row takes a row lock in PostgreSQL and the write lock in SQLite, so two
+        concurrent submissions cannot both pass the active-runs limit."""
+        self.session.execute(
+            update(Tenant).where(Tenant.id == tenant_id).values(name=Tenant.name)
+        )
+
+    def active_count(self, *, tenant_id: uuid.UUID) -> int:
+        """The tenant's runs queued or running."""
+        stmt = select(func.count()).where(
+            Run.tenant_id == tenant_id, Run.status.in_((RunStatus.queued, RunStatus.running))
+        )
+        return int(self.session.scalar(stmt) or 0)
 
     def by_idempotency_key(self, key: str, *, tenant_id: uuid.UUID) -> Run | None:
         """Keys are the client's, so they are unique per tenant only."""
@@ -105,6 +120,19 @@ class RunRepository(Repository[Run]):
         if sent:
             self.events.add(run_id, EventKind.enqueued, **detail)
         return sent
+
+    def mark_enqueued_many(self, run_ids: Sequence[uuid.UUID]) -> None:
+        """`mark_enqueued` for many runs the API just sent, in a few statements."""
+        chunk = 500
+        for i in range(0, len(run_ids), chunk):
+            marked = self.session.scalars(
+                update(Run)
+                .where(Run.id.in_(run_ids[i : i + chunk]), Run.status == RunStatus.queued)
+                .values(enqueued_at=utcnow())
+                .returning(Run.id)
+                .execution_options(synchronize_session=False)
+            ).all()
+            self.events.add_many(marked, EventKind.enqueued)
 
     def claim(
         self, run_id: uuid.UUID, *, task_id: str, worker: str, lease: float, max_attempts: int

@@ -187,18 +187,6 @@ class SweepRepository(Repository[Sweep]):
 
     # -- transitions of many runs ------------------------------------------------------
 
-    def mark_enqueued(self, run_ids: Sequence[uuid.UUID]) -> None:
-        events = RunEventRepository(self.session)
-        for i in range(0, len(run_ids), _CHUNK):
-            marked = self.session.scalars(
-                update(Run)
-                .where(Run.id.in_(run_ids[i : i + _CHUNK]), Run.status == RunStatus.queued)
-                .values(enqueued_at=utcnow())
-                .returning(Run.id)
-                .execution_options(synchronize_session=False)
-            ).all()
-            events.add_many(marked, EventKind.enqueued)
-
     def cancel(self, sweep_id: uuid.UUID) -> tuple[int, int]:
         """Cancel the queued runs at once and flag the running ones for their worker.
         Returns (cancelled, flagged). In this order, a run that starts between the two

@@ -6,11 +6,12 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.orm import Session
 
 from api.compare import service
 from api.compare.schemas import CommonSeries, RunComparison
-from api.conditional import CACHE_HEADERS, cached_or_tag
-from api.deps import SessionDep, SettingsDep, TenantDep
+from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
 from api.series.service import to_csv
@@ -29,9 +30,9 @@ Runs = Annotated[
 ERRORS = problem_responses(404, 409, 422)
 
 
-def _etag(request: Request, response: Response, runs: list[Run]) -> Response | None:
+def _etag(request: Request, runs: list[Run]) -> str:
     # Succeeded runs never change: the comparison of the same runs is the same bytes.
-    return cached_or_tag(request, response, *(f"{r.id}={r.result_run_id}" for r in runs))
+    return etag_for(request, *(f"{r.id}={r.result_run_id}" for r in runs))
 
 
 @router.get(
@@ -40,23 +41,35 @@ def _etag(request: Request, response: Response, runs: list[Run]) -> Response | N
     response_model=RunComparison,
     responses={304: {"description": "Not modified"}, **ERRORS},
 )
-def compare_runs(
+async def compare_runs(
     runs: Runs,
-    session: SessionDep,
+    db: DbDep,
+    cache: CacheDep,
     tenant_id: TenantDep,
     request: Request,
-    response: Response,
     baseline: Annotated[
         uuid.UUID | None, Query(description="One of `runs` (default: the first)")
     ] = None,
-) -> Any:
+) -> Response:
     """The sweep summary's comparison for any runs: runs of the same scenario are
     replications of one point; the scenario paths that differ are its parameters."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
-    found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
-    if (cached := _etag(request, response, found)) is not None:
-        return cached
-    return service.compare(session, found, baseline=baseline)
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
+
+    def query(session: Session) -> tuple[str, dict[str, Any] | None]:
+        found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
+        etag = _etag(request, found)
+        if not_modified(request, etag) is not None:
+            return etag, None
+        return etag, service.compare(session, found, baseline=baseline)
+
+    etag, doc = await db(query)
+    headers = {"ETag": etag, **CACHE_HEADERS}
+    if doc is None:
+        return Response(status_code=304, headers=headers)
+    body = RunComparison.model_validate(doc).model_dump(mode="json")
+    return cache.store(request, tenant_id, OrjsonResponse(body, headers=headers))
 
 
 @router.get(
@@ -69,21 +82,25 @@ def compare_runs(
         **ERRORS,
     },
 )
-def compare_series(
+async def compare_series(
     runs: Runs,
     key: Annotated[str, Query(min_length=1, max_length=255, description="e.g. flow.backup.cwnd")],
-    session: SessionDep,
+    db: DbDep,
+    cache: CacheDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     request: Request,
-    response: Response,
     max_points: Annotated[
         int | None, Query(ge=3, description="Rows of the common axis at most (default 1000)")
     ] = None,
-    start: Annotated[float | None, Query(description="Window start, simulated seconds")] = None,
-    end: Annotated[float | None, Query(description="Window end, simulated seconds")] = None,
+    start: Annotated[
+        float | None, Query(allow_inf_nan=False, description="Window start, simulated seconds")
+    ] = None,
+    end: Annotated[
+        float | None, Query(allow_inf_nan=False, description="Window end, simulated seconds")
+    ] = None,
     format: Annotated[Literal["json", "csv"], Query(description="`csv`: text/csv")] = "json",
-) -> Any:
+) -> Response:
     """One metric of several runs on a common time axis, for overlay charts."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
     limit = max_points or settings.series_max_points
@@ -96,13 +113,27 @@ def compare_series(
                 )
             ],
         )
-    found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
-    if (cached := _etag(request, response, found)) is not None:
-        return cached
-    body = service.common_series(session, found, key=key, max_points=limit, start=start, end=end)
-    headers = {"ETag": response.headers["ETag"], **CACHE_HEADERS}
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
+
+    def query(session: Session) -> tuple[str, dict[str, Any] | None]:
+        found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
+        etag = _etag(request, found)
+        if not_modified(request, etag) is not None:
+            return etag, None
+        body = service.common_series(
+            session, found, key=key, max_points=limit, start=start, end=end
+        )
+        return etag, body
+
+    etag, body = await db(query)
+    headers = {"ETag": etag, **CACHE_HEADERS}
+    if body is None:
+        return Response(status_code=304, headers=headers)
     if format == "csv":
-        return Response(
+        response = Response(
             to_csv(body["columns"]), media_type="text/csv; charset=utf-8", headers=headers
         )
-    return OrjsonResponse(body, headers=headers)
+    else:
+        response = OrjsonResponse(body, headers=headers)
+    return cache.store(request, tenant_id, response)

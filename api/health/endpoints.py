@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, Request
 from sqlalchemy import text
 
+from api.dispatch import SENDERS
 from api.responses import OrjsonResponse
 
 router = APIRouter(tags=["health"])
@@ -15,7 +17,7 @@ log = logging.getLogger(__name__)
 
 
 @router.get("/healthz", operation_id="healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     """The process serves HTTP."""
     return {"status": "ok"}
 
@@ -25,19 +27,23 @@ def healthz() -> dict[str, str]:
     operation_id="readyz",
     responses={503: {"description": "The database or the broker is not reachable"}},
 )
-def readyz(request: Request) -> Any:
+async def readyz(request: Request) -> Any:
     """The database answers and has the schema, and the broker accepts connections."""
     checks: dict[str, str] = {}
     state = request.app.state
     try:
-        with state.db_engine.connect() as conn:
-            conn.execute(text("SELECT 1 FROM runs LIMIT 1"))
+        async with state.db_engine.connect() as conn:
+            await conn.execute(text("SELECT 1 FROM runs LIMIT 1"))
         checks["database"] = "ok"
     except Exception as exc:  # readiness reports, it does not raise
         checks["database"] = f"error: {type(exc).__name__}"
-    try:
+
+    def broker() -> None:
         with state.celery.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
+
+    try:
+        await anyio.to_thread.run_sync(broker, limiter=SENDERS)
         checks["broker"] = "ok"
     except Exception as exc:
         checks["broker"] = f"error: {type(exc).__name__}"

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Response, status
 
-from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
+from api.deps import CeleryDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import InvalidScenario, NotFound, field_error
 from api.idempotency import IdempotencyKey
 from api.presets.schemas import PresetDetail, PresetOut
@@ -23,13 +23,13 @@ def _info(p: Any) -> PresetOut:
 
 
 @router.get("", operation_id="list_presets")
-def list_all() -> list[PresetOut]:
+async def list_all() -> list[PresetOut]:
     """Every preset scenario and study, with its description."""
     return [_info(p) for p in list_presets()]
 
 
 @router.get("/{name}", operation_id="get_preset", responses=problem_responses(404))
-def get_preset(name: str) -> PresetDetail:
+async def get_preset(name: str) -> PresetDetail:
     """One preset and its full body: post the body to /v1/runs as `scenario` to vary it."""
     info = next((p for p in list_presets() if p.name == name), None)
     if info is None:
@@ -51,17 +51,16 @@ def get_preset(name: str) -> PresetDetail:
     response_model=SweepOut,
     responses={**CREATE_RESPONSES, **problem_responses(401, 404, 422)},
 )
-def create_preset_sweep(
+async def create_preset_sweep(
     name: str,
-    session: SessionDep,
+    db: DbDep,
     celery: CeleryDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
-    response: Response,
     body: Annotated[PresetSweepCreate | None, Body()] = None,
     idempotency_key: IdempotencyKey = None,
     dry_run: DryRun = False,
-) -> Any:
+) -> Response:
     """Launch a study preset (`*-study`, e.g. `riverbed-study`) as a sweep, optionally with
     other replications, seed or cache policy; `dry_run=true` prices it. Same answers as
     POST /v1/sweeps."""
@@ -75,13 +74,12 @@ def create_preset_sweep(
         )
     overrides = (body or PresetSweepCreate()).model_dump(exclude_none=True)
     sweep = SweepCreate.model_validate({**load_study(name), **overrides})
-    return submit(
-        session=session,
+    return await submit(
+        db=db,
         celery=celery,
         settings=settings,
         tenant_id=tenant_id,
         body=sweep,
-        response=response,
         idempotency_key=idempotency_key,
         dry_run=dry_run,
         study_preset=name,

@@ -6,23 +6,16 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response, status
+from sqlalchemy.orm import Session
 
-from api.conditional import cached_or_tag
-from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
+from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.deps import CacheDep, CeleryDep, DbDep, SettingsDep, TenantDep
+from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
-from api.responses import problem_responses
+from api.responses import OrjsonResponse, problem_responses
 from api.runs import service
-from api.runs.schemas import (
-    RunCreate,
-    RunError,
-    RunEventOut,
-    RunHistory,
-    RunLinks,
-    RunListItem,
-    RunOut,
-    RunSummary,
-)
+from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut
 from store.models import Run, RunResult, RunStatus
 from store.run_events import RunEventRepository
 from store.runs import RunRepository
@@ -31,67 +24,69 @@ router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 
 
-def _links(run: Run) -> RunLinks:
+def run_fields(run: Run) -> dict[str, Any]:
+    """A run as `RunListItem` has it, JSON-ready: rendered once by orjson, with no second
+    validation pass (the schema documents it; tests check documents against it)."""
     base = f"/v1/runs/{run.id}"
-    return RunLinks(
-        self=base,
-        series=f"{base}/series",
-        scenario=f"{base}/scenario",
-        cancel=f"{base}/cancel",
-        events=f"{base}/events",
-    )
-
-
-def _item_fields(run: Run) -> dict[str, Any]:
     error = None
     if run.error:
-        error = RunError(
-            type=str(run.error.get("type", "Error")), message=str(run.error.get("message", ""))
-        )
-    return dict(
-        id=run.id,
-        status=run.status,
-        progress=run.progress,
-        cancel_requested=run.cancel_requested,
-        scenario_id=run.scenario_id,
-        preset=run.preset,
-        scenario_name=run.scenario_name,
-        scenario_hash=run.scenario_hash,
-        seed=run.seed,
-        engine_version=run.engine_version,
-        cache_hit=run.cache_hit,
-        source_run_id=run.source_run_id,
-        attempts=run.attempts,
-        created_at=run.created_at,
-        started_at=run.started_at,
-        heartbeat_at=run.heartbeat_at,
-        finished_at=run.finished_at,
-        error=error,
-        links=_links(run),
-    )
+        error = {
+            "type": str(run.error.get("type", "Error")),
+            "message": str(run.error.get("message", "")),
+        }
+    return {
+        "id": run.id,
+        "status": run.status,
+        "progress": run.progress,
+        "cancel_requested": run.cancel_requested,
+        "scenario_id": run.scenario_id,
+        "preset": run.preset,
+        "scenario_name": run.scenario_name,
+        "scenario_hash": run.scenario_hash,
+        "seed": run.seed,
+        "engine_version": run.engine_version,
+        "cache_hit": run.cache_hit,
+        "source_run_id": run.source_run_id,
+        "attempts": run.attempts,
+        "created_at": run.created_at,
+        "started_at": run.started_at,
+        "heartbeat_at": run.heartbeat_at,
+        "finished_at": run.finished_at,
+        "error": error,
+        "links": {
+            "self": base,
+            "series": f"{base}/series",
+            "scenario": f"{base}/scenario",
+            "cancel": f"{base}/cancel",
+            "events": f"{base}/events",
+        },
+    }
 
 
-def to_out(run: Run, result: RunResult | None) -> RunOut:
-    summary = diagnosis = None
+def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
+    """A run as `RunOut` has it: with its summary and diagnosis once it succeeded."""
+    doc = run_fields(run)
+    doc["summary"] = doc["diagnosis"] = None
     if result is not None:
-        summary = RunSummary(
-            sim_time=result.sim_time,
-            wall_time=result.wall_time,
-            events=result.events,
-            warnings=result.warnings,
-            flows=result.flows,
-            links=result.links,
-            pvcs=result.pvcs,
-            extra=result.extra,
-        )
-        diagnosis = result.diagnosis
-    return RunOut(**_item_fields(run), summary=summary, diagnosis=diagnosis)
+        doc["summary"] = {
+            "sim_time": result.sim_time,
+            "wall_time": result.wall_time,
+            "events": result.events,
+            "warnings": result.warnings,
+            "flows": result.flows,
+            "links": result.links,
+            "pvcs": result.pvcs,
+            "extra": result.extra or {},
+        }
+        doc["diagnosis"] = result.diagnosis
+    return doc
 
 
 @router.post(
     "",
     operation_id="create_run",
     status_code=status.HTTP_202_ACCEPTED,
+    response_model=RunOut,
     responses={
         201: {"model": RunOut, "description": "Served from the result cache: already succeeded"},
         200: {
@@ -101,56 +96,63 @@ def to_out(run: Run, result: RunResult | None) -> RunOut:
         **problem_responses(422),
     },
 )
-def create_run(
+async def create_run(
     body: RunCreate,
-    session: SessionDep,
+    db: DbDep,
     celery: CeleryDep,
     tenant_id: TenantDep,
     settings: SettingsDep,
-    response: Response,
     idempotency_key: IdempotencyKey = None,
-) -> RunOut:
+) -> Response:
     """Submit a run: 202 and a queued run, or 201 and a finished one from the cache. A
     scenario estimated over the budget is a 422 (`type` .../over-budget) with `estimate`
-    and `budget`; `POST /v1/scenarios/validate` shows both beforehand."""
-    run, created = service.create(
-        session,
-        celery,
+    and `budget`; `POST /v1/scenarios/validate` shows both beforehand. More runs queued or
+    running than the tenant may have is a 429 with `Retry-After`."""
+    run, created = await db(
+        service.create,
         tenant_id=tenant_id,
         body=body,
         idempotency_key=idempotency_key,
         settings=settings,
     )
-    response.headers["Location"] = f"/v1/runs/{run.id}"
+    if created and run.status is RunStatus.queued:
+        await enqueue(db, celery, [run.id])
+    code = status.HTTP_202_ACCEPTED
     if not created:
-        response.status_code = status.HTTP_200_OK
+        code = status.HTTP_200_OK
     elif run.cache_hit:
-        response.status_code = status.HTTP_201_CREATED
-    return to_out(run, service.result_of(session, run))
+        code = status.HTTP_201_CREATED
+    result = await db(service.result_of, run) if run.status is RunStatus.succeeded else None
+    return OrjsonResponse(
+        run_document(run, result), status_code=code, headers={"Location": f"/v1/runs/{run.id}"}
+    )
 
 
-@router.get("", operation_id="list_runs", responses=problem_responses(422))
-def list_runs(
-    session: SessionDep,
+@router.get("", operation_id="list_runs", response_model=Page[RunListItem],
+            responses=problem_responses(422))
+async def list_runs(
+    db: DbDep,
     tenant_id: TenantDep,
     page: PageParamsDep,
     status: Annotated[RunStatus | None, Query(description="Only runs in this state")] = None,
     scenario_id: Annotated[uuid.UUID | None, Query()] = None,
     # No NUL: PostgreSQL cannot compare text holding one (a 500 otherwise).
     preset: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]*$")] = None,
-) -> Page[RunListItem]:
+) -> Response:
     """Runs, newest first."""
-    result = RunRepository(session).list(
-        tenant_id=tenant_id,
-        cursor=page.cursor,
-        limit=page.limit,
-        status=status,
-        scenario_id=scenario_id,
-        preset=preset,
-    )
-    return Page(
-        items=[RunListItem(**_item_fields(r)) for r in result.items], next_cursor=result.next_cursor
-    )
+
+    def query(session: Session) -> dict[str, Any]:
+        result = RunRepository(session).list(
+            tenant_id=tenant_id,
+            cursor=page.cursor,
+            limit=page.limit,
+            status=status,
+            scenario_id=scenario_id,
+            preset=preset,
+        )
+        return {"items": [run_fields(r) for r in result.items], "next_cursor": result.next_cursor}
+
+    return OrjsonResponse(await db(query))
 
 
 @router.get(
@@ -162,54 +164,64 @@ def list_runs(
         **problem_responses(404),
     },
 )
-def get_run(
-    run_id: uuid.UUID,
-    session: SessionDep,
-    tenant_id: TenantDep,
-    request: Request,
-    response: Response,
-) -> Any:
+async def get_run(
+    run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep, cache: CacheDep, request: Request
+) -> Response:
     """A run: status, progress, timestamps, error; summary and diagnosis once it succeeded."""
-    run = service.get(session, run_id, tenant_id=tenant_id)
-    if run.status.finished:
-        cached = cached_or_tag(request, response, run.id, run.status.value, run.finished_at)
-        if cached is not None:
-            return cached
-    return to_out(run, service.result_of(session, run))
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
+    run, result = await db(service.get_with_result, run_id, tenant_id=tenant_id)
+    if not run.status.finished:
+        return OrjsonResponse(run_document(run, result))
+    etag = etag_for(request, run.id, run.status.value, run.finished_at)
+    if (cached := not_modified(request, etag)) is not None:
+        return cached
+    response = OrjsonResponse(run_document(run, result), headers={"ETag": etag, **CACHE_HEADERS})
+    return cache.store(request, tenant_id, response)
 
 
 @router.get("/{run_id}/scenario", operation_id="get_run_scenario", responses=problem_responses(404))
-def get_run_scenario(
-    run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep
-) -> dict[str, Any]:
+async def get_run_scenario(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Response:
     """The scenario the run simulates, in canonical form: post it back to reproduce the run."""
-    return service.get(session, run_id, tenant_id=tenant_id).scenario
+    run = await db(service.get, run_id, tenant_id=tenant_id)
+    return OrjsonResponse(run.scenario)
 
 
 @router.post(
     "/{run_id}/cancel",
     operation_id="cancel_run",
     status_code=status.HTTP_202_ACCEPTED,
+    response_model=RunOut,
     responses=problem_responses(404, 409),
 )
-def cancel_run(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RunOut:
+async def cancel_run(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Response:
     """Cancel a queued run at once, or ask the worker running it to stop (cooperatively)."""
-    run = service.cancel(session, run_id, tenant_id=tenant_id)
-    return to_out(run, None)
+    run = await db(service.cancel, run_id, tenant_id=tenant_id)
+    return OrjsonResponse(run_document(run, None), status_code=status.HTTP_202_ACCEPTED)
 
 
-@router.get("/{run_id}/events", operation_id="get_run_events", responses=problem_responses(404))
-def get_run_events(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> RunHistory:
-    """The run's history, oldest first: queued, sent, each start (attempt, worker), each
+@router.get(
+    "/{run_id}/events",
+    operation_id="get_run_events",
+    response_model=RunHistory,
+    responses=problem_responses(404),
+)
+async def get_run_events(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Response:
+    """The run's history, oldest first: queued, enqueued, each start (attempt, worker), each
     retry or take-back and why, and how it ended."""
-    run = service.get(session, run_id, tenant_id=tenant_id)
-    events = RunEventRepository(session).history(run.id)
-    return RunHistory(
-        run_id=run.id,
-        status=run.status,
-        attempts=run.attempts,
-        events=[
-            RunEventOut(at=e.at, event=e.event, attempt=e.attempt, worker=e.worker, detail=e.detail)
-            for e in events
-        ],
-    )
+
+    def query(session: Session) -> dict[str, Any]:
+        run = service.get(session, run_id, tenant_id=tenant_id)
+        events = RunEventRepository(session).history(run.id)
+        return {
+            "run_id": run.id,
+            "status": run.status,
+            "attempts": run.attempts,
+            "events": [
+                {"at": e.at, "event": e.event, "attempt": e.attempt, "worker": e.worker,
+                 "detail": e.detail}
+                for e in events
+            ],
+        }
+
+    return OrjsonResponse(await db(query))

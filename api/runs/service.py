@@ -8,7 +8,6 @@ import uuid
 from typing import Any
 
 import orjson
-from celery import Celery
 from pydantic import ValidationError
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -17,11 +16,10 @@ import engine
 from api.exception_handlers import field_errors
 from api.exceptions import Conflict, InvalidScenario, NotFound, field_error
 from api.idempotency import replay
-from api.limits import enforce_budget
+from api.limits import enforce_budget, reserve_runs
 from api.runs.schemas import RunCreate
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
 from store.config import Settings
-from store.dispatch import send_run
 from store.models import Run, RunResult, RunStatus
 from store.runs import ResultRepository, RunRepository
 from store.scenarios import ScenarioRepository
@@ -86,14 +84,15 @@ def preset_scenario(name: str, *, loc: list[str | int]) -> engine.Scenario:
 
 def create(
     session: Session,
-    celery: Celery,
     *,
     tenant_id: uuid.UUID,
     body: RunCreate,
     idempotency_key: str | None,
     settings: Settings,
 ) -> tuple[Run, bool]:
-    """Returns the run and whether this request created it (False: an idempotent replay)."""
+    """Returns the run and whether this request created it (False: an idempotent replay).
+    A created run that is queued is committed but not sent: the caller sends it
+    (``api.dispatch.enqueue``), off the event loop."""
     runs = RunRepository(session)
     print_ = fingerprint(body)
     if idempotency_key is not None:
@@ -143,6 +142,8 @@ def create(
             finished_at=now,
         )
     try:
+        if cached is None:
+            reserve_runs(session, tenant_id=tenant_id, count=1, settings=settings)
         run = runs.create(**fields)
         session.commit()
     except IntegrityError:
@@ -156,24 +157,7 @@ def create(
         if existing is None:
             raise
         return replay(existing, print_), False
-
-    if run.status is RunStatus.queued:
-        enqueue(session, celery, run.id)
     return run, True
-
-
-def enqueue(session: Session, celery: Celery, run_id: uuid.UUID) -> None:
-    """Send a committed run to the workers. A broker that is down leaves it queued for
-    the reconciler, which sends runs that were never sent."""
-    try:
-        send_run(celery, run_id)
-    except Exception:
-        log.warning(
-            "could not send run %s to the broker; the reconciler will", run_id, exc_info=True
-        )
-        return
-    RunRepository(session).mark_enqueued(run_id)
-    session.commit()
 
 
 def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
@@ -182,6 +166,14 @@ def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
     if run is None:
         raise NotFound(f"no run with id {run_id}")
     return run
+
+
+def get_with_result(
+    session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID
+) -> tuple[Run, RunResult | None]:
+    """The tenant's run and, once it succeeded, its result (its cache source's for a hit)."""
+    run = get(session, run_id, tenant_id=tenant_id)
+    return run, result_of(session, run)
 
 
 def result_of(session: Session, run: Run) -> RunResult | None:

@@ -6,19 +6,24 @@ import uuid
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.orm import Session
 
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import SessionDep, SettingsDep, TenantDep
+from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
 from api.series import service
-from api.series.schemas import SeriesData, SeriesFrame, SeriesIndex, SeriesInfo
+from api.series.schemas import SeriesData, SeriesFrame, SeriesIndex
 from store.config import Settings
 
 router = APIRouter(prefix="/v1/runs/{run_id}", tags=["series"])
 
-Start = Annotated[float | None, Query(description="Window start, simulated seconds")]
-End = Annotated[float | None, Query(description="Window end, simulated seconds")]
+Start = Annotated[
+    float | None, Query(allow_inf_nan=False, description="Window start, simulated seconds")
+]
+End = Annotated[
+    float | None, Query(allow_inf_nan=False, description="Window end, simulated seconds")
+]
 MaxPoints = Annotated[
     int | None,
     Query(ge=3, description="Downsample to at most this many points (default from settings, 1000)"),
@@ -61,15 +66,21 @@ def _respond(request: Request, etag: str, csv: bool, json_body: Any, csv_columns
     return OrjsonResponse(json_body, headers=headers)
 
 
-@router.get("/series", operation_id="list_series", responses=problem_responses(404, 409))
-def list_series(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) -> SeriesIndex:
+@router.get(
+    "/series",
+    operation_id="list_series",
+    response_model=SeriesIndex,
+    responses=problem_responses(404, 409),
+)
+async def list_series(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Response:
     """The run's series: key, unit and stored length of each."""
-    run = service.finished_run(session, run_id, tenant_id=tenant_id)
-    items = [
-        SeriesInfo(key=k, unit=u, length=n, t_start=a, t_end=b)
-        for k, u, n, a, b in service.index(session, run)
-    ]
-    return SeriesIndex(run_id=str(run.id), series=items)
+
+    def query(session: Session) -> list[tuple[str, str, int, float | None, float | None]]:
+        return service.index(session, service.finished_run(session, run_id, tenant_id=tenant_id))
+
+    rows = await db(query)
+    items = [{"key": k, "unit": u, "length": n, "t_start": a, "t_end": b} for k, u, n, a, b in rows]
+    return OrjsonResponse({"run_id": str(run_id), "series": items})
 
 
 @router.get(
@@ -78,11 +89,12 @@ def list_series(run_id: uuid.UUID, session: SessionDep, tenant_id: TenantDep) ->
     response_model=SeriesData,
     responses={200: CSV_RESPONSE, 304: {"description": "Not modified"}, **DATA_ERRORS},
 )
-def get_series(
+async def get_series(
     run_id: uuid.UUID,
     key: str,
     request: Request,
-    session: SessionDep,
+    db: DbDep,
+    cache: CacheDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     start: Start = None,
@@ -92,13 +104,15 @@ def get_series(
 ) -> Response:
     """One series in [start, end], downsampled to `max_points` keeping its peaks
     (MinMaxLTTB). JSON `{t, v}`, or CSV with `Accept: text/csv`."""
-    run = service.finished_run(session, run_id, tenant_id=tenant_id)
     limit = _max_points(settings, max_points)
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
+    run = await db(service.finished_run, run_id, tenant_id=tenant_id)
     etag = etag_for(request, run.result_run_id, limit)
     if (cached := not_modified(request, etag)) is not None:
         return cached
-    (w,) = service.load(
-        session, run, [key], start=start, end=end, max_points=limit, loc=["path", "key"]
+    (w,) = await db(
+        service.load, run, [key], start=start, end=end, max_points=limit, loc=["path", "key"]
     )
     body = {
         "key": w.key,
@@ -110,7 +124,8 @@ def get_series(
         "t": w.t,
         "v": w.v,
     }
-    return _respond(request, etag, _wants_csv(request, format), body, {"t": w.t, "v": w.v})
+    response = _respond(request, etag, _wants_csv(request, format), body, {"t": w.t, "v": w.v})
+    return cache.store(request, tenant_id, response)
 
 
 @router.get(
@@ -119,10 +134,11 @@ def get_series(
     response_model=SeriesFrame,
     responses={200: CSV_RESPONSE, 304: {"description": "Not modified"}, **DATA_ERRORS},
 )
-def get_series_frame(
+async def get_series_frame(
     run_id: uuid.UUID,
     request: Request,
-    session: SessionDep,
+    db: DbDep,
+    cache: CacheDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     keys: Annotated[str, Query(min_length=1, description="Comma-separated series keys")],
@@ -139,13 +155,15 @@ def get_series_frame(
         raise Unprocessable(
             "no series keys given", errors=[field_error(["query", "keys"], "empty")]
         )
-    run = service.finished_run(session, run_id, tenant_id=tenant_id)
     limit = _max_points(settings, max_points)
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
+    run = await db(service.finished_run, run_id, tenant_id=tenant_id)
     etag = etag_for(request, run.result_run_id, limit)
     if (cached := not_modified(request, etag)) is not None:
         return cached
-    windows = service.load(
-        session, run, names, start=start, end=end, max_points=limit, loc=["query", "keys"]
+    windows = await db(
+        service.load, run, names, start=start, end=end, max_points=limit, loc=["query", "keys"]
     )
     columns = service.frame(windows, shape)
     body = {
@@ -154,4 +172,5 @@ def get_series_frame(
         "units": {w.key: w.unit for w in windows},
         "columns": columns,
     }
-    return _respond(request, etag, _wants_csv(request, format), body, columns)
+    response = _respond(request, etag, _wants_csv(request, format), body, columns)
+    return cache.store(request, tenant_id, response)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any
 
+from celery import Celery
 from fastapi import APIRouter, Query, Request, Response, status
+from pydantic import BaseModel
+from sqlalchemy.orm import Session
 
-from api.conditional import cached_or_tag
-from api.deps import CeleryDep, SessionDep, SettingsDep, TenantDep
+from api.cache import DocumentCache
+from api.conditional import CACHE_HEADERS, etag_for, not_modified
+from api.deps import CacheDep, CeleryDep, Db, DbDep, SettingsDep, TenantDep
+from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
@@ -21,7 +27,8 @@ from api.sweeps.schemas import (
     SweepRun,
     SweepSummary,
 )
-from store.models import Run, RunStatus
+from store.config import Settings
+from store.models import Run, RunStatus, Sweep
 from store.sweeps import SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
@@ -41,40 +48,50 @@ CREATE_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def submit(
+async def submit(
     *,
-    session: Any,
-    celery: Any,
-    settings: Any,
+    db: Db,
+    celery: Celery,
+    settings: Settings,
     tenant_id: uuid.UUID,
     body: SweepCreate,
-    response: Response,
     idempotency_key: str | None,
     dry_run: bool,
     study_preset: str | None = None,
-) -> Any:
+) -> Response:
     """Shared by POST /v1/sweeps and POST /v1/presets/{name}/sweep."""
     if dry_run:
-        plan = service.dry_run(
-            session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset
+        plan = await db(
+            service.dry_run, tenant_id=tenant_id, body=body, settings=settings,
+            study_preset=study_preset,
         )
         return OrjsonResponse(SweepPlan.model_validate(plan).model_dump(mode="json"))
-    sweep, created = service.create(
-        session,
-        celery,
+    sweep, created, to_send = await db(
+        service.create,
         tenant_id=tenant_id,
         body=body,
         settings=settings,
         idempotency_key=idempotency_key,
         study_preset=study_preset,
     )
-    out = SweepOut.model_validate(service.detail(session, sweep, settings))
-    response.headers["Location"] = f"/v1/sweeps/{sweep.id}"
+    await enqueue(db, celery, to_send)
+    out = await db(_detail, sweep.id, settings)
+    code = status.HTTP_202_ACCEPTED
     if not created:
-        response.status_code = status.HTTP_200_OK
-    elif out.cache_hits == out.run_count:
-        response.status_code = status.HTTP_201_CREATED
-    return out
+        code = status.HTTP_200_OK
+    elif out["cache_hits"] == out["run_count"]:
+        code = status.HTTP_201_CREATED
+    return OrjsonResponse(
+        SweepOut.model_validate(out).model_dump(mode="json"),
+        status_code=code,
+        headers={"Location": f"/v1/sweeps/{sweep.id}"},
+    )
+
+
+def _detail(session: Session, sweep_id: uuid.UUID, settings: Settings) -> dict[str, Any]:
+    sweep = SweepRepository(session).get(sweep_id)
+    assert sweep is not None
+    return service.detail(session, sweep, settings)
 
 
 @router.post(
@@ -84,48 +101,77 @@ def submit(
     response_model=SweepOut,
     responses=CREATE_RESPONSES,
 )
-def create_sweep(
+async def create_sweep(
     body: SweepCreate,
-    session: SessionDep,
+    db: DbDep,
     celery: CeleryDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
-    response: Response,
     idempotency_key: IdempotencyKey = None,
     dry_run: DryRun = False,
-) -> Any:
+) -> Response:
     """Submit a sweep: every point is checked first (a bad path or value rejects it whole),
     then one run per point and seed is queued, or served from the result cache. 202 and
-    `Location`; 201 when the cache served every run."""
-    return submit(
-        session=session,
+    `Location`; 201 when the cache served every run. More runs queued or running than the
+    tenant may have (its own, with the sweep's) is a 429 with `Retry-After`."""
+    return await submit(
+        db=db,
         celery=celery,
         settings=settings,
         tenant_id=tenant_id,
         body=body,
-        response=response,
         idempotency_key=idempotency_key,
         dry_run=dry_run,
     )
 
 
-@router.get("", operation_id="list_sweeps", responses=problem_responses(422))
-def list_sweeps(
-    session: SessionDep, settings: SettingsDep, tenant_id: TenantDep, page: PageParamsDep
-) -> Page[SweepListItem]:
+@router.get("", operation_id="list_sweeps", response_model=Page[SweepListItem],
+            responses=problem_responses(422))
+async def list_sweeps(
+    db: DbDep, settings: SettingsDep, tenant_id: TenantDep, page: PageParamsDep
+) -> Response:
     """Sweeps, newest first."""
-    result = SweepRepository(session).list(
-        tenant_id=tenant_id, cursor=page.cursor, limit=page.limit
-    )
-    items = [SweepListItem.model_validate(service.item(session, s, settings)) for s in result.items]
-    return Page(items=items, next_cursor=result.next_cursor)
+
+    def query(session: Session) -> dict[str, Any]:
+        result = SweepRepository(session).list(
+            tenant_id=tenant_id, cursor=page.cursor, limit=page.limit
+        )
+        items = [service.item(session, s, settings) for s in result.items]
+        return {"items": items, "next_cursor": result.next_cursor}
+
+    page_ = await db(query)
+    return OrjsonResponse(Page[SweepListItem].model_validate(page_).model_dump(mode="json"))
 
 
-def _finished_etag(request: Request, response: Response, session: Any, sweep: Any) -> Any:
-    tag = service.finished_tag(session, sweep)
-    if tag is None:
-        return None
-    return cached_or_tag(request, response, *tag)
+async def _conditional(
+    db: Db,
+    cache: DocumentCache,
+    request: Request,
+    sweep_id: uuid.UUID,
+    tenant_id: uuid.UUID,
+    render: Callable[[Session, Sweep], dict[str, Any]],
+    model: type[BaseModel],
+) -> Response:
+    """A sweep document, with a 304 or an ETag once the sweep has finished (and then kept
+    in the document cache)."""
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
+
+    def query(session: Session) -> tuple[str | None, dict[str, Any] | None]:
+        sweep = service.get(session, sweep_id, tenant_id=tenant_id)
+        tag = service.finished_tag(session, sweep)
+        etag = etag_for(request, *tag) if tag is not None else None
+        if etag is not None and not_modified(request, etag) is not None:
+            return etag, None
+        return etag, render(session, sweep)
+
+    etag, doc = await db(query)
+    if doc is None:
+        assert etag is not None
+        return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
+    headers = {"ETag": etag, **CACHE_HEADERS} if etag is not None else None
+    response = OrjsonResponse(model.model_validate(doc).model_dump(mode="json"), headers=headers)
+    return cache.store(request, tenant_id, response)
 
 
 @router.get(
@@ -137,65 +183,72 @@ def _finished_etag(request: Request, response: Response, session: Any, sweep: An
         **problem_responses(404),
     },
 )
-def get_sweep(
+async def get_sweep(
     sweep_id: uuid.UUID,
-    session: SessionDep,
+    db: DbDep,
+    cache: CacheDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     request: Request,
-    response: Response,
-) -> Any:
+) -> Response:
     """A sweep: its points, status from its runs, counts by status and an estimate of time left."""
-    sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-    if (cached := _finished_etag(request, response, session, sweep)) is not None:
-        return cached
-    return service.detail(session, sweep, settings)
+    return await _conditional(
+        db, cache, request, sweep_id, tenant_id,
+        lambda session, sweep: service.detail(session, sweep, settings), SweepOut,
+    )
 
 
-def _run_item(run: Run) -> SweepRun:
+def _run_item(run: Run) -> dict[str, Any]:
     error = None
     if run.error:
         error = {
             "type": str(run.error.get("type", "Error")),
             "message": str(run.error.get("message", "")),
         }
-    return SweepRun(
-        id=run.id,
-        point_index=run.point_index or 0,
-        replication=run.replication or 0,
-        seed=run.seed,
-        status=run.status,
-        progress=run.progress,
-        cache_hit=run.cache_hit,
-        source_run_id=run.source_run_id,
-        scenario_hash=run.scenario_hash,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        error=error,
-        links={"self": f"/v1/runs/{run.id}"},
-    )
+    return {
+        "id": run.id,
+        "point_index": run.point_index or 0,
+        "replication": run.replication or 0,
+        "seed": run.seed,
+        "status": run.status,
+        "progress": run.progress,
+        "cache_hit": run.cache_hit,
+        "source_run_id": run.source_run_id,
+        "scenario_hash": run.scenario_hash,
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "error": error,
+        "links": {"self": f"/v1/runs/{run.id}"},
+    }
 
 
 @router.get(
-    "/{sweep_id}/runs", operation_id="list_sweep_runs", responses=problem_responses(404, 422)
+    "/{sweep_id}/runs",
+    operation_id="list_sweep_runs",
+    response_model=Page[SweepRun],
+    responses=problem_responses(404, 422),
 )
-def list_sweep_runs(
+async def list_sweep_runs(
     sweep_id: uuid.UUID,
-    session: SessionDep,
+    db: DbDep,
     tenant_id: TenantDep,
     page: PageParamsDep,
     status: Annotated[RunStatus | None, Query(description="Only runs in this state")] = None,
     point: Annotated[
         int | None, Query(ge=0, le=10**6, description="Only this point's runs")
     ] = None,
-) -> Page[SweepRun]:
+) -> Response:
     """The sweep's runs in point order, then replication; each says whether the cache
     served it and which run's result it shows."""
-    sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-    result = SweepRepository(session).run_page(
-        sweep.id, cursor=page.cursor, limit=page.limit, status=status, point_index=point
-    )
-    return Page(items=[_run_item(r) for r in result.items], next_cursor=result.next_cursor)
+
+    def query(session: Session) -> dict[str, Any]:
+        sweep = service.get(session, sweep_id, tenant_id=tenant_id)
+        result = SweepRepository(session).run_page(
+            sweep.id, cursor=page.cursor, limit=page.limit, status=status, point_index=point
+        )
+        return {"items": [_run_item(r) for r in result.items], "next_cursor": result.next_cursor}
+
+    return OrjsonResponse(await db(query))
 
 
 @router.post(
@@ -205,14 +258,21 @@ def list_sweep_runs(
     response_model=SweepOut,
     responses=problem_responses(404),
 )
-def cancel_sweep(
-    sweep_id: uuid.UUID, session: SessionDep, settings: SettingsDep, tenant_id: TenantDep
-) -> Any:
+async def cancel_sweep(
+    sweep_id: uuid.UUID, db: DbDep, settings: SettingsDep, tenant_id: TenantDep
+) -> Response:
     """Cancel the queued runs at once and ask the workers to stop the running ones.
     Idempotent; the runs that finished keep their results."""
-    sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-    service.cancel(session, sweep)
-    return service.detail(session, sweep, settings)
+
+    def cancel(session: Session) -> dict[str, Any]:
+        sweep = service.get(session, sweep_id, tenant_id=tenant_id)
+        service.cancel(session, sweep)
+        return service.detail(session, sweep, settings)
+
+    out = await db(cancel)
+    return OrjsonResponse(
+        SweepOut.model_validate(out).model_dump(mode="json"), status_code=status.HTTP_202_ACCEPTED
+    )
 
 
 @router.get(
@@ -224,17 +284,12 @@ def cancel_sweep(
         **problem_responses(404),
     },
 )
-def get_sweep_summary(
-    sweep_id: uuid.UUID,
-    session: SessionDep,
-    tenant_id: TenantDep,
-    request: Request,
-    response: Response,
-) -> Any:
+async def get_sweep_summary(
+    sweep_id: uuid.UUID, db: DbDep, cache: CacheDep, tenant_id: TenantDep, request: Request
+) -> Response:
     """Per point and metric: mean, sd and 95% interval over replications, the paired change
     against the baseline, the best point, each parameter's share of the variance, and
     conclusions in words. While runs are still going, a partial summary (`partial: true`)."""
-    sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-    if (cached := _finished_etag(request, response, session, sweep)) is not None:
-        return cached
-    return service.summary(session, sweep)
+    return await _conditional(
+        db, cache, request, sweep_id, tenant_id, service.summary, SweepSummary
+    )

@@ -8,19 +8,18 @@ import logging
 import uuid
 from typing import Any
 
-from celery import Celery
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 import engine
 from api.exceptions import NotFound
 from api.idempotency import replay
+from api.limits import reserve_runs
 from api.runs.service import scenario_document
 from api.sweeps import report
 from api.sweeps.plan import fingerprint, plan
 from api.sweeps.schemas import SweepCreate, SweepStatus
 from store.config import Settings
-from store.dispatch import send_run
 from store.models import Run, RunStatus, Sweep
 from store.sweeps import Progress, SweepRepository
 from store.types import utcnow
@@ -32,22 +31,63 @@ log = logging.getLogger(__name__)
 
 def create(
     session: Session,
-    celery: Celery,
     *,
     tenant_id: uuid.UUID,
     body: SweepCreate,
     settings: Settings,
     idempotency_key: str | None,
     study_preset: str | None = None,
-) -> tuple[Sweep, bool]:
-    """The sweep and whether this request created it (False: an idempotent replay)."""
+) -> tuple[Sweep, bool, list[uuid.UUID]]:
+    """The sweep, whether this request created it (False: an idempotent replay), and the
+    runs to send, committed and in the order to send them (``api.dispatch.enqueue``)."""
     repo = SweepRepository(session)
     print_ = fingerprint(body, study_preset)
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
         if existing is not None:
-            return replay(existing, print_), False
+            return replay(existing, print_), False, []
     p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
+    try:
+        sweep, runs = _insert(session, p, tenant_id=tenant_id, body=body, settings=settings,
+                              idempotency_key=idempotency_key, study_preset=study_preset,
+                              fingerprint=print_)
+        session.commit()
+    except IntegrityError:
+        # Concurrent retries of one request raced on the Idempotency-Key (the sweep's insert
+        # or the runs' may be where it shows): the first one won; this one replays it.
+        session.rollback()
+        existing = (
+            repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
+            if idempotency_key
+            else None
+        )
+        if existing is None:
+            raise
+        return replay(existing, print_), False, []
+    # Replication-major order: every point gets its first result early, so a partial
+    # summary covers the whole design before it gets precise.
+    queued = sorted(
+        (r for r in runs if r.status is RunStatus.queued),
+        key=lambda r: (r.replication or 0, r.point_index or 0),
+    )
+    return sweep, True, [r.id for r in queued]
+
+
+def _insert(
+    session: Session,
+    p: Any,
+    *,
+    tenant_id: uuid.UUID,
+    body: SweepCreate,
+    settings: Settings,
+    idempotency_key: str | None,
+    study_preset: str | None,
+    fingerprint: str,
+) -> tuple[Sweep, list[Run]]:
+    repo = SweepRepository(session)
+    queued = sum(1 for pt in p.points for seed in p.seeds
+                 if p.cached.get((pt.scenario.scenario_hash(), seed)) is None)
+    reserve_runs(session, tenant_id=tenant_id, count=queued, settings=settings)
     sweep = repo.create(
         tenant_id=tenant_id,
         name=p.name[:200],
@@ -71,7 +111,7 @@ def create(
         run_count=p.run_count,
         cache=body.cache,
         idempotency_key=idempotency_key,
-        request_fingerprint=print_,
+        request_fingerprint=fingerprint,
     )
     now = utcnow()
     runs = []
@@ -107,42 +147,8 @@ def create(
                     **hit,
                 )
             )
-    try:
-        repo.add_runs(runs)
-        session.commit()
-    except IntegrityError:
-        session.rollback()  # two retries raced on the Idempotency-Key: the first one won
-        existing = (
-            repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
-            if idempotency_key
-            else None
-        )
-        if existing is None:
-            raise
-        return replay(existing, print_), False
-    # Replication-major order: every point gets its first result early, so a partial
-    # summary covers the whole design before it gets precise.
-    queued = sorted(
-        (r for r in runs if r.status is RunStatus.queued),
-        key=lambda r: (r.replication, r.point_index),
-    )
-    enqueue(session, celery, [r.id for r in queued])
-    return sweep, True
-
-
-def enqueue(session: Session, celery: Celery, run_ids: list[uuid.UUID]) -> None:
-    """Send committed runs to the workers; any the broker refuses stay queued for the
-    reconciler, which sends runs that were never sent."""
-    sent = []
-    for run_id in run_ids:
-        try:
-            send_run(celery, run_id)
-        except Exception:
-            log.warning("could not send run %s; the reconciler will", run_id, exc_info=True)
-            break
-        sent.append(run_id)
-    SweepRepository(session).mark_enqueued(sent)
-    session.commit()
+    repo.add_runs(runs)
+    return sweep, runs
 
 
 # --- reading ----------------------------------------------------------------------------

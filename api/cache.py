@@ -1,0 +1,77 @@
+"""What never changes, rendered once: the documents of finished runs (a run, its series,
+comparisons of finished runs, a finished sweep's summary) kept in memory, least recently
+used first out, bounded in bytes, and served again without the database.
+
+An entry is the exact response a request got: its key is what the response depends on
+(tenant, path, query, Accept), as its ETag is, so a 304 needs no database either. Only
+responses whose ETag says "finished" are stored; a tenant never reads another's entry.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass
+
+from cachetools import LRUCache
+from fastapi import Request, Response
+
+from api.conditional import CACHE_HEADERS, not_modified
+
+#: Bytes an entry costs beyond its body (key, headers, bookkeeping), roughly.
+ENTRY_OVERHEAD = 400
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    etag: str
+    body: bytes
+    media_type: str
+    status: int
+
+
+class DocumentCache:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lru: LRUCache[tuple[object, ...], Entry] = LRUCache(
+            maxsize=max(max_bytes, 1), getsizeof=lambda e: len(e.body) + ENTRY_OVERHEAD
+        )
+        self._lock = threading.Lock()  # cachetools is not thread-safe; one loop, cheap
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def _key(request: Request, tenant_id: uuid.UUID) -> tuple[object, ...]:
+        query = tuple(sorted(request.query_params.multi_items()))
+        return (tenant_id, request.url.path, query, request.headers.get("accept", ""))
+
+    def lookup(self, request: Request, tenant_id: uuid.UUID) -> Response | None:
+        """The stored response (or a 304 when the client's copy is current), else None."""
+        if self.max_bytes <= 0:
+            return None
+        with self._lock:
+            entry = self._lru.get(self._key(request, tenant_id))
+        if entry is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        if (cached := not_modified(request, entry.etag)) is not None:
+            return cached
+        headers = {"ETag": entry.etag, **CACHE_HEADERS}
+        if entry.media_type.startswith("text/csv"):
+            headers["Vary"] = "Accept"
+        return Response(
+            entry.body, status_code=entry.status, media_type=entry.media_type, headers=headers
+        )
+
+    def store(self, request: Request, tenant_id: uuid.UUID, response: Response) -> Response:
+        """Keep a finished document's response (one with an ETag); returns it unchanged."""
+        etag = response.headers.get("etag")
+        if self.max_bytes <= 0 or etag is None or response.status_code != 200:
+            return response
+        body = bytes(response.body)
+        if len(body) + ENTRY_OVERHEAD > self.max_bytes // 4:
+            return response  # one huge frame must not flush everything else
+        entry = Entry(etag, body, response.media_type or "application/json", 200)
+        with self._lock:
+            self._lru[self._key(request, tenant_id)] = entry
+        return response

@@ -1,0 +1,52 @@
+"""Sending committed runs to the workers from the event loop.
+
+kombu's publish blocks (and retries for seconds when the broker is away), so sends run in
+threads of their own, under a small limiter of their own that nothing on the read path
+shares. A broker that refuses leaves the rest queued and unsent: the reconciler sends runs
+that were never sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+
+import anyio
+from celery import Celery
+from sqlalchemy.orm import Session
+
+from api.deps import Db
+from store.dispatch import send_run
+from store.runs import RunRepository
+
+log = logging.getLogger(__name__)
+
+#: Threads that may be publishing at once (each holds a broker connection from kombu's pool).
+SENDERS = anyio.CapacityLimiter(4)
+
+
+def _send_all(celery: Celery, run_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    sent = []
+    for run_id in run_ids:
+        try:
+            send_run(celery, run_id)
+        except Exception:
+            log.warning("could not send run %s; the reconciler will", run_id, exc_info=True)
+            break
+        sent.append(run_id)
+    return sent
+
+
+def _mark(session: Session, run_ids: list[uuid.UUID]) -> None:
+    RunRepository(session).mark_enqueued_many(run_ids)
+    session.commit()
+
+
+async def enqueue(db: Db, celery: Celery, run_ids: Sequence[uuid.UUID]) -> None:
+    """Send runs whose rows are committed, in this order; record which the broker took."""
+    if not run_ids:
+        return
+    sent = await anyio.to_thread.run_sync(_send_all, celery, list(run_ids), limiter=SENDERS)
+    if sent:
+        await db(_mark, sent)
