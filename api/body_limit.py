@@ -1,4 +1,5 @@
-"""A pure ASGI middleware that refuses request bodies over ``max_body_bytes`` with a 413.
+"""A pure ASGI middleware that refuses request bodies over ``max_body_bytes`` with a 413,
+and bodies that are not JSON (by their ``Content-Type``) with a 415.
 
 A declared ``Content-Length`` over the limit is refused before a byte is read. A body sent
 without one (chunked) or with a false one is counted as it streams in, and refused as soon
@@ -14,7 +15,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.exception_handlers import PROBLEM_BASE
-from api.exceptions import PayloadTooLarge
+from api.exceptions import PayloadTooLarge, UnsupportedMediaType
 from api.responses import ProblemResponse
 
 
@@ -29,7 +30,7 @@ class BodyLimit:
             return
         declared = _content_length(scope)
         if declared is not None and declared > self.max_bytes:
-            await self._refuse(scope, receive, send, f"declares {declared:,} bytes")
+            await self._refuse(scope, receive, send, f"declares {declared:,}")
             return
         messages: list[Message] = []
         size = 0
@@ -44,18 +45,33 @@ class BodyLimit:
                 return
             if not message.get("more_body", False):
                 break
+        if size and not _is_json(scope):
+            await self._unsupported(scope, receive, send)
+            return
 
         async def replay() -> Message:
             return messages.pop(0) if messages else await receive()
 
         await self.app(scope, replay, send)
 
+    async def _unsupported(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body: dict[str, Any] = {
+            "type": PROBLEM_BASE + UnsupportedMediaType.slug,
+            "title": UnsupportedMediaType.title,
+            "status": UnsupportedMediaType.status,
+            "detail": f"the request body is {_content_type(scope) or 'of no declared type'}; "
+            "send JSON with `Content-Type: application/json`",
+            "instance": scope.get("path", ""),
+        }
+        headers = {"Accept-Post": "application/json"}
+        await ProblemResponse(body, status_code=415, headers=headers)(scope, receive, send)
+
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
         body: dict[str, Any] = {
             "type": PROBLEM_BASE + PayloadTooLarge.slug,
             "title": PayloadTooLarge.title,
             "status": PayloadTooLarge.status,
-            "detail": f"the request body {what} bytes; the limit is {self.max_bytes:,}",
+            "detail": f"the request body {what} bytes; the limit is {self.max_bytes:,} bytes",
             "instance": scope.get("path", ""),
             "max_body_bytes": self.max_bytes,
         }
@@ -72,3 +88,20 @@ def _content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None  # the server rejects a malformed one before we see it
     return None
+
+
+def _content_type(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-type":
+            return str(value.decode("latin-1"))
+    return None
+
+
+def _is_json(scope: Scope) -> bool:
+    """`application/json`, or any `+json` type (RFC 6839); none declared is read as JSON,
+    as FastAPI reads it."""
+    declared = _content_type(scope)
+    if declared is None:
+        return True
+    media = declared.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))

@@ -6,11 +6,12 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import compile_path
 
 from api.exceptions import TcpfrError, json_pointer
 from api.responses import ProblemResponse
@@ -106,8 +107,36 @@ async def _pydantic_validation(request: Request, exc: Exception) -> ProblemRespo
     )
 
 
-async def _http_exception(request: Request, exc: Exception) -> ProblemResponse:
+def allowed_methods(app: Any, path: str) -> list[str]:
+    """Every method some route of this path answers (Starlette's own 405 names only the
+    first route that matched the path), HEAD with GET, and OPTIONS, which we answer."""
+    table = getattr(app.state, "allow_table", None)
+    if table is None:
+        table = [
+            (compile_path(template)[0], {m.upper() for m in ops})
+            for template, ops in app.openapi().get("paths", {}).items()
+        ]
+        app.state.allow_table = table
+    methods: set[str] = set()
+    for regex, ops in table:
+        if regex.match(path):
+            methods |= ops
+    if "GET" in methods:
+        methods.add("HEAD")
+    if methods:
+        methods.add("OPTIONS")
+    return sorted(methods)
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
+    headers = dict(getattr(exc, "headers", None) or {})
+    if exc.status_code == 405:
+        allow = allowed_methods(request.app, request.url.path)
+        headers["Allow"] = ", ".join(allow)
+        if request.method == "OPTIONS" and allow:
+            # RFC 9110 9.3.7: what the target resource supports, and nothing else.
+            return Response(status_code=204, headers=headers)
     titles = {404: "Not found", 405: "Method not allowed", 400: "Bad request"}
     return problem(
         request,
@@ -115,7 +144,7 @@ async def _http_exception(request: Request, exc: Exception) -> ProblemResponse:
         title=titles.get(exc.status_code, "HTTP error"),
         slug=None,
         detail=str(exc.detail) if exc.detail else None,
-        headers=getattr(exc, "headers", None),
+        headers=headers or None,
     )
 
 

@@ -80,6 +80,24 @@ class NotAcceptable(TcpfrError):
     slug = "not-acceptable"
 
 
+class UnsupportedMediaType(TcpfrError):
+    status = 415
+    title = "Unsupported media type"
+    slug = "unsupported-media-type"
+
+
+class TooManyRequests(TcpfrError):
+    """A per-tenant limit (request rate, runs queued or running at once) is reached."""
+
+    status = 429
+    title = "Too many requests"
+    slug = "too-many-requests"
+
+    def __init__(self, detail: str, *, retry_after: int, **extra: Any) -> None:
+        super().__init__(detail, retry_after=retry_after, **extra)
+        self.headers = {"Retry-After": str(retry_after)}  # type: ignore[misc]
+
+
 class ServiceUnavailable(TcpfrError):
     status = 503
     title = "Service unavailable"

@@ -11,14 +11,17 @@ estimate missed.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
-from api.exceptions import InvalidScenario, OverBudget, field_error
+from api.exceptions import InvalidScenario, OverBudget, TooManyRequests, field_error
 from engine import Scenario
 from engine.analysis import estimate
 from store.config import Settings
+from store.runs import RunRepository
 
 Loc = Sequence[str | int]
 
@@ -86,3 +89,28 @@ def enforce_budget(
         "`bytes` or `stop`, lower CBR rates, or raise `sample_interval`"
     )
     raise OverBudget(msg, errors=[field_error(loc, msg, "over_budget")], estimate=est.model_dump(), budget=budget.model_dump())
+
+
+#: Seconds a client is asked to wait when its tenant has too many runs queued or running.
+ACTIVE_RUNS_RETRY_AFTER = 30
+
+
+def reserve_runs(session: Session, *, tenant_id: uuid.UUID, count: int, settings: Settings) -> None:
+    """Room for `count` more queued runs under the tenant's limit of runs queued or running
+    at once, or a 429. Holds the tenant's lock until the caller's transaction ends, so
+    concurrent submissions are counted one after the other."""
+    limit = settings.max_active_runs
+    if limit == 0 or count == 0:
+        return
+    runs = RunRepository(session)
+    runs.lock_tenant(tenant_id)
+    active = runs.active_count(tenant_id=tenant_id)
+    if active + count > limit:
+        raise TooManyRequests(
+            f"this would make {active + count} runs queued or running for this tenant, over "
+            f"its limit of {limit} (it has {active}); wait for some to finish, or cancel some",
+            retry_after=ACTIVE_RUNS_RETRY_AFTER,
+            limit=limit,
+            active=active,
+            requested=count,
+        )
