@@ -12,11 +12,14 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from cachetools import LRUCache
 from fastapi import Request, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.conditional import CACHE_HEADERS, not_modified
+from store.models import DEFAULT_TENANT_ID
 
 #: Bytes an entry costs beyond its body (key, headers, bookkeeping), roughly.
 ENTRY_OVERHEAD = 400
@@ -75,3 +78,28 @@ class DocumentCache:
         with self._lock:
             self._lru[self._key(request, tenant_id)] = entry
         return response
+
+
+class ServeCached:
+    """A pure ASGI middleware that answers a GET from the document cache before routing,
+    when that needs no decision of the app's: authentication off (every request is the
+    default tenant's) and no request-rate limit to count. The entries are the ones the
+    endpoints stored, under the same key, so the answer is byte for byte theirs; anything
+    else goes on to the app. (Routing and dependency resolution cost a cached request most
+    of its time: measured ~230 us of ~300 us in process.)"""
+
+    def __init__(self, app: ASGIApp, *, owner: Any) -> None:
+        self.app = app
+        self.owner = owner  # the FastAPI app, whose state holds the cache once started
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            state = self.owner.state
+            cache: DocumentCache | None = getattr(state, "cache", None)
+            settings = state.settings
+            if cache is not None and not settings.auth and settings.rate_limit is None:
+                hit = cache.lookup(Request(scope), DEFAULT_TENANT_ID)
+                if hit is not None:
+                    await hit(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)

@@ -13,9 +13,9 @@ from fastapi.routing import APIRoute
 
 from api import exception_handlers
 from api.body_limit import BodyLimit
-from api.cache import DocumentCache
+from api.cache import DocumentCache, ServeCached
 from api.compare.endpoints import router as compare_router
-from api.deps import Db, get_tenant_id
+from api.deps import Db, ThreadDb, get_tenant_id
 from api.health.endpoints import router as health_router
 from api.presets.endpoints import router as presets_router
 from api.ratelimit import RateLimiter
@@ -109,9 +109,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.info("authentication is on: every /v1 route but /v1/presets needs an API key")
         else:
             log.warning(AUTH_OFF_WARNING)
-        db_engine = make_async_engine(settings)
-        app.state.db_engine = db_engine
-        app.state.db = Db(make_async_sessionmaker(db_engine))
+        db_engine = thread_engine = None
+        if settings.is_sqlite:
+            thread_engine = make_engine(
+                settings,
+                pool_size=settings.db_pool_size,
+                max_overflow=0,
+                pool_timeout=settings.db_pool_timeout,
+            )
+            app.state.db = ThreadDb(
+                make_sessionmaker(thread_engine),
+                connections=settings.db_pool_size,
+                timeout=settings.db_pool_timeout,
+            )
+        else:
+            db_engine = make_async_engine(settings)
+            app.state.db = Db(make_async_sessionmaker(db_engine))
         app.state.celery = make_celery(settings, name="tcpfr-api")
         app.state.rate_limiter = RateLimiter(settings)
         app.state.cache = DocumentCache(settings.response_cache_bytes)
@@ -132,7 +145,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     await reconciler
             if sync_engine is not None:
                 sync_engine.dispose()
-            await db_engine.dispose()
+            if thread_engine is not None:
+                thread_engine.dispose()
+            if db_engine is not None:
+                await db_engine.dispose()
 
     app = FastAPI(
         title="tcpfr",
@@ -148,6 +164,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.openapi = _openapi(app)  # type: ignore[method-assign]
     exception_handlers.install(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ServeCached, owner=app)  # outermost: a hit skips everything else
     # Every route needs a key (when auth is on) but these: liveness and readiness, and the
     # presets, a public catalogue shipped with the engine that holds no tenant's data.
     for router in (presets_router, health_router):

@@ -132,17 +132,6 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.data_dir / 'tcpfr.sqlite3').resolve()}"
 
     @property
-    def async_sqlalchemy_url(self) -> str:
-        """The same database through an asyncio driver: aiosqlite, or psycopg's own async
-        mode (SQLAlchemy picks it for ``postgresql+psycopg`` in an async engine)."""
-        url = self.sqlalchemy_url
-        if url.startswith("sqlite:"):
-            return "sqlite+aiosqlite:" + url[len("sqlite:") :]
-        if url.startswith("sqlite+pysqlite:"):
-            return "sqlite+aiosqlite:" + url[len("sqlite+pysqlite:") :]
-        return url
-
-    @property
     def is_sqlite(self) -> bool:
         return self.sqlalchemy_url.startswith("sqlite")
 

@@ -67,19 +67,16 @@ def make_engine(settings: Settings, **kwargs: Any) -> Engine:
 
 
 def make_async_engine(settings: Settings, **kwargs: Any) -> AsyncEngine:
-    """The API's engine: an asyncio driver, so no request holds a thread while it waits for
-    the database, and a bounded pool whose wait ends in a TimeoutError (a 503), never in a
-    thread pool deadlocked against the connection pool."""
+    """The API's engine on PostgreSQL: psycopg's asyncio mode (SQLAlchemy picks it for
+    ``postgresql+psycopg`` in an async engine), so no request holds a thread while it waits
+    for the database, and a bounded pool whose wait ends in a TimeoutError (a 503), never
+    in a thread pool deadlocked against the connection pool. (SQLite: ``api.deps.ThreadDb``.)"""
     options = _engine_options(settings, kwargs)
     options["pool_size"] = settings.db_pool_size
     options["max_overflow"] = 0
     options["pool_timeout"] = settings.db_pool_timeout
-    if not settings.is_sqlite:
-        options["connect_args"] = {"connect_timeout": 5}
-    else:
-        options["connect_args"] = {"timeout": 30}
     options.update(kwargs)
-    engine = create_async_engine(settings.async_sqlalchemy_url, **options)
+    engine = create_async_engine(settings.sqlalchemy_url, **options)
     _instrument(engine.sync_engine)
     return engine
 

@@ -32,8 +32,7 @@ async def readyz(request: Request) -> Any:
     checks: dict[str, str] = {}
     state = request.app.state
     try:
-        async with state.db_engine.connect() as conn:
-            await conn.execute(text("SELECT 1 FROM runs LIMIT 1"))
+        await state.db(lambda session: session.execute(text("SELECT 1 FROM runs LIMIT 1")))
         checks["database"] = "ok"
     except Exception as exc:  # readiness reports, it does not raise
         checks["database"] = f"error: {type(exc).__name__}"
