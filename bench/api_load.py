@@ -8,7 +8,8 @@ fills the runs list, and drives with wrk (Debian's ``wrk``):
 - ``summary``: ``GET /v1/runs/{id}`` of the finished run (status, summary, diagnosis);
 - ``series``: ``GET /v1/runs/{id}/series/{key}``, 1,000 points cut from the 100k samples;
 - ``list``: ``GET /v1/runs?limit=50``;
-- ``uncached``: ``GET /v1/runs/{id}`` of 50 different finished runs in turn (wrk's Lua);
+- ``uncached``: ``GET /v1/runs/{id}`` of 50 different finished runs in turn, each request
+  with a new query string, so the document cache never serves it (wrk's Lua);
 
 and, started in the same run on the same machine, a bare FastAPI app (``bench/bare_app.py``)
 that answers constants of the same shape rendered by orjson (``bare-summary``,
@@ -210,12 +211,16 @@ def bare_app(base: str, target: dict[str, str], tmp: Path) -> Iterator[str]:
         stop(proc)
 
 
+# Each request a new query string: a key the document cache has never seen, so every one
+# reads the database (what a first look at each of many runs costs).
 ROUND_ROBIN = """
 local paths = {%s}
 local i = 0
+local n = 0
 request = function()
   i = i %% #paths + 1
-  return wrk.format("GET", paths[i])
+  n = n + 1
+  return wrk.format("GET", paths[i] .. "?n=" .. n)
 end
 """
 
