@@ -50,10 +50,16 @@ class Repository(Generic[M]):
     def get(self, id: uuid.UUID) -> M | None:
         return self.session.get(self.model, id)
 
-    def page(self, statement: Select[tuple[M]], *, cursor: str | None, limit: int) -> Page[M]:
+    def page(self, statement: Select[Any], *, cursor: str | None, limit: int) -> Page[Any]:
+        """A page of `statement`'s results newest first: entities when it selects the model,
+        rows (attribute access by column name) when it selects columns."""
         if cursor is not None:
             statement = statement.where(self.model.id < decode_cursor(cursor))
-        rows = self.session.scalars(statement.order_by(self.model.id.desc()).limit(limit + 1)).all()
+        ordered = statement.order_by(self.model.id.desc()).limit(limit + 1)
+        if len(statement.selected_columns) == 1:
+            rows: Sequence[Any] = self.session.scalars(ordered).all()
+        else:
+            rows = self.session.execute(ordered).all()
         more = len(rows) > limit
         items = rows[:limit]
         return Page(items=items, next_cursor=encode_cursor(items[-1].id) if more else None)
