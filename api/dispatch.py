@@ -43,10 +43,21 @@ def _mark(session: Session, run_ids: list[uuid.UUID]) -> None:
     session.commit()
 
 
+def _unmark(session: Session, run_ids: list[uuid.UUID]) -> None:
+    RunRepository(session).mark_unsent(run_ids)
+    session.commit()
+
+
 async def enqueue(db: Db, celery: Celery, run_ids: Sequence[uuid.UUID]) -> None:
-    """Send runs whose rows are committed, in this order; record which the broker took."""
+    """Send runs whose rows are committed, in this order. Each is recorded as enqueued just
+    before it is handed over (a worker may claim it the moment the broker has it, and its
+    history must read queued, enqueued, started); those the broker refuses are recorded
+    `unsent` and left to the reconciler. Should that record fail too, the reconciler still
+    sends them once their lease shows no worker took them."""
     if not run_ids:
         return
-    sent = await anyio.to_thread.run_sync(_send_all, celery, list(run_ids), limiter=SENDERS)
-    if sent:
-        await db(_mark, sent)
+    ids = list(run_ids)
+    await db(_mark, ids)
+    sent = await anyio.to_thread.run_sync(_send_all, celery, ids, limiter=SENDERS)
+    if len(sent) < len(ids):
+        await db(_unmark, ids[len(sent) :])

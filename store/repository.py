@@ -50,18 +50,19 @@ class Repository(Generic[M]):
     def get(self, id: uuid.UUID) -> M | None:
         return self.session.get(self.model, id)
 
-    def page(self, statement: Select[Any], *, cursor: str | None, limit: int) -> Page[Any]:
-        """A page of `statement`'s results newest first: entities when it selects the model,
-        rows (attribute access by column name) when it selects columns."""
+    def page(
+        self, statement: Select[Any], *, cursor: str | None, limit: int, rows: bool = False
+    ) -> Page[Any]:
+        """A page of `statement`'s results newest first: entities, or with `rows` the rows
+        of a select of columns (attribute access by column name)."""
         if cursor is not None:
             statement = statement.where(self.model.id < decode_cursor(cursor))
         ordered = statement.order_by(self.model.id.desc()).limit(limit + 1)
-        if len(statement.selected_columns) == 1:
-            rows: Sequence[Any] = self.session.scalars(ordered).all()
-        else:
-            rows = self.session.execute(ordered).all()
-        more = len(rows) > limit
-        items = rows[:limit]
+        found: Sequence[Any] = (
+            self.session.execute(ordered).all() if rows else self.session.scalars(ordered).all()
+        )
+        more = len(found) > limit
+        items = found[:limit]
         return Page(items=items, next_cursor=encode_cursor(items[-1].id) if more else None)
 
     def select(self) -> Select[tuple[M]]:

@@ -20,7 +20,9 @@ from store.models import RunEvent
 class EventKind(enum.StrEnum):
     queued = "queued"  # created, waiting for a worker
     cache_hit = "cache_hit"  # created finished, serving another run's result
-    enqueued = "enqueued"  # its message reached the broker
+    enqueued = "enqueued"  # handed to the broker (recorded just before, so it precedes
+    # `started`; when the broker refuses, `unsent` follows and the reconciler sends it)
+    unsent = "unsent"  # the broker refused its message; the reconciler will send it
     requeued = "requeued"  # the reconciler sent it again (detail.reason says why)
     retried = "retried"  # a worker took it from one that was lost (detail.previous_worker)
     started = "started"  # a worker claimed it (attempt, worker)

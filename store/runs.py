@@ -112,7 +112,7 @@ class RunRepository(Repository[Run]):
             stmt = stmt.where(Run.scenario_id == scenario_id)
         if preset is not None:
             stmt = stmt.where(Run.preset == preset)
-        return self.page(stmt, cursor=cursor, limit=limit)
+        return self.page(stmt, cursor=cursor, limit=limit, rows=True)
 
     # -- transitions -------------------------------------------------------------------
 
@@ -127,8 +127,22 @@ class RunRepository(Repository[Run]):
             self.events.add(run_id, EventKind.enqueued, **detail)
         return sent
 
+    def mark_unsent(self, run_ids: Sequence[uuid.UUID]) -> None:
+        """The broker refused these after `mark_enqueued_many`: queued and never sent again,
+        so the reconciler's `never_sent` picks them up."""
+        chunk = 500
+        for i in range(0, len(run_ids), chunk):
+            marked = self.session.scalars(
+                update(Run)
+                .where(Run.id.in_(run_ids[i : i + chunk]), Run.status == RunStatus.queued)
+                .values(enqueued_at=None)
+                .returning(Run.id)
+                .execution_options(synchronize_session=False)
+            ).all()
+            self.events.add_many(marked, EventKind.unsent)
+
     def mark_enqueued_many(self, run_ids: Sequence[uuid.UUID]) -> None:
-        """`mark_enqueued` for many runs the API just sent, in a few statements."""
+        """`mark_enqueued` for many runs the API is about to send, in a few statements."""
         chunk = 500
         for i in range(0, len(run_ids), chunk):
             marked = self.session.scalars(
