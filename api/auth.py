@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
@@ -76,13 +76,22 @@ def prefix_of(key: str) -> str | None:
 
 
 async def presented_key(
+    request: Request,
     bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
     header: Annotated[str | None, Depends(header_scheme)],
 ) -> str | None:
-    """The key from `Authorization: Bearer`, else from `X-API-Key`."""
+    """The key from `Authorization: Bearer`, else from `X-API-Key`. An `Authorization`
+    header that is not a Bearer key presents an invalid key (a 401), whatever `X-API-Key`
+    says: a client that sends credentials gets them judged, not silently passed over."""
     if bearer is not None and bearer.credentials:
         return bearer.credentials.strip()
+    if "authorization" in request.headers:
+        return INVALID_KEY
     return header.strip() if header else None
+
+
+#: What an unusable `Authorization` header presents: no key can equal it.
+INVALID_KEY = "invalid"
 
 
 PresentedKey = Annotated[str | None, Depends(presented_key)]

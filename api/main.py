@@ -81,6 +81,9 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
         for ops in schema.get("paths", {}).values():
             for op in ops.values():
                 responses = op.setdefault("responses", {})
+                # The server refuses a request it cannot read (a query too long or not
+                # well-formed, headers it cannot parse) before any route sees it.
+                responses.setdefault("400", {"description": "The request cannot be read"})
                 if "requestBody" in op:
                     for code, text in BODY_STATUSES.items():
                         responses.setdefault(code, {"description": text})
@@ -89,6 +92,8 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
                 for code, response in responses.items():
                     if code[0] in "45":
                         response["content"] = dict(PROBLEM_CONTENT)
+                # What the server itself refuses (uvicorn, before the app) is plain text.
+                responses["400"]["content"]["text/plain"] = {"schema": {"type": "string"}}
         for name in ("HTTPValidationError", "ValidationError"):
             schema.get("components", {}).get("schemas", {}).pop(name, None)
         app.openapi_schema = schema
