@@ -97,3 +97,56 @@ def test_serve_does_not_outlive_its_parent(tmp_path: Path) -> None:
     shell.kill()  # SIGKILL: the shell cannot pass anything on
     shell.wait()
     assert _wait_gone(marker, 40) == []
+
+
+def test_stalled_connections_do_not_hold_the_api_up(tmp_path: Path) -> None:
+    """Clients that open a connection and stop mid-request (or keep one idle) cannot keep
+    the API from stopping: uvicorn waits --timeout-graceful-shutdown for them, then exits."""
+    import socket
+
+    from api.serve import GRACEFUL_SHUTDOWN_SECONDS, api_command
+    from store.config import Settings
+
+    port = free_port()
+    env = {**os.environ, "TCPFR_DATA_DIR": str(tmp_path / "data"), "TCPFR_RECONCILE_INTERVAL": "0"}
+    env.pop("DATABASE_URL", None)
+    env.pop("BROKER_URL", None)
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", port=port)
+    subprocess.run(
+        [sys.executable, "-m", "alembic", "upgrade", "head"], cwd=ROOT, env=env, check=True,
+        capture_output=True,
+    )
+    proc = subprocess.Popen(
+        api_command(settings), cwd=ROOT, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    sockets: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.2)
+        for i in range(50):
+            s = socket.create_connection(("127.0.0.1", port))
+            # Half a request: a request line and no end of headers, or a body promised.
+            s.sendall(
+                b"GET /v1/runs HTTP/1.1\r\nHost: x\r\n" if i % 2 else
+                b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"
+            )
+            sockets.append(s)
+        time.sleep(1)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=GRACEFUL_SHUTDOWN_SECONDS + 20)
+        assert time.monotonic() - t0 <= GRACEFUL_SHUTDOWN_SECONDS + 15
+    finally:
+        for s in sockets:
+            s.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
