@@ -141,7 +141,7 @@ class Settings(BaseSettings):
 
     @property
     def celery_broker_url(self) -> str:
-        return self.broker_url or "filesystem://"
+        return self.broker_url or "tcpfr-filesystem://"  # store.broker
 
     @property
     def celery_transport_options(self) -> dict[str, Any]:

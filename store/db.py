@@ -75,6 +75,10 @@ def make_async_engine(settings: Settings, **kwargs: Any) -> AsyncEngine:
     options["pool_size"] = settings.db_pool_size
     options["max_overflow"] = 0
     options["pool_timeout"] = settings.db_pool_timeout
+    # No ping before each use: it is a round trip on every request, to spare the first
+    # request after a database restart its 503. That request's error invalidates the whole
+    # pool (SQLAlchemy does so on a disconnect), so the next one reconnects.
+    options["pool_pre_ping"] = False
     options.update(kwargs)
     engine = create_async_engine(settings.sqlalchemy_url, **options)
     _instrument(engine.sync_engine)

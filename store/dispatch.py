@@ -11,6 +11,7 @@ import uuid
 
 from celery import Celery
 
+from store import broker  # noqa: F401  (registers the embedded broker's transport)
 from store.config import Settings
 
 
