@@ -47,6 +47,19 @@ class RunRepository(Repository[Run]):
         run = self.session.get(Run, run_id)
         return run if run is not None and run.tenant_id == tenant_id else None
 
+    def owned_with_result(
+        self, run_id: uuid.UUID, *, tenant_id: uuid.UUID
+    ) -> tuple[Run, RunResult | None] | None:
+        """The tenant's run and the result it shows (its own, or its cache source's), in
+        one statement: a read of a run is one round trip to the database, not two."""
+        stmt = (
+            select(Run, RunResult)
+            .outerjoin(RunResult, RunResult.run_id == func.coalesce(Run.source_run_id, Run.id))
+            .where(Run.id == run_id, Run.tenant_id == tenant_id)
+        )
+        row = self.session.execute(stmt).first()
+        return None if row is None else (row[0], row[1])
+
     def lock_tenant(self, tenant_id: uuid.UUID) -> None:
         """Serialise this tenant's submissions until the transaction ends: a no-op write to
         its row takes a row lock in PostgreSQL and the write lock in SQLite, so two

@@ -172,8 +172,11 @@ def get_with_result(
     session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID
 ) -> tuple[Run, RunResult | None]:
     """The tenant's run and, once it succeeded, its result (its cache source's for a hit)."""
-    run = get(session, run_id, tenant_id=tenant_id)
-    return run, result_of(session, run)
+    found = RunRepository(session).owned_with_result(run_id, tenant_id=tenant_id)
+    if found is None:
+        raise NotFound(f"no run with id {run_id}")
+    run, result = found
+    return run, result if run.status is RunStatus.succeeded else None
 
 
 def result_of(session: Session, run: Run) -> RunResult | None:
