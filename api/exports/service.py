@@ -168,19 +168,30 @@ def gather_sweep(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
             "baseline_index": sweep.baseline_index,
             "created_at": sweep.created_at,
         },
-        # The sweep as submitted (a study preset's already expanded): POST /v1/sweeps takes it.
-        request=sweep.spec,
+        request=_sweep_request(sweep.spec, sweeps.paths_of(sweep)),
         parameters=sweeps.paths_of(sweep),
         runs=out,
         summary=sweeps.summary(session, sweep),
     )
 
 
+def _sweep_request(spec: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    """The sweep as submitted (a study preset's already expanded): POST /v1/sweeps takes
+    it. Its parameters in the client's order, which sets the points' order (PostgreSQL's
+    JSONB does not keep it; the sweep's points do)."""
+    request = {k: spec[k] for k in sorted(spec)}
+    params = spec.get("parameters")
+    if isinstance(params, dict):
+        request["parameters"] = {p: params[p] for p in [*paths, *params] if p in params}
+    return request
+
+
 # --- building (in a worker thread) ------------------------------------------------------
 
 
-def _json(doc: Any) -> bytes:
-    return orjson.dumps(doc, option=_JSON) + b"\n"
+def _json(doc: Any, *, sort_keys: bool = True) -> bytes:
+    option = _JSON if sort_keys else _JSON & ~orjson.OPT_SORT_KEYS
+    return orjson.dumps(doc, option=option) + b"\n"
 
 
 def _csv_cell(x: Any) -> str:
@@ -190,7 +201,7 @@ def _csv_cell(x: Any) -> str:
         return "true" if x else "false"
     if isinstance(x, float):
         return "" if np.isnan(x) else repr(x)
-    s = x if isinstance(x, str) else orjson.dumps(x).decode() if isinstance(x, dict | list) else str(x)
+    s = orjson.dumps(x).decode() if isinstance(x, dict | list) else str(x)
     return '"' + s.replace('"', '""') + '"' if any(c in s for c in ',"\n\r') else s
 
 
@@ -286,22 +297,14 @@ def sweep_table(bundle: SweepBundle) -> tuple[dict[str, list[Any]], dict[str, pa
     }
     for path in bundle.parameters:
         values = [r["parameters"].get(path) for r in bundle.runs]
-        # A parameter's values may mix numbers and strings ("T1", 1544000): text unless
-        # they are all numbers.
-        if all(isinstance(x, int | float) and not isinstance(x, bool) for x in values):
-            types[path] = pa.float64()
-            cols[path] = [float(x) for x in values]
-        else:
-            types[path] = pa.string()
-            cols[path] = [x if isinstance(x, str) else orjson.dumps(x).decode() for x in values]
+        cols[path], types[path] = _column(values, text=True)
     for fid, metric in metric_columns:
+        values = [
+            (((r["result"] or {}).get("flows") or {}).get(fid) or {}).get(metric)
+            for r in bundle.runs
+        ]
         name = f"{fid}.{metric}"
-        values = []
-        for r in bundle.runs:
-            v = (((r["result"] or {}).get("flows") or {}).get(fid) or {}).get(metric)
-            values.append(float(v) if isinstance(v, int | float) and not isinstance(v, bool)
-                          else None)
-        cols[name], types[name] = values, pa.float64()
+        cols[name], types[name] = _column(values, text=False)
     for fid in limit_flows:
         name = f"{fid}.limit"
         cols[name] = [
@@ -312,13 +315,33 @@ def sweep_table(bundle: SweepBundle) -> tuple[dict[str, list[Any]], dict[str, pa
     return cols, types
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _column(values: list[Any], *, text: bool) -> tuple[list[Any], pa.DataType]:
+    """Integers stay integers (8760, not 8760.0), numbers become floats; a parameter whose
+    values mix numbers and names (1544000, "T1") is text; missing values are nulls."""
+    present = [x for x in values if x is not None]
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in present):
+        return values, pa.int64()
+    if all(_number(x) for x in present):
+        return [None if x is None else float(x) for x in values], pa.float64()
+    if not text:
+        return [float(x) if _number(x) else None for x in values], pa.float64()
+    return [
+        None if x is None else x if isinstance(x, str) else orjson.dumps(x).decode()
+        for x in values
+    ], pa.string()
+
+
 def build_sweep(bundle: SweepBundle) -> bytes:
     """manifest.json, request.json (the sweep as submitted), table.csv and table.parquet
     (runs x metrics), summary.json, and runs/<point>-<replication>.json per run."""
     cols, types = sweep_table(bundle)
     table = pa.table({name: pa.array(values, types[name]) for name, values in cols.items()})
     files = {
-        "request.json": _json(bundle.request),
+        "request.json": _json(bundle.request, sort_keys=False),
         "table.csv": _csv(cols),
         "table.parquet": _parquet(table),
         "summary.json": _json(bundle.summary),

@@ -211,10 +211,14 @@ def test_export_is_conditional_and_refuses_unfinished(
 
 
 def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
+    # Two parameters given in neither alphabetical nor PostgreSQL's JSONB key order (both
+    # put flows.* first): the exported request must keep the client's order, which sets
+    # the points' order.
+    rate, size = "links.access1.rate", "flows.backup.bytes"
     sweep = {
-        "name": "t1 windows",  # 25 MB at 8 KB and 64 KB windows, 2 seeds each
-        "base": {"preset": "riverbed-t1-8k"},
-        "parameters": {"flows.backup.tcp.rcv_buf": [8760, 65535]},
+        "name": "rate x size",
+        "base": {"preset": "riverbed-t1-64k"},
+        "parameters": {rate: ["T1", "T3"], size: [500_000, 1_000_000]},
         "replications": 2,
     }
     path = tmp_path / "sweep.json"
@@ -222,33 +226,43 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
     proc = tcpfr(pg_stack.base_url, "sweep", str(path), "--wait", "--json", timeout=300)
     assert proc.returncode == 0, (proc.stdout, proc.stderr, pg_stack.logs())
     doc = json.loads(proc.stdout)
-    assert doc["status"] == "succeeded" and doc["run_count"] == 4
+    assert doc["status"] == "succeeded" and doc["run_count"] == 8
 
     out = tmp_path / "sweep.zip"
     assert tcpfr(pg_stack.base_url, "export", doc["id"], "-o", str(out)).returncode == 0
     manifest, files = read_bundle(out.read_bytes())
-    window = "flows.backup.tcp.rcv_buf"
-    assert manifest["sweep_id"] == doc["id"] and manifest["parameters"] == [window]
+    assert manifest["sweep_id"] == doc["id"] and manifest["parameters"] == [rate, size]
     runs = sorted(n for n in files if n.startswith("runs/"))
-    assert runs == ["runs/0000-000.json", "runs/0000-001.json", "runs/0001-000.json",
-                    "runs/0001-001.json"]
+    assert runs == [f"runs/{p:04d}-{r:03d}.json" for p in range(4) for r in range(2)]
     table = pq.read_table(io.BytesIO(files["table.parquet"])).to_pydict()
     rows = list(csv.DictReader(io.StringIO(files["table.csv"].decode())))
-    assert len(rows) == len(table["run_id"]) == 4
-    assert [float(r[window]) for r in rows] == table[window] == [8760.0, 8760.0, 65535.0, 65535.0]
+    assert list(rows[0])[:9] == list(table)[:9] == [
+        "point_index", "replication", "seed", "run_id", "status", "is_baseline", rate, size,
+        "backup.completion_time"]
+    assert len(rows) == len(table["run_id"]) == 8
+    assert [r[rate] for r in rows] == table[rate] == ["T1"] * 4 + ["T3"] * 4
+    # Integers stay integers, in the CSV and in Parquet.
+    assert [int(r[size]) for r in rows] == table[size] == [500_000, 500_000, 1_000_000,
+                                                           1_000_000] * 2
+    assert all(isinstance(x, int) for x in table["backup.retransmissions"])
     for row, name in zip(rows, runs, strict=True):
         run = json.loads(files[name])
-        assert row["run_id"] == run["run_id"]
-        assert float(row["backup.completion_time"]) == run["result"]["flows"]["backup"][
-            "completion_time"]
+        assert row["run_id"] == run["run_id"] and run["status"] == "succeeded"
+        completion = run["result"]["flows"]["backup"]["completion_time"]
+        assert float(row["backup.completion_time"]) == completion
         assert row["backup.limit"] == run["result"]["diagnosis"]["backup"]["limit"]
-    assert json.loads(files["summary.json"])["points"]
+    assert len(json.loads(files["summary.json"])["points"]) == 4
 
-    # The request is the sweep as submitted: posted back, the cache serves every run.
+    # The request is the sweep as submitted: posted back, it has the same points in the
+    # same order, and the cache serves every run.
+    request = json.loads(files["request.json"])
+    assert list(request["parameters"]) == [rate, size]
     with pg_stack.client as http:
-        again = http.post("/v1/sweeps", json=json.loads(files["request.json"]))
+        again = http.post("/v1/sweeps", json=request)
     assert again.status_code == 201, again.text
-    assert again.json()["cache_hits"] == 4
+    assert again.json()["cache_hits"] == 8
+    assert [p["parameters"] for p in again.json()["points"]] == [
+        p["parameters"] for p in doc["points"]]
 
 
 def test_notebook_use(pg_stack: Stack) -> None:
