@@ -85,14 +85,17 @@ class Client:
     """One API server. ``url`` and ``key`` default to ``TCPFR_URL`` and ``TCPFR_API_KEY``."""
 
     def __init__(
-        self, url: str | None = None, *, key: str | None = None, timeout: float = 60.0
+        self, url: str | None = None, *, key: str | None = None, timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = (url or os.environ.get("TCPFR_URL") or DEFAULT_URL).rstrip("/")
         key = key if key is not None else os.environ.get("TCPFR_API_KEY")
         headers = {"User-Agent": "tcpfr-client/0.1"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+        )
 
     def close(self) -> None:
         self._http.close()

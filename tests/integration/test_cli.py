@@ -18,19 +18,28 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from journeys import assert_problem
-from servicekit import Stack, free_port
+from servicekit import ROOT, Stack, free_port
 
 from client import Client
 
 TCPFR = Path(sys.executable).with_name("tcpfr")  # the console script `make install` puts there
 
 
-def tcpfr(stack_url: str, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def _env(stack_url: str, key: str | None = None) -> dict[str, str]:
     assert TCPFR.exists(), f"{TCPFR} missing: `make install` installs the tcpfr command"
     env = {**os.environ, "TCPFR_URL": stack_url}
     env.pop("TCPFR_API_KEY", None)
+    if key is not None:
+        env["TCPFR_API_KEY"] = key
+    return env
+
+
+def tcpfr(
+    stack_url: str, *args: str, timeout: float = 180, key: str | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(TCPFR), *args], env=env, capture_output=True, text=True, timeout=timeout
+        [str(TCPFR), *args], env=_env(stack_url, key), capture_output=True, text=True,
+        timeout=timeout,
     )
 
 
@@ -108,6 +117,51 @@ def test_unreachable_server_exits_3() -> None:
         proc = tcpfr(url, *args, timeout=60)
         assert proc.returncode == 3, (proc.stdout, proc.stderr)
         assert "unreachable" in proc.stderr
+
+
+def test_a_cancelled_run_exits_1(pg_stack: Stack, tmp_path: Path) -> None:
+    """`--wait` on a run that is cancelled meanwhile: exit 1, and it says why."""
+    with pg_stack.client as http:
+        scenario = http.get("/v1/presets/riverbed-t1-8k").json()["body"]
+    scenario["flows"][0]["bytes"] = 2_000_000_000  # minutes of simulation: it will not finish
+    scenario["duration"] = 1_000_000
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(scenario))
+    proc = subprocess.Popen(
+        [str(TCPFR), "run", str(path), "--wait"], env=_env(pg_stack.base_url),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()  # "run <id>: queued 0%": piped, so plain lines
+        assert first.startswith("run "), first
+        run_id = first.split()[1].rstrip(":")
+        with pg_stack.client as http:
+            assert http.post(f"/v1/runs/{run_id}/cancel").status_code == 202
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, (out, err)
+    assert "cancelled" in out
+    assert tcpfr(pg_stack.base_url, "status", run_id).returncode == 1
+
+
+def test_api_key_from_the_environment(pg_auth_stack: Stack) -> None:
+    """With auth on: no key is a 401 (bad input, exit 2); TCPFR_API_KEY or --key works."""
+    issued = subprocess.run(
+        [sys.executable, "-m", "api.keys", "create", "--tenant", "cli-test", "--name", "cli"],
+        cwd=ROOT, env=pg_auth_stack.env, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.strip()
+    url = pg_auth_stack.base_url
+    assert tcpfr(url, "presets").returncode == 0  # a public catalogue
+    denied = tcpfr(url, "run", "riverbed-t1-64k")
+    assert denied.returncode == 2 and "401" in denied.stderr, denied.stderr
+    ok = tcpfr(url, "run", "riverbed-t1-64k", "--wait", "--json", key=issued)
+    assert ok.returncode == 0, ok.stderr
+    run_id = json.loads(ok.stdout)["id"]
+    assert tcpfr(url, "--key", issued, "status", run_id).returncode == 0
+    # Another tenant's run is unknown to a request without this tenant's key.
+    assert tcpfr(url, "status", run_id).returncode == 2
 
 
 def test_status_series_presets_compare(pg_stack: Stack, t1_64k: dict[str, Any]) -> None:
