@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import orjson
 import pyarrow as pa
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
@@ -194,24 +195,12 @@ def _json(doc: Any, *, sort_keys: bool = True) -> bytes:
     return orjson.dumps(doc, option=option) + b"\n"
 
 
-def _csv_cell(x: Any) -> str:
-    if x is None:
-        return ""
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    if isinstance(x, float):
-        return "" if np.isnan(x) else repr(x)
-    s = orjson.dumps(x).decode() if isinstance(x, dict | list) else str(x)
-    return '"' + s.replace('"', '""') + '"' if any(c in s for c in ',"\n\r') else s
-
-
-def _csv(columns: dict[str, list[Any]]) -> bytes:
-    names = list(columns)
-    out = io.StringIO()
-    out.write(",".join(_csv_cell(n) for n in names) + "\n")
-    for row in zip(*(columns[n] for n in names), strict=True):
-        out.write(",".join(_csv_cell(x) for x in row) + "\n")
-    return out.getvalue().encode()
+def _csv(table: pa.Table) -> bytes:
+    """Arrow's CSV writer: shortest round-trip floats, nulls as empty cells, text quoted;
+    some 40 times faster than formatting each cell in Python."""
+    sink = io.BytesIO()
+    pacsv.write_csv(table, sink, pacsv.WriteOptions(quoting_style="needed"))
+    return sink.getvalue()
 
 
 def _parquet(table: pa.Table) -> bytes:
@@ -230,42 +219,38 @@ def _zip(files: dict[str, bytes], manifest: dict[str, Any]) -> bytes:
         ],
     }
     sink = io.BytesIO()
-    with zipfile.ZipFile(sink, "w", zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(sink, "w") as zf:
         for name, data in {"manifest.json": _json(manifest), **files}.items():
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            # Parquet is compressed already; for the rest the fastest deflate level: level 6
+            # takes four times as long for 5% less.
+            stored = name.endswith(".parquet")
+            info.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            zf.writestr(info, data)
+            zf.writestr(info, data, compresslevel=None if stored else 1)
     return sink.getvalue()
 
 
 def build_run(bundle: RunBundle) -> bytes:
     """manifest.json, request.json, result.json, series.csv and series.parquet (long form:
     key, unit, t, v; every stored sample, not downsampled)."""
-    keys: list[str] = []
-    units: list[str] = []
-    ts, vs = [], []
-    for s in bundle.series:
-        t, v = decode(s.t, s.codec), decode(s.v, s.codec)
-        keys += [s.key] * len(t)
-        units += [s.unit] * len(t)
-        ts.append(t)
-        vs.append(v)
-    t_all = np.concatenate(ts) if ts else np.empty(0)
-    v_all = np.concatenate(vs) if vs else np.empty(0)
+    ts = [decode(s.t, s.codec) for s in bundle.series]
+    vs = [decode(s.v, s.codec) for s in bundle.series]
+    which = pa.array(np.repeat(np.arange(len(ts)), [len(t) for t in ts]), pa.int32())
     table = pa.table(
         {
-            "key": pa.array(keys, pa.string()).dictionary_encode(),
-            "unit": pa.array(units, pa.string()).dictionary_encode(),
-            "t": pa.array(t_all, pa.float64()),
+            "key": pa.array([s.key for s in bundle.series], pa.string()).take(which),
+            "unit": pa.array([s.unit for s in bundle.series], pa.string()).take(which),
+            "t": pa.array(np.concatenate(ts) if ts else np.empty(0), pa.float64()),
             # NaN (no value at that time) is a null, as CSV's empty cell.
-            "v": pa.array(v_all, pa.float64(), from_pandas=True),
+            "v": pa.array(np.concatenate(vs) if vs else np.empty(0), pa.float64(),
+                          from_pandas=True),
         }
     )
     files = {
         "request.json": _json(bundle.request),
         "result.json": _json(bundle.result),
-        "series.csv": _csv({"key": keys, "unit": units, "t": t_all.tolist(), "v": v_all.tolist()}),
+        "series.csv": _csv(table),
         "series.parquet": _parquet(table),
     }
     manifest = {"format": RUN_FORMAT, **bundle.run,
@@ -342,7 +327,7 @@ def build_sweep(bundle: SweepBundle) -> bytes:
     table = pa.table({name: pa.array(values, types[name]) for name, values in cols.items()})
     files = {
         "request.json": _json(bundle.request, sort_keys=False),
-        "table.csv": _csv(cols),
+        "table.csv": _csv(table),
         "table.parquet": _parquet(table),
         "summary.json": _json(bundle.summary),
     }
