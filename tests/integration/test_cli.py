@@ -335,3 +335,17 @@ def test_notebook_use(pg_stack: Stack) -> None:
         else:
             df = run.series("flow.backup.cwnd")
             assert list(df.columns) == ["t", "v"] and len(df) == len(series["t"])
+
+
+def test_export_in_the_embedded_mode(embedded_stack: Stack, tmp_path: Path) -> None:
+    """SQLite and the file-system broker: the same bundle, and its request runs again."""
+    with Client(embedded_stack.base_url) as client:
+        run = client.run(preset="riverbed-t1-64k").wait()
+        manifest, files = read_bundle(run.export(tmp_path / "run.zip").read_bytes())
+        assert manifest["run_id"] == str(run.id) and manifest["seed"] == run.doc.seed
+        again = client.submit_run({**json.loads(files["request.json"]), "cache": "refresh"})
+        again.wait()
+        _, files2 = read_bundle(again.export(tmp_path / "again.zip").read_bytes())
+    assert without_wall_time(json.loads(files2["result.json"])) == without_wall_time(
+        json.loads(files["result.json"]))
+    assert files2["series.parquet"] == files["series.parquet"]
