@@ -1,7 +1,7 @@
 """`tcpfr`: the service from a shell, over its public HTTP API.
 
-    tcpfr run PRESET|FILE [--seed N] [--wait] [--json]
-    tcpfr sweep FILE | --preset NAME [--replications N] [--seed N] [--wait] [--json]
+    tcpfr run PRESET|FILE [--seed N] [--refresh] [--wait] [--json]
+    tcpfr sweep FILE | --preset NAME [--replications N] [--seed N] [--refresh] [--wait] [--json]
     tcpfr status ID [--json]
     tcpfr series RUN_ID KEY [--csv] [--max-points N] [--json]
     tcpfr compare ID ID... [--baseline ID] [--json]
@@ -138,7 +138,7 @@ def load_document(path: str) -> Any:
         raise BadInput(f"{path} is not YAML or JSON: {exc}") from exc
 
 
-def run_body(target: str, seed: int | None) -> dict[str, Any]:
+def run_body(target: str, seed: int | None, *, refresh: bool = False) -> dict[str, Any]:
     """A preset name, a scenario file, or a whole `POST /v1/runs` body in a file (an export
     bundle's request.json)."""
     if not _looks_like_file(target):
@@ -151,6 +151,8 @@ def run_body(target: str, seed: int | None) -> dict[str, Any]:
         body = dict(doc) if is_request else {"scenario": doc}
     if seed is not None:
         body["seed"] = seed
+    if refresh:
+        body["cache"] = "refresh"
     return body
 
 
@@ -158,7 +160,7 @@ def run_body(target: str, seed: int | None) -> dict[str, Any]:
 
 
 def cmd_run(client: Client, args: argparse.Namespace) -> int:
-    run = client.submit_run(run_body(args.target, args.seed))
+    run = client.submit_run(run_body(args.target, args.seed, refresh=args.refresh))
     if args.wait:
         run.wait(progress=None if args.quiet else ProgressDisplay(f"run {run.id}"), check=False)
     if args.json:
@@ -175,6 +177,8 @@ def _run_code(run: RunOut) -> int:
 def cmd_sweep(client: Client, args: argparse.Namespace) -> int:
     options = {k: v for k, v in (("replications", args.replications), ("seed", args.seed))
                if v is not None}
+    if args.refresh:
+        options["cache"] = "refresh"
     if (args.file is None) == (args.preset is None):
         raise BadInput("give a sweep FILE or --preset NAME (one of them)")
     if args.preset is not None:
@@ -305,6 +309,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="PRESET|FILE",
                    help="a preset name, a scenario YAML/JSON file, or a POST /v1/runs body file")
     p.add_argument("--seed", type=int)
+    p.add_argument("--refresh", action="store_true",
+                   help="simulate even if the result is stored (cache: refresh)")
     p.add_argument("--wait", action="store_true", help="wait until it has finished")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress while waiting")
 
@@ -313,6 +319,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", metavar="NAME", help="a study preset (riverbed-study, ...)")
     p.add_argument("--replications", type=int)
     p.add_argument("--seed", type=int)
+    p.add_argument("--refresh", action="store_true",
+                   help="simulate every run even if stored (cache: refresh)")
     p.add_argument("--wait", action="store_true", help="wait until every run has finished")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress while waiting")
 

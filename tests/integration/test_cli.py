@@ -238,6 +238,14 @@ def test_export_request_reproduces_the_result(
     assert without_wall_time(json.loads(files2["result.json"])) == without_wall_time(result)
     assert files2["series.csv"] == files["series.csv"]
 
+    # The same from the shell: the bundle's request.json is a file `tcpfr run` takes.
+    (tmp_path / "request.json").write_bytes(files["request.json"])
+    proc = tcpfr(pg_stack.base_url, "run", str(tmp_path / "request.json"), "--refresh",
+                 "--wait", "--json")
+    assert proc.returncode == 0, proc.stderr
+    third = json.loads(proc.stdout)
+    assert not third["cache_hit"] and third["summary"]["flows"] == result["flows"]
+
 
 def test_export_is_conditional_and_refuses_unfinished(
     pg_stack: Stack, t1_64k: dict[str, Any]

@@ -48,6 +48,7 @@ def test_run_body_from_a_preset_a_scenario_file_or_a_request_file(tmp_path: Path
     request = tmp_path / "request.json"  # an export bundle's
     request.write_text(json.dumps({"scenario": {"name": "x"}, "seed": 7}))
     assert cli.run_body(str(request), None) == {"scenario": {"name": "x"}, "seed": 7}
+    assert cli.run_body(str(request), None, refresh=True)["cache"] == "refresh"
     with pytest.raises(cli.BadInput, match="cannot read"):
         cli.run_body(str(tmp_path / "missing.yaml"), None)
     (tmp_path / "list.yaml").write_text("- 1\n")
