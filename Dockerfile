@@ -15,6 +15,7 @@ COPY --chown=tcpfr engine ./engine
 COPY --chown=tcpfr store ./store
 COPY --chown=tcpfr api ./api
 COPY --chown=tcpfr worker ./worker
+COPY --chown=tcpfr client ./client
 RUN python3.11 -m venv .venv && .venv/bin/pip install -e . \
     && chown -R tcpfr /app
 COPY --chown=tcpfr alembic.ini ./

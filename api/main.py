@@ -16,6 +16,7 @@ from api.body_limit import BodyLimit
 from api.cache import DocumentCache, ServeCached
 from api.compare.endpoints import router as compare_router
 from api.deps import Db, ThreadDb, get_tenant_id
+from api.exports.endpoints import router as exports_router
 from api.health.endpoints import router as health_router
 from api.presets.endpoints import router as presets_router
 from api.ratelimit import RateLimiter
@@ -174,7 +175,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # presets, a public catalogue shipped with the engine that holds no tenant's data.
     for router in (presets_router, health_router):
         app.include_router(router)
-    for router in (runs_router, series_router, scenarios_router, sweeps_router, compare_router):
+    for router in (
+        runs_router, series_router, scenarios_router, sweeps_router, compare_router,
+        exports_router,
+    ):
         app.include_router(router, dependencies=PROTECTED, responses=problem_responses(401))
     return app
 

@@ -1,0 +1,208 @@
+"""The documents the client reads, as pydantic models. Written by hand to mirror
+``openapi/openapi.json`` (each model's ``OPENAPI`` names its schema there);
+``tests/unit/test_client_models.py`` fails when the two drift apart.
+
+Unknown fields are ignored rather than refused: a newer server may add fields, and an
+older client must keep reading its answers."""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from datetime import datetime
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Doc(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    OPENAPI: ClassVar[str]
+
+
+class RunStatus(enum.StrEnum):
+    queued = "queued"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (RunStatus.succeeded, RunStatus.failed, RunStatus.cancelled)
+
+
+class FieldError(_Doc):
+    OPENAPI = "FieldError"
+    loc: list[str | int]
+    msg: str
+    type: str
+    pointer: str | None = None
+
+
+class Problem(_Doc):
+    """RFC 9457 problem details, as every error of the API is."""
+
+    OPENAPI = "Problem"
+    type: str
+    title: str
+    status: int
+    detail: str | None = None
+    instance: str | None = None
+    errors: list[FieldError] | None = None
+
+
+class PresetOut(_Doc):
+    OPENAPI = "PresetOut"
+    name: str
+    description: str
+    kind: str
+    source: str
+
+
+class RunError(_Doc):
+    OPENAPI = "RunError"
+    type: str
+    message: str
+
+
+class RunLinks(_Doc):
+    OPENAPI = "RunLinks"
+    self: str
+    series: str
+    scenario: str
+    cancel: str
+    events: str
+
+
+class RunSummary(_Doc):
+    OPENAPI = "RunSummary"
+    sim_time: float
+    wall_time: float
+    events: int
+    warnings: list[str]
+    flows: dict[str, Any]
+    links: dict[str, Any]
+    pvcs: dict[str, Any]
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunOut(_Doc):
+    OPENAPI = "RunOut"
+    id: uuid.UUID
+    status: RunStatus
+    progress: float
+    cancel_requested: bool
+    scenario_id: uuid.UUID | None
+    preset: str | None
+    scenario_name: str
+    scenario_hash: str
+    seed: int
+    engine_version: str
+    cache_hit: bool
+    source_run_id: uuid.UUID | None
+    attempts: int
+    created_at: datetime
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+    error: RunError | None
+    links: RunLinks
+    summary: RunSummary | None
+    diagnosis: dict[str, Any] | None
+
+
+class SeriesInfo(_Doc):
+    OPENAPI = "SeriesInfo"
+    key: str
+    unit: str
+    length: int
+    t_start: float | None
+    t_end: float | None
+
+
+class SeriesIndex(_Doc):
+    OPENAPI = "SeriesIndex"
+    run_id: str
+    series: list[SeriesInfo]
+
+
+class SeriesData(_Doc):
+    OPENAPI = "SeriesData"
+    key: str
+    unit: str
+    length: int
+    points: int
+    downsampled: bool
+    method: Literal["none", "minmax-lttb"]
+    t: list[float]
+    v: list[float | None]
+
+
+class RunCounts(_Doc):
+    OPENAPI = "RunCounts"
+    queued: int
+    running: int
+    succeeded: int
+    failed: int
+    cancelled: int
+
+
+class SweepProgress(_Doc):
+    OPENAPI = "SweepProgress"
+    counts: RunCounts
+    finished: int
+    fraction: float
+    eta_seconds: float | None
+    eta_method: str | None
+
+
+class SweepLinks(_Doc):
+    OPENAPI = "SweepLinks"
+    self: str
+    runs: str
+    summary: str
+    cancel: str
+
+
+class SweepPoint(_Doc):
+    OPENAPI = "SweepPoint"
+    index: int
+    parameters: dict[str, Any]
+    is_baseline: bool
+    scenario_hash: str
+    est_events: int
+
+
+SweepStatus = Literal["queued", "running", "succeeded", "partial", "failed", "cancelled"]
+SWEEP_FINISHED = {"succeeded", "partial", "failed", "cancelled"}
+
+
+class SweepOut(_Doc):
+    OPENAPI = "SweepOut"
+    id: uuid.UUID
+    name: str
+    preset: str | None
+    status: SweepStatus
+    cancel_requested: bool
+    run_count: int
+    cache: Literal["reuse", "refresh"]
+    cache_hits: int
+    simulations: int
+    created_at: datetime
+    progress: SweepProgress
+    links: SweepLinks
+    mode: Literal["grid", "zip"]
+    replications: int
+    seeds: list[int]
+    baseline_index: int | None
+    parameters: list[str]
+    spec: dict[str, Any]
+    points: list[SweepPoint]
+
+
+#: Every model checked against the OpenAPI document.
+MODELS: list[type[_Doc]] = [
+    FieldError, Problem, PresetOut, RunError, RunLinks, RunSummary, RunOut, SeriesInfo,
+    SeriesIndex, SeriesData, RunCounts, SweepProgress, SweepLinks, SweepPoint, SweepOut,
+]
