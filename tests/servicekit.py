@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,26 +205,35 @@ def pg_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         redis_client.close()
 
 
-@pytest.fixture(scope="session")
-def pg_auth_stack(pg_stack: Stack) -> Iterator[Stack]:
-    """A second API process with authentication on (``TCPFR_AUTH=true``) on ``pg_stack``'s
-    database, broker and workers, as a deployment with several API replicas has. Keys come
-    from ``python -m api.keys`` run with ``stack.env``."""
+@contextmanager
+def api_beside(base: Stack, name: str, **settings: str) -> Iterator[Stack]:
+    """A second API process on ``base``'s database, broker and workers with these settings
+    (``TCPFR_AUTH``, limits, a queue of its own...), as a deployment with several API
+    replicas has."""
     port = free_port()
-    tmp = pg_stack.tmp / "auth"
+    tmp = base.tmp / name
     tmp.mkdir(exist_ok=True)
-    env = {**pg_stack.env, "PORT": str(port), "TCPFR_AUTH": "true"}
+    env = {**base.env, "PORT": str(port), **settings}
     stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
     from api.serve import api_command
     from store.config import Settings
 
-    settings = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
+    config = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
     try:
-        stack.start("api", api_command(settings))
+        stack.start("api", api_command(config))
         stack.wait_ready()
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_auth_stack(pg_stack: Stack) -> Iterator[Stack]:
+    """A second API process with authentication on (``TCPFR_AUTH=true``) on ``pg_stack``'s
+    database, broker and workers. Keys come from ``python -m api.keys`` run with
+    ``stack.env``."""
+    with api_beside(pg_stack, "auth", TCPFR_AUTH="true") as stack:
+        yield stack
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -35,6 +36,26 @@ def _etag(request: Request, runs: list[Run]) -> str:
     return etag_for(request, *(f"{r.id}={r.result_run_id}" for r in runs))
 
 
+async def _of_succeeded(
+    db: DbDep,
+    request: Request,
+    ids: list[uuid.UUID],
+    tenant_id: uuid.UUID,
+    build: Callable[[Session, list[Run]], dict[str, Any]],
+) -> tuple[str, dict[str, Any] | None]:
+    """The ETag of these succeeded runs' document, and the document unless the client's
+    copy is current (None: answer 304)."""
+
+    def query(session: Session) -> tuple[str, dict[str, Any] | None]:
+        found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
+        etag = _etag(request, found)
+        if not_modified(request, etag) is not None:
+            return etag, None
+        return etag, build(session, found)
+
+    return await db(query)
+
+
 @router.get(
     "",
     operation_id="compare_runs",
@@ -56,15 +77,10 @@ async def compare_runs(
     ids = service.parse_runs(runs, loc=["query", "runs"])
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
-
-    def query(session: Session) -> tuple[str, dict[str, Any] | None]:
-        found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
-        etag = _etag(request, found)
-        if not_modified(request, etag) is not None:
-            return etag, None
-        return etag, service.compare(session, found, baseline=baseline)
-
-    etag, doc = await db(query)
+    etag, doc = await _of_succeeded(
+        db, request, ids, tenant_id,
+        lambda session, found: service.compare(session, found, baseline=baseline),
+    )
     headers = {"ETag": etag, **CACHE_HEADERS}
     if doc is None:
         return Response(status_code=304, headers=headers)
@@ -115,18 +131,12 @@ async def compare_series(
         )
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
-
-    def query(session: Session) -> tuple[str, dict[str, Any] | None]:
-        found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
-        etag = _etag(request, found)
-        if not_modified(request, etag) is not None:
-            return etag, None
-        body = service.common_series(
+    etag, body = await _of_succeeded(
+        db, request, ids, tenant_id,
+        lambda session, found: service.common_series(
             session, found, key=key, max_points=limit, start=start, end=end
-        )
-        return etag, body
-
-    etag, body = await db(query)
+        ),
+    )
     headers = {"ETag": etag, **CACHE_HEADERS}
     if body is None:
         return Response(status_code=304, headers=headers)

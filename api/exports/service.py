@@ -26,7 +26,7 @@ from api.runs import service as runs
 from api.sweeps import service as sweeps
 from api.sweeps.report import METRICS
 from store.codec import decode
-from store.models import Run, RunResult, RunStatus
+from store.models import Run, RunStatus
 from store.runs import ResultRepository
 from store.sweeps import SweepRepository
 
@@ -61,24 +61,6 @@ class SweepBundle:
     parameters: list[str]
     runs: list[dict[str, Any]]  # each: run fields, its point's parameters, its result or None
     summary: dict[str, Any]
-
-
-def result_document(result: RunResult) -> dict[str, Any]:
-    """The engine's Result less its series (those are series.csv / series.parquet)."""
-    return {
-        "engine_version": result.engine_version,
-        "scenario_hash": result.scenario_hash,
-        "seed": result.seed,
-        "sim_time": result.sim_time,
-        "wall_time": result.wall_time,
-        "events": result.events,
-        "warnings": result.warnings,
-        "flows": result.flows,
-        "links": result.links,
-        "pvcs": result.pvcs,
-        "diagnosis": result.diagnosis,
-        "extra": result.extra or {},
-    }
 
 
 def _run_meta(run: Run) -> dict[str, Any]:
@@ -119,7 +101,7 @@ def gather_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> 
         run=_run_meta(run),
         # The canonical scenario (SI numbers) and the seed: POST /v1/runs accepts it as it is.
         request={"scenario": run.scenario, "seed": run.seed},
-        result=result_document(result),
+        result=runs.result_document(result),
         series=[
             SeriesRows(r.key, r.unit, r.codec, r.t, r.v) for r in (rows[k] for k in keys)
         ],
@@ -155,7 +137,7 @@ def gather_sweep(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
                 "parameters": point.get("parameters", {}),
                 "error": run.error and {"type": run.error.get("type"),
                                         "message": run.error.get("message")},
-                "result": result_document(result) if result is not None else None,
+                "result": runs.result_document(result) if result is not None else None,
             }
         )
     return SweepBundle(

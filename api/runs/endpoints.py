@@ -63,21 +63,19 @@ def run_fields(run: Run) -> dict[str, Any]:
     }
 
 
+#: What `RunSummary` shows of a stored result (the diagnosis has a field of its own).
+SUMMARY_FIELDS = (
+    "sim_time", "wall_time", "events", "warnings", "flows", "links", "pvcs", "extra"
+)
+
+
 def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
     """A run as `RunOut` has it: with its summary and diagnosis once it succeeded."""
     doc = run_fields(run)
     doc["summary"] = doc["diagnosis"] = None
     if result is not None:
-        doc["summary"] = {
-            "sim_time": result.sim_time,
-            "wall_time": result.wall_time,
-            "events": result.events,
-            "warnings": result.warnings,
-            "flows": result.flows,
-            "links": result.links,
-            "pvcs": result.pvcs,
-            "extra": result.extra or {},
-        }
+        stored = service.result_document(result)
+        doc["summary"] = {key: stored[key] for key in SUMMARY_FIELDS}
         doc["diagnosis"] = result.diagnosis
     return doc
 

@@ -179,6 +179,24 @@ def get_with_result(
     return run, result if run.status is RunStatus.succeeded else None
 
 
+def result_document(result: RunResult) -> dict[str, Any]:
+    """The engine's Result as stored, less its series (those are read one by one)."""
+    return {
+        "engine_version": result.engine_version,
+        "scenario_hash": result.scenario_hash,
+        "seed": result.seed,
+        "sim_time": result.sim_time,
+        "wall_time": result.wall_time,
+        "events": result.events,
+        "warnings": result.warnings,
+        "flows": result.flows,
+        "links": result.links,
+        "pvcs": result.pvcs,
+        "diagnosis": result.diagnosis,
+        "extra": result.extra or {},
+    }
+
+
 def result_of(session: Session, run: Run) -> RunResult | None:
     if run.status is not RunStatus.succeeded:
         return None

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from journeys import assert_problem
-from servicekit import Stack, free_port
+from servicekit import Stack, api_beside
 from test_tenants import issue
 
 pytestmark = pytest.mark.integration
@@ -111,29 +111,16 @@ def test_concurrent_identical_sweeps_make_one_embedded(embedded_stack: Stack) ->
 def limited(pg_stack: Stack) -> Iterator[Stack]:
     """An API process on pg_stack's database with auth on and small limits, sending runs to
     a queue no worker reads: its runs stay queued, so they count as active."""
-    port = free_port()
-    tmp = pg_stack.tmp / "limited"
-    tmp.mkdir(exist_ok=True)
-    env = {
-        **pg_stack.env,
-        "PORT": str(port),
-        "TCPFR_AUTH": "true",
-        "TCPFR_QUEUE": f"nobody-{secrets.token_hex(4)}",
-        "TCPFR_RECONCILE_INTERVAL": "0",
-        "TCPFR_RATE_LIMIT": "30/second",
-        "TCPFR_MAX_ACTIVE_RUNS": "3",
-    }
-    stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
-    from api.serve import api_command
-    from store.config import Settings
-
-    settings = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
-    try:
-        stack.start("api", api_command(settings))
-        stack.wait_ready()
+    with api_beside(
+        pg_stack,
+        "limited",
+        TCPFR_AUTH="true",
+        TCPFR_QUEUE=f"nobody-{secrets.token_hex(4)}",
+        TCPFR_RECONCILE_INTERVAL="0",
+        TCPFR_RATE_LIMIT="30/second",
+        TCPFR_MAX_ACTIVE_RUNS="3",
+    ) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 def _client(stack: Stack, key: str) -> httpx.Client:

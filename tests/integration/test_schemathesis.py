@@ -32,7 +32,7 @@ from journeys import assert_problem
 from schemathesis import GenerationMode
 from schemathesis.checks import positive_data_acceptance
 from schemathesis.core.failures import FailureGroup
-from servicekit import Stack, free_port
+from servicekit import Stack, api_beside
 from test_tenants import issue
 
 OPENAPI = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
@@ -45,26 +45,13 @@ EXCLUDED_CHECKS = [positive_data_acceptance]  # see the module's docstring  # si
 
 @pytest.fixture(scope="module")
 def api(pg_stack: Stack) -> Iterator[Stack]:
-    port = free_port()
-    tmp = pg_stack.tmp / "schemathesis"
-    tmp.mkdir(exist_ok=True)
-    env = {
-        **pg_stack.env,
-        "PORT": str(port),
-        "TCPFR_MAX_EVENTS_PER_RUN": str(BUDGET),
-        "TCPFR_AUTH": "true",  # so that ignoring authentication would be caught
-    }
-    stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
-    from api.serve import api_command
-    from store.config import Settings
-
-    settings_ = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
-    try:
-        stack.start("api", api_command(settings_))
-        stack.wait_ready()
+    with api_beside(
+        pg_stack,
+        "schemathesis",
+        TCPFR_MAX_EVENTS_PER_RUN=str(BUDGET),
+        TCPFR_AUTH="true",  # so that ignoring authentication would be caught
+    ) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")
