@@ -48,6 +48,15 @@ class Db:
         async with self._sessions() as session:
             return await session.run_sync(fn, *args, **kwargs)
 
+    async def read(
+        self, fn: Callable[Concatenate[Session, P], R], /, *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        """As a call, for code that only reads: on an autocommit connection, so a read is
+        its statements' round trips alone, without a BEGIN before and a ROLLBACK after."""
+        async with self._sessions() as session:
+            await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+            return await session.run_sync(fn, *args, **kwargs)
+
 
 class ThreadDb(Db):
     """``Db`` for SQLite: the whole call, session opened and closed, in one thread of a
@@ -81,6 +90,12 @@ class ThreadDb(Db):
             return await anyio.to_thread.run_sync(call, limiter=_UNLIMITED)
         finally:
             self._limiter.release()
+
+    async def read(
+        self, fn: Callable[Concatenate[Session, P], R], /, *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        # pysqlite opens no transaction for a SELECT: a read is a call.
+        return await self(fn, *args, **kwargs)
 
 
 #: ThreadDb's own limiter bounds its threads; anyio's default (40) must not bound them again.

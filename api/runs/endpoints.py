@@ -120,7 +120,7 @@ async def create_run(
         code = status.HTTP_200_OK
     elif run.cache_hit:
         code = status.HTTP_201_CREATED
-    result = await db(service.result_of, run) if run.status is RunStatus.succeeded else None
+    result = await db.read(service.result_of, run) if run.status is RunStatus.succeeded else None
     return OrjsonResponse(
         run_document(run, result), status_code=code, headers={"Location": f"/v1/runs/{run.id}"}
     )
@@ -150,7 +150,7 @@ async def list_runs(
         )
         return {"items": [run_fields(r) for r in result.items], "next_cursor": result.next_cursor}
 
-    return OrjsonResponse(await db(query))
+    return OrjsonResponse(await db.read(query))
 
 
 @router.get(
@@ -168,7 +168,7 @@ async def get_run(
     """A run: status, progress, timestamps, error; summary and diagnosis once it succeeded."""
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
-    run, result = await db(service.get_with_result, run_id, tenant_id=tenant_id)
+    run, result = await db.read(service.get_with_result, run_id, tenant_id=tenant_id)
     if not run.status.finished:
         return OrjsonResponse(run_document(run, result))
     etag = etag_for(request, run.id, run.status.value, run.finished_at)
@@ -181,7 +181,7 @@ async def get_run(
 @router.get("/{run_id}/scenario", operation_id="get_run_scenario", responses=problem_responses(404))
 async def get_run_scenario(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Response:
     """The scenario the run simulates, in canonical form: post it back to reproduce the run."""
-    run = await db(service.get, run_id, tenant_id=tenant_id)
+    run = await db.read(service.get, run_id, tenant_id=tenant_id)
     return OrjsonResponse(run.scenario)
 
 
@@ -222,4 +222,4 @@ async def get_run_events(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> 
             ],
         }
 
-    return OrjsonResponse(await db(query))
+    return OrjsonResponse(await db.read(query))

@@ -78,7 +78,7 @@ async def list_series(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Res
     def query(session: Session) -> list[tuple[str, str, int, float | None, float | None]]:
         return service.index(session, service.finished_run(session, run_id, tenant_id=tenant_id))
 
-    rows = await db(query)
+    rows = await db.read(query)
     items = [{"key": k, "unit": u, "length": n, "t_start": a, "t_end": b} for k, u, n, a, b in rows]
     return OrjsonResponse({"run_id": str(run_id), "series": items})
 
@@ -107,11 +107,11 @@ async def get_series(
     limit = _max_points(settings, max_points)
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
-    run = await db(service.finished_run, run_id, tenant_id=tenant_id)
+    run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
     etag = etag_for(request, run.result_run_id, limit)
     if (cached := not_modified(request, etag)) is not None:
         return cached
-    (w,) = await db(
+    (w,) = await db.read(
         service.load, run, [key], start=start, end=end, max_points=limit, loc=["path", "key"]
     )
     body = {
@@ -158,11 +158,11 @@ async def get_series_frame(
     limit = _max_points(settings, max_points)
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
-    run = await db(service.finished_run, run_id, tenant_id=tenant_id)
+    run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
     etag = etag_for(request, run.result_run_id, limit)
     if (cached := not_modified(request, etag)) is not None:
         return cached
-    windows = await db(
+    windows = await db.read(
         service.load, run, names, start=start, end=end, max_points=limit, loc=["query", "keys"]
     )
     columns = service.frame(windows, shape)
