@@ -32,17 +32,21 @@ const tcpfrCharts = (() => {
       ],
       cursor: { sync: { key: spec.sync || "tcpfr" }, drag: { x: true, y: false, setScale: false } },
       legend: { live: true },
-      hooks: {
-        setSelect: [(u) => {
-          if (u.select.width < 4) return;
-          const min = u.posToVal(u.select.left, "x");
-          const max = u.posToVal(u.select.left + u.select.width, "x");
-          u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-          onZoom && onZoom(min, max);
-        }],
-      },
     };
     const chart = new uPlot(opts, data, container);
+    // The selection grows while the mouse drags (uPlot's setSelect fires on every move): act
+    // once, when the button is let go (after uPlot's own mouseup has set the final box).
+    let armed = false;
+    chart.over.addEventListener("mousedown", () => { armed = true; });
+    document.addEventListener("mouseup", () => armed && setTimeout(() => {
+      armed = false;
+      const sel = chart.select;
+      if (sel.width < 4) return;
+      const min = chart.posToVal(sel.left, "x");
+      const max = chart.posToVal(sel.left + sel.width, "x");
+      chart.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+      onZoom && onZoom(min, max);
+    }, 0));
     chart.over.addEventListener("dblclick", () => onZoom && onZoom(null, null));
     window.addEventListener("resize", () => chart.setSize({ width: width(container), height: opts.height }));
     return chart;
