@@ -7,7 +7,8 @@
   let presets = [];
 
   const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
-  const shortId = (id) => id.slice(0, 8);
+  // Ids are UUIDv7: the first digits are the time, alike for runs made together.
+  const shortId = (id) => "…" + id.slice(-12);
 
   async function loadPresets() {
     presets = await api("/v1/presets");

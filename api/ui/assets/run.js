@@ -107,6 +107,7 @@
     range = min === null ? { start: null, end: null } : { start: Math.max(0, min), end: max };
     await Promise.all(charts.map(async ({ spec, chart }) => {
       const data = tcpfrCharts.columns(await frame(spec.keys), spec.keys);
+      chart.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false); // synced boxes too
       chart.setData(data, true);
       if (min !== null) chart.setScale("x", { min: range.start, max: range.end });
     }));

@@ -45,7 +45,7 @@
         return el("td", { text: stat.mean === null || stat.mean === undefined ? "–" : fmtValue(stat.mean, m.unit) + delta });
       }),
       el("td", { text: p.limits[flow] ? p.limits[flow].limit.replace(/_/g, " ") : "–" }),
-      el("td", {}, p.run_ids.length ? el("a", { href: `/ui/runs/${p.run_ids[0]}`, text: p.run_ids[0].slice(0, 8) }) : "–")));
+      el("td", {}, p.run_ids.length ? el("a", { href: `/ui/runs/${p.run_ids[0]}`, text: "…" + p.run_ids[0].slice(-12) }) : "–")));
     document.getElementById("points").replaceChildren(el("thead", {}, head), el("tbody", {}, rows));
     return flow;
   }
