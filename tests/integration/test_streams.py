@@ -171,6 +171,12 @@ def test_heartbeat_bound_and_shutdown(idle_api: Stack) -> None:
     with idle_api.client as client:
         run = client.post("/v1/runs", json=slow_run_body(client, factor=1)).json()
         path = f"/v1/runs/{run['id']}/stream"
+        # A stream that ends (here: the client hangs up) gives its slot back.
+        for _ in range(3):
+            with stream(client, path) as resp:
+                assert resp.status_code == 200
+                next(resp.iter_lines())
+            time.sleep(0.3)  # the server sees the hang-up asynchronously
         comments: list[str] = []
         with stream(client, path) as resp:
             assert resp.status_code == 200
