@@ -32,7 +32,7 @@
   function table(summary) {
     const paths = summary.design.factors.flatMap((f) => f.paths);
     const flow = summary.metrics.length ? summary.metrics[0].flow : null;
-    const metrics = summary.metrics.filter((m) => m.flow === flow).slice(0, 4);
+    const metrics = summary.metrics.filter((m) => m.flow === flow).slice(0, 3);
     const head = el("tr", {}, el("th", { text: "#" }), paths.map((p) => el("th", { text: p })),
       metrics.map((m) => el("th", { text: `${m.label}` })), el("th", { text: `${flow}: limited by` }),
       el("th", { text: "run" }));
