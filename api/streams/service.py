@@ -1,12 +1,12 @@
 """What a stream reports: a run's or a sweep's state as events with ids that grow strictly
 with the state (so the same state always gets the same id, on any connection).
 
-An id is ``step * STEP + offset``. For a run, ``step`` is the number of rows in its history
-(``store.run_events``: queued, enqueued, started, ... succeeded), each row being one
-``status`` event at ``offset`` 0; between two rows, ``progress`` is at ``1 + permille`` and
-``done`` at ``DONE``. For a sweep, ``step`` counts its finished runs, each finish being one
-``status`` event. History rows and finishes are a log: a reconnecting client is sent every
-one after its ``Last-Event-ID``. Progress is a reading, not a log: it sends the latest.
+``status`` events are rows of the runs' history (``store.run_events``): for a run, every row
+(queued, enqueued, started, ..., succeeded); for a sweep, the row that ended each of its runs.
+A row's event id is ``row id * STEP``: the row's own identity, not its position in the list,
+so a reconnecting client is sent the rows after its ``Last-Event-ID`` and none twice. After
+the last row, ``progress`` (a reading, not a log: the latest is sent) is at
+``last row * STEP + 1 + permille`` and ``done`` at ``last row * STEP + DONE``.
 """
 
 from __future__ import annotations
@@ -21,12 +21,14 @@ from api.runs.endpoints import run_fields
 from api.streams.sse import Event
 from api.sweeps import service as sweeps
 from store.config import Settings
-from store.models import Run, RunStatus
+from store.models import Run, RunEvent, RunStatus
 from store.run_events import EventKind, RunEventRepository
 
 STEP = 10_000
 DONE = STEP - 1
-FINISHED = (RunStatus.succeeded, RunStatus.failed, RunStatus.cancelled)
+ENDINGS = [
+    str(k) for k in (EventKind.succeeded, EventKind.failed, EventKind.cancelled, EventKind.cache_hit)
+]
 STATUS_AFTER = {
     EventKind.queued: RunStatus.queued,
     EventKind.enqueued: RunStatus.queued,
@@ -50,11 +52,11 @@ def run_events(
     run = runs.get(session, run_id, tenant_id=tenant_id)
     history = RunEventRepository(session).history(run.id)
     out: list[Event] = []
-    for step, row in enumerate(history, 1):
+    for row in history:
         status = STATUS_AFTER.get(row.event)  # type: ignore[call-overload]
         out.append(
             Event(
-                step * STEP,
+                row.id * STEP,
                 "status",
                 {
                     "run_id": str(run.id),
@@ -67,7 +69,7 @@ def run_events(
                 },
             )
         )
-    step = len(history)
+    step = history[-1].id if history else 0
     out.append(
         Event(
             step * STEP + 1 + _permille(run.progress),
@@ -92,40 +94,54 @@ def sweep_events(
 ) -> tuple[list[Event], bool]:
     sweep = sweeps.get(session, sweep_id, tenant_id=tenant_id)
     item = sweeps.item(session, sweep, settings)
-    done_runs = session.execute(
-        select(Run.id, Run.point_index, Run.replication, Run.status, Run.cache_hit, Run.finished_at)
-        .where(Run.sweep_id == sweep.id, Run.status.in_(FINISHED))
-        .order_by(Run.finished_at, Run.id)
+    # The row that ended each run (a cache hit is born finished), in the order written.
+    ended = session.execute(
+        select(
+            RunEvent.id,
+            RunEvent.at,
+            Run.id,
+            Run.point_index,
+            Run.replication,
+            Run.status,
+            Run.cache_hit,
+        )
+        .join(Run, Run.id == RunEvent.run_id)
+        .where(Run.sweep_id == sweep.id, RunEvent.event.in_(ENDINGS))
+        .order_by(RunEvent.id)
     ).all()
     out: list[Event] = []
     counts = {s.value: 0 for s in RunStatus}
-    counts[RunStatus.queued.value] = sweep.run_count
-    for step, row in enumerate(done_runs, 1):
-        counts[RunStatus.queued.value] -= 1
-        counts[row.status.value] += 1
-        # The sweep's status right after this run finished, as GET /v1/sweeps/{id} says it.
-        status = "running" if step < sweep.run_count else _final(counts, sweep.run_count)
+    seen: set[uuid.UUID] = set()
+    step = 0
+    for row_id, at, run_id, point_index, replication, status, cache_hit in ended:
+        if run_id in seen:  # one ending per run
+            continue
+        seen.add(run_id)
+        counts[status.value] += 1
+        step = row_id
+        done = len(seen)
+        # The sweep's status right after this run ended, as GET /v1/sweeps/{id} says it.
+        state = "running" if done < sweep.run_count else _final(counts, sweep.run_count)
         out.append(
             Event(
-                step * STEP,
+                row_id * STEP,
                 "status",
                 {
                     "sweep_id": str(sweep.id),
-                    "status": status,
-                    "finished": step,
+                    "status": state,
+                    "finished": done,
                     "run_count": sweep.run_count,
                     "run": {
-                        "id": str(row.id),
-                        "point_index": row.point_index,
-                        "replication": row.replication,
-                        "status": row.status.value,
-                        "cache_hit": row.cache_hit,
-                        "finished_at": row.finished_at,
+                        "id": str(run_id),
+                        "point_index": point_index,
+                        "replication": replication,
+                        "status": status.value,
+                        "cache_hit": cache_hit,
+                        "finished_at": at,
                     },
                 },
             )
         )
-    step = len(done_runs)
     out.append(
         Event(
             step * STEP + 1 + _permille(item["progress"]["fraction"]),
@@ -133,7 +149,9 @@ def sweep_events(
             {"sweep_id": str(sweep.id), "status": item["status"], **item["progress"]},
         )
     )
-    finished = step >= sweep.run_count
+    # Finished by the runs' own states, not by counting history rows: a stream ends even
+    # over runs older than the history table.
+    finished = item["status"] not in ("queued", "running")
     if finished:
         out.append(Event(step * STEP + DONE, "done", item))
     return out, finished
