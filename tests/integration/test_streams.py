@@ -167,7 +167,7 @@ def idle_api(pg_stack: Stack) -> Iterator[Stack]:
         stack.stop()
 
 
-def test_heartbeat_bound_and_shutdown(idle_api: Stack) -> None:
+def test_heartbeat_bound_and_shutdown(pg_stack: Stack, idle_api: Stack) -> None:
     with idle_api.client as client:
         run = client.post("/v1/runs", json=slow_run_body(client, factor=1)).json()
         path = f"/v1/runs/{run['id']}/stream"
@@ -201,3 +201,6 @@ def test_heartbeat_bound_and_shutdown(idle_api: Stack) -> None:
         proc.wait(timeout=15)
         assert ended < 5, ended
         assert time.monotonic() - stopped_at < 8
+    # Leave no run queued where no worker looks (the reconciler would find it later).
+    with pg_stack.client as client:
+        assert client.post(f"/v1/runs/{run['id']}/cancel").status_code == 202
