@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-unit lint bench openapi services clean
+.PHONY: install run test test-unit lint bench openapi services clean ui-vendor
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,17 @@ bench: $(STAMP)
 
 openapi: $(STAMP)
 	$(PY) -m api.export_openapi > openapi/openapi.json
+
+# uPlot, the UI's charts, from the npm registry into api/ui/assets/vendor/ (checked in, so
+# `make run` and `make test` need no npm). Run it to move to another version.
+UPLOT_VERSION ?= 1.6.32
+ui-vendor:
+	rm -rf .ui-vendor && mkdir .ui-vendor
+	cd .ui-vendor && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null && tar xzf uplot-$(UPLOT_VERSION).tgz
+	cp .ui-vendor/package/dist/uPlot.iife.min.js .ui-vendor/package/dist/uPlot.min.css api/ui/assets/vendor/
+	cp .ui-vendor/package/LICENSE api/ui/assets/vendor/uPlot.LICENSE
+	echo "uPlot $(UPLOT_VERSION) from the npm registry (make ui-vendor)" > api/ui/assets/vendor/VERSIONS
+	rm -rf .ui-vendor
 
 clean:
 	rm -rf $(VENV) .tcpfr .pytest_cache

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
+from fastapi_offline import FastAPIOffline
 
 from api import exception_handlers
 from api.body_limit import BodyLimit
@@ -25,7 +26,10 @@ from api.responses import problem_responses
 from api.runs.endpoints import router as runs_router
 from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
+from api.streams.endpoints import router as streams_router
+from api.streams.sse import Stopping, StreamSlots
 from api.sweeps.endpoints import router as sweeps_router
+from api.ui import endpoints as ui
 from store.config import Settings, get_settings
 from store.db import (
     make_async_engine,
@@ -134,6 +138,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.celery = make_celery(settings, name="tcpfr-api")
         app.state.rate_limiter = RateLimiter(settings)
         app.state.cache = DocumentCache(settings.response_cache_bytes)
+        app.state.stream_slots = StreamSlots(settings.max_streams)
+        stopping = app.state.stopping = Stopping()
         reconciler = sync_engine = None
         if settings.reconcile_interval > 0:
             # The reconciler's passes are sync code in a thread of their own, on an engine
@@ -143,7 +149,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 reconcile_forever(make_sessionmaker(sync_engine), app.state.celery, settings)
             )
         try:
-            yield
+            with stopping.watching_signals():
+                yield
         finally:
             if reconciler is not None:
                 reconciler.cancel()
@@ -156,7 +163,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if db_engine is not None:
                 await db_engine.dispose()
 
-    app = FastAPI(
+    # FastAPIOffline: /docs and /redoc from assets shipped in the fastapi-offline package,
+    # not a CDN, so they work on a machine without internet.
+    app = FastAPIOffline(
         title="tcpfr",
         version="0.1.0",
         summary="Why is my WAN transfer slow? TCP over Frame Relay, simulated.",
@@ -165,6 +174,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=_operation_id,
         # Any route may meet a database that is away (restarting): 503 with Retry-After.
         responses=problem_responses(503),
+        # No call to validator.swagger.io: nothing on /docs leaves this host.
+        swagger_ui_parameters={"validatorUrl": None},
     )
     app.state.settings = settings
     app.openapi = _openapi(app)  # type: ignore[method-assign]
@@ -176,10 +187,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (presets_router, health_router):
         app.include_router(router)
     for router in (
-        runs_router, series_router, scenarios_router, sweeps_router, compare_router,
+        runs_router,
+        series_router,
+        streams_router,
+        scenarios_router,
+        sweeps_router,
+        compare_router,
         exports_router,
     ):
         app.include_router(router, dependencies=PROTECTED, responses=problem_responses(401))
+    # The pages are a client of the API like any other: they hold no data and need no key
+    # (they ask the user for one when the API says 401).
+    ui.install(app)
     return app
 
 

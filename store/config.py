@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     # inside the default soft time limit, which stops whatever the estimate missed.
     max_events_per_run: int = Field(default=500_000_000, ge=1)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)  # a larger request body is a 413
+
+    # Server-Sent Events (/v1/runs/{id}/stream, /v1/sweeps/{id}/stream): each open stream is
+    # a coroutine polling the database, so one API process holds at most `max_streams` (past
+    # it a 503 with Retry-After); a comment every `stream_heartbeat` s keeps proxies from
+    # closing a quiet stream; `stream_poll_interval` s between looks at the database.
+    max_streams: int = Field(default=100, ge=0)
+    stream_heartbeat: float = Field(default=15.0, gt=0)
+    stream_poll_interval: float = Field(default=0.5, gt=0)
     log_level: str = "INFO"
 
     # Sweeps: the most runs (points x replications) one sweep may ask for, and the engine's

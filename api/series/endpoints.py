@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
+import numpy as np
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
@@ -15,6 +16,7 @@ from api.responses import OrjsonResponse, problem_responses
 from api.series import service
 from api.series.schemas import SeriesData, SeriesFrame, SeriesIndex
 from store.config import Settings
+from store.models import Run
 
 router = APIRouter(prefix="/v1/runs/{run_id}", tags=["series"])
 
@@ -31,6 +33,17 @@ MaxPoints = Annotated[
 Format = Annotated[
     Literal["json", "csv"] | None,
     Query(description="Overrides the Accept header: `csv` is text/csv"),
+]
+TimeAxis = Annotated[
+    Literal["sim", "epoch_ms"],
+    Query(
+        alias="time",
+        description="`sim`: `t` in simulated seconds from the run's start (the default); "
+        "`epoch_ms`: `t` in milliseconds since the Unix epoch, simulated time laid from the "
+        "moment the run started (its `started_at`, or `created_at` when the cache served it), "
+        "for tools that plot against wall-clock time, as Grafana does. `start` and `end` stay "
+        "in simulated seconds",
+    ),
 ]
 CSV_RESPONSE = {"content": {"text/csv": {"schema": {"type": "string"}}}}
 DATA_ERRORS = problem_responses(404, 409, 422)
@@ -55,6 +68,18 @@ def _wants_csv(request: Request, fmt: str | None) -> bool:
         return fmt == "csv"
     accept = request.headers.get("accept", "")
     return "text/csv" in accept and "application/json" not in accept.split("text/csv")[0]
+
+
+def _origin_ms(run: Run, axis: str) -> float | None:
+    """Where simulated time 0 lies on the epoch-ms axis, or None for simulated seconds."""
+    if axis != "epoch_ms":
+        return None
+    at = run.started_at or run.created_at
+    return at.timestamp() * 1000.0
+
+
+def _on_axis(t: Any, origin_ms: float | None) -> Any:
+    return t if origin_ms is None else np.round(t * 1000.0 + origin_ms, 3)
 
 
 def _respond(request: Request, etag: str, csv: bool, json_body: Any, csv_columns: Any) -> Response:
@@ -101,6 +126,7 @@ async def get_series(
     end: End = None,
     max_points: MaxPoints = None,
     format: Format = None,
+    time_axis: TimeAxis = "sim",
 ) -> Response:
     """One series in [start, end], downsampled to `max_points` keeping its peaks
     (MinMaxLTTB). JSON `{t, v}`, or CSV with `Accept: text/csv`."""
@@ -121,10 +147,10 @@ async def get_series(
         "points": len(w.t),
         "downsampled": w.downsampled,
         "method": "minmax-lttb" if w.downsampled else "none",
-        "t": w.t,
+        "t": (t := _on_axis(w.t, _origin_ms(run, time_axis))),
         "v": w.v,
     }
-    response = _respond(request, etag, _wants_csv(request, format), body, {"t": w.t, "v": w.v})
+    response = _respond(request, etag, _wants_csv(request, format), body, {"t": t, "v": w.v})
     return cache.store(request, tenant_id, response)
 
 
@@ -147,6 +173,7 @@ async def get_series_frame(
     end: End = None,
     max_points: MaxPoints = None,
     format: Format = None,
+    time_axis: TimeAxis = "sim",
 ) -> Response:
     """Several series at once for a dashboard, each downsampled to `max_points`: a wide
     frame (one time column) or a long one (time, key, value rows)."""
@@ -166,6 +193,7 @@ async def get_series_frame(
         service.load, run, names, start=start, end=end, max_points=limit, loc=["query", "keys"]
     )
     columns = service.frame(windows, shape)
+    columns["t"] = _on_axis(columns["t"], _origin_ms(run, time_axis))
     body = {
         "shape": shape,
         "keys": names,

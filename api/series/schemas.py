@@ -29,7 +29,9 @@ class SeriesData(BaseModel):
     points: int = Field(description="Samples returned")
     downsampled: bool
     method: Literal["none", "minmax-lttb"]
-    t: list[float]
+    t: list[float] = Field(
+        description="Simulated seconds; epoch milliseconds from the run's start with `time=epoch_ms`"
+    )
     v: list[float | None]
 
 

@@ -1,0 +1,131 @@
+"""GET /v1/runs/{id}/stream and /v1/sweeps/{id}/stream: live progress as Server-Sent Events."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query, Request, Response
+
+from api.deps import DbDep, SettingsDep, TenantDep
+from api.responses import problem_responses
+from api.streams import service
+from api.streams.sse import MEDIA_TYPE, EventStreamResponse, StreamSlots, events, last_event_id
+
+router = APIRouter(tags=["streams"])
+
+LastEventIdHeader = Annotated[
+    str | None,
+    Header(
+        alias="Last-Event-ID",
+        description="The id of the last event received: the stream resumes after it "
+        "(EventSource sends it when it reconnects)",
+    ),
+]
+LastEventIdQuery = Annotated[
+    int | None,
+    Query(alias="last_event_id", ge=-1, description="Same as the Last-Event-ID header, for clients that cannot set it"),
+]
+EVENTS_DOC = """\
+`text/event-stream`. Events, each with an integer `id` that grows along the stream:
+`status` (one per step of {what}'s log), `progress` (the latest reading, sent when it
+changes) and `done` (last, then the stream ends){done}. Each `data` is a JSON object. A
+comment line is sent every TCPFR_STREAM_HEARTBEAT seconds (15) while nothing else is, so
+proxies keep the connection. Reconnect with `Last-Event-ID` (or `last_event_id`) to get every
+`status` after that id exactly once and the current `progress`. One API process serves at most
+TCPFR_MAX_STREAMS streams; past that a 503 with `Retry-After`. Streams end when the server
+stops; a client reconnects to another replica with its Last-Event-ID."""
+
+
+def _responses(example: str) -> dict[int | str, dict[str, Any]]:
+    return {
+        200: {
+            "description": "The event stream",
+            "content": {MEDIA_TYPE: {"schema": {"type": "string"}, "example": example}},
+        },
+        **problem_responses(404, 422),
+    }
+
+
+RUN_EXAMPLE = (
+    'id: 30000\nevent: status\ndata: {"run_id": "...", "event": "started", "status": "running", '
+    '...}\n\nid: 30421\nevent: progress\ndata: {"run_id": "...", "status": "running", '
+    '"progress": 0.42, ...}\n\n'
+)
+SWEEP_EXAMPLE = (
+    'id: 10000\nevent: status\ndata: {"sweep_id": "...", "status": "running", "finished": 1, '
+    '"run_count": 4, "run": {...}}\n\nid: 10501\nevent: progress\ndata: {"sweep_id": "...", '
+    '"status": "running", "fraction": 0.5, "eta_seconds": 3.1, ...}\n\n'
+)
+
+
+def _stream(request: Request, settings: Any, look: Any, after: int) -> Response:
+    state = request.app.state
+    slots: StreamSlots = state.stream_slots
+    slots.take()
+    body = events(
+        look,
+        after=after,
+        poll=settings.stream_poll_interval,
+        heartbeat=settings.stream_heartbeat,
+        stopping=state.stopping.event,
+    )
+    return EventStreamResponse(body, slots)
+
+
+@router.get(
+    "/v1/runs/{run_id}/stream",
+    operation_id="stream_run",
+    response_class=Response,
+    responses=_responses(RUN_EXAMPLE),
+    description=EVENTS_DOC.format(
+        what="the run's history (queued, enqueued, started, ..., succeeded)",
+        done=", whose data is the run as `GET /v1/runs/{id}` has it less summary and diagnosis",
+    ),
+)
+async def stream_run(
+    run_id: uuid.UUID,
+    request: Request,
+    db: DbDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+    last_event_id_header: LastEventIdHeader = None,
+    last_event_id_query: LastEventIdQuery = None,
+) -> Response:
+    """A run's progress and status changes as Server-Sent Events, until it finishes."""
+    after = last_event_id(last_event_id_header, last_event_id_query)
+    await db(service.run_events, run_id, tenant_id=tenant_id)  # a 404 before the stream opens
+
+    async def look() -> Any:
+        return await db(service.run_events, run_id, tenant_id=tenant_id)
+
+    return _stream(request, settings, look, after)
+
+
+@router.get(
+    "/v1/sweeps/{sweep_id}/stream",
+    operation_id="stream_sweep",
+    response_class=Response,
+    responses=_responses(SWEEP_EXAMPLE),
+    description=EVENTS_DOC.format(
+        what="the sweep's runs finishing (with the sweep's status after each)",
+        done=", whose data is the sweep as `GET /v1/sweeps` lists it",
+    ),
+)
+async def stream_sweep(
+    sweep_id: uuid.UUID,
+    request: Request,
+    db: DbDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+    last_event_id_header: LastEventIdHeader = None,
+    last_event_id_query: LastEventIdQuery = None,
+) -> Response:
+    """A sweep's progress (fraction, counts, ETA) and each run's end, until the sweep ends."""
+    after = last_event_id(last_event_id_header, last_event_id_query)
+    await db(service.sweep_events, sweep_id, tenant_id=tenant_id, settings=settings)
+
+    async def look() -> Any:
+        return await db(service.sweep_events, sweep_id, tenant_id=tenant_id, settings=settings)
+
+    return _stream(request, settings, look, after)

@@ -1,0 +1,186 @@
+// tcpfr's browser client: the public API with an optional key, an SSE reader, helpers.
+// The key (when the API asks for one) lives in sessionStorage: gone when the tab closes.
+"use strict";
+const tcpfr = (() => {
+  const KEY = "tcpfr.apiKey";
+  let asking = null;
+
+  function authHeaders() {
+    const key = sessionStorage.getItem(KEY);
+    return key ? { Authorization: "Bearer " + key } : {};
+  }
+
+  // A small modal form; resolves once the user gave a key.
+  function askKey(message) {
+    if (asking) return asking;
+    asking = new Promise((resolve) => {
+      const dialog = document.createElement("dialog");
+      dialog.className = "key-dialog";
+      dialog.innerHTML =
+        '<form method="dialog"><h2>API key</h2><p class="why"></p>' +
+        '<input name="key" type="password" autocomplete="off" placeholder="tcpfr_..." required>' +
+        '<p class="hint">Kept in this tab only (sessionStorage). Issue one with ' +
+        "<code>python -m api.keys create --tenant NAME --name WHAT</code>.</p>" +
+        '<button type="submit">Use key</button></form>';
+      dialog.querySelector(".why").textContent = message || "This API needs a key.";
+      document.body.appendChild(dialog);
+      dialog.addEventListener("close", () => {
+        const value = dialog.querySelector("input").value.trim();
+        dialog.remove();
+        asking = null;
+        if (value) sessionStorage.setItem(KEY, value);
+        resolve(value);
+      });
+      dialog.showModal();
+    });
+    return asking;
+  }
+
+  class ApiError extends Error {
+    constructor(status, problem) {
+      super((problem && (problem.detail || problem.title)) || "HTTP " + status);
+      this.status = status;
+      this.problem = problem;
+    }
+  }
+
+  async function api(path, { method = "GET", body, headers = {} } = {}) {
+    for (;;) {
+      const init = { method, headers: { Accept: "application/json", ...authHeaders(), ...headers } };
+      if (body !== undefined) {
+        init.headers["Content-Type"] = "application/json";
+        init.body = JSON.stringify(body);
+      }
+      const resp = await fetch(path, init);
+      if (resp.status === 401) {
+        const problem = await resp.json().catch(() => null);
+        sessionStorage.removeItem(KEY);
+        await askKey(problem && problem.detail);
+        continue;
+      }
+      if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
+      return resp.status === 204 ? null : resp.json();
+    }
+  }
+
+  // Server-Sent Events over fetch (EventSource cannot send the Authorization header):
+  // handlers.progress/status/done get each event's parsed data; reconnects after a drop
+  // with Last-Event-ID, so nothing is missed and nothing repeats. Returns {close()}.
+  function stream(path, handlers) {
+    let last = null;
+    let closed = false;
+    let controller = null;
+    const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+    function dispatch(block) {
+      let id = null, event = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (!line || line.startsWith(":")) continue;
+        const at = line.indexOf(":");
+        const field = at < 0 ? line : line.slice(0, at);
+        const value = at < 0 ? "" : line.slice(at + 1).replace(/^ /, "");
+        if (field === "id") id = value;
+        else if (field === "event") event = value;
+        else if (field === "data") data.push(value);
+      }
+      if (id !== null) last = id;
+      if (!data.length) return;
+      const handler = handlers[event];
+      if (handler) handler(JSON.parse(data.join("\n")), id);
+      if (event === "done") closed = true;
+    }
+
+    (async () => {
+      while (!closed) {
+        controller = new AbortController();
+        let wait = 2000;
+        try {
+          const headers = { Accept: "text/event-stream", ...authHeaders() };
+          if (last !== null) headers["Last-Event-ID"] = last;
+          const resp = await fetch(path, { headers, signal: controller.signal });
+          if (resp.status === 401) {
+            sessionStorage.removeItem(KEY);
+            await askKey();
+            continue;
+          }
+          if (!resp.ok) {
+            wait = 1000 * Number(resp.headers.get("Retry-After") || 5);
+            if (resp.status === 404) { handlers.error && handlers.error(resp.status); return; }
+          } else {
+            const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+            let buffer = "";
+            for (;;) {
+              const { value, done } = await reader.read();
+              if (done) break;
+              buffer += value.replace(/\r\n?/g, "\n");
+              let cut;
+              while ((cut = buffer.indexOf("\n\n")) >= 0) {
+                dispatch(buffer.slice(0, cut));
+                buffer = buffer.slice(cut + 2);
+              }
+            }
+          }
+        } catch (err) {
+          if (closed) return;
+        }
+        if (!closed) await sleep(wait);
+      }
+    })();
+    return { close() { closed = true; controller && controller.abort(); } };
+  }
+
+  // --- formatting -------------------------------------------------------------------------
+  function si(value, unit = "", digits = 3) {
+    if (value === null || value === undefined || Number.isNaN(value)) return "–";
+    const abs = Math.abs(value);
+    const steps = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (const [size, prefix] of steps) {
+      if (abs >= size) return +(value / size).toPrecision(digits) + " " + prefix + unit;
+    }
+    if (abs !== 0 && abs < 1 && unit === "s") return +(value * 1000).toPrecision(digits) + " ms";
+    return (Number.isInteger(value) ? String(value) : String(+value.toPrecision(digits))) + (unit ? " " + unit : "");
+  }
+  const bytes = (v) => si(v, "B");
+  const bps = (v) => si(v, "bit/s");
+  const seconds = (v) => si(v, "s");
+
+  function el(tag, attrs = {}, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v);
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  function progressBar(fraction, status) {
+    const pct = Math.round((fraction || 0) * 100);
+    return el("div", { class: "bar " + (status || ""), role: "progressbar",
+                       "aria-valuenow": pct, "aria-valuemin": 0, "aria-valuemax": 100 },
+      el("span", { style: `width:${pct}%` }), el("em", { text: pct + "%" }));
+  }
+
+  function setBar(node, fraction, status) {
+    const pct = Math.round((fraction || 0) * 100);
+    node.className = "bar " + (status || "");
+    node.setAttribute("aria-valuenow", pct);
+    node.querySelector("span").style.width = pct + "%";
+    node.querySelector("em").textContent = pct + "%";
+  }
+
+  function showError(err) {
+    const box = document.getElementById("error");
+    if (!box) return;
+    box.hidden = false;
+    box.textContent = err instanceof Error ? err.message : String(err);
+  }
+
+  return { api, stream, askKey, ApiError, si, bytes, bps, seconds, el, progressBar, setBar, showError };
+})();

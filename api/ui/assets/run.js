@@ -1,0 +1,171 @@
+// /ui/runs/{id}: live progress (SSE), then the diagnosis, the summary and the charts.
+"use strict";
+(() => {
+  const { api, stream, el, setBar, bytes, bps, seconds, si, showError } = tcpfr;
+  const runId = location.pathname.split("/").filter(Boolean).pop();
+  const base = `/v1/runs/${runId}`;
+  const packets = (v) => si(v, "pkt");
+  let run = null;
+  let index = [];
+  let charts = [];
+  let range = { start: null, end: null };
+
+  function header(doc) {
+    document.title = `tcpfr — ${doc.preset || doc.scenario_name} (${doc.status})`;
+    document.getElementById("title").textContent = doc.preset || doc.scenario_name;
+    const pill = document.getElementById("status");
+    pill.textContent = doc.status + (doc.cache_hit ? " (served from the cache)" : "");
+    pill.className = "pill " + doc.status;
+    const bits = [`seed ${doc.seed}`, `engine ${doc.engine_version}`, `id ${doc.id}`];
+    if (doc.error) bits.push(`error: ${doc.error.type}: ${doc.error.message}`);
+    document.getElementById("meta").textContent = bits.join(" · ");
+    setBar(document.getElementById("progress"), doc.progress, doc.status);
+  }
+
+  function history(event) {
+    const text = [event.event, event.attempt ? `attempt ${event.attempt}` : null,
+                  event.worker ? `on ${event.worker}` : null].filter(Boolean).join(" ");
+    document.getElementById("history").append(
+      el("li", {}, el("time", { text: new Date(event.at).toLocaleTimeString() }), " ", text));
+  }
+
+  function diagnosis(doc) {
+    const box = document.getElementById("diagnosis");
+    box.replaceChildren(...Object.entries(doc.diagnosis || {}).map(([flow, d]) =>
+      el("p", { class: "diagnosis" },
+        el("strong", { text: `${flow}: limited by ${String(d.limit).replace(/_/g, " ")}. ` }),
+        d.advice || "")));
+  }
+
+  function summary(doc) {
+    const flows = doc.summary.flows;
+    const rows = [
+      ["completed", (f) => (f.completed ? "yes" : "no")],
+      ["bytes delivered", (f) => bytes(f.bytes_delivered)],
+      ["completion time", (f) => seconds(f.completion_time)],
+      ["goodput", (f) => bps(f.goodput_bps)],
+      ["segments sent", (f) => f.segments_sent],
+      ["retransmissions", (f) => f.retransmissions],
+      ["timeouts", (f) => f.timeouts],
+      ["packets dropped", (f) => f.packets_dropped],
+      ["RTT mean / min / max", (f) => [f.rtt_mean, f.rtt_min, f.rtt_max].map(seconds).join(" / ")],
+      ["cwnd max", (f) => bytes(f.cwnd_max)],
+    ];
+    const names = Object.keys(flows);
+    const table = document.getElementById("summary");
+    table.replaceChildren(
+      el("thead", {}, el("tr", {}, el("th", { text: "flow" }), names.map((n) => el("th", { text: n })))),
+      el("tbody", {}, rows.map(([label, fn]) => el("tr", {}, el("th", { text: label }),
+        names.map((n) => el("td", { text: String(fn(flows[n]) ?? "–") }))))),
+      el("tfoot", {}, el("tr", {}, el("th", { text: "simulated" }),
+        el("td", { colspan: names.length, text: `${seconds(doc.summary.sim_time)} in ${seconds(doc.summary.wall_time)} of wall time, ${doc.summary.events.toLocaleString()} events` }))));
+  }
+
+  // The link direction where packets were dropped or waited most: its queue is the one to
+  // watch (then the busiest one).
+  function bottleneck(doc) {
+    const links = Object.entries(doc.summary.links || {});
+    const rank = (l) => [l.drops || 0, l.queue_mean || 0, l.utilization || 0];
+    links.sort((a, b) => {
+      const [x, y] = [rank(a[1]), rank(b[1])];
+      return (y[0] - x[0]) || (y[1] - x[1]) || (y[2] - x[2]);
+    });
+    if (!links.length) return null;
+    const [name] = links[0];
+    const [id, dir] = name.split(":");
+    return { name, queue: `link.${id}.${dir}.queue_packets` };
+  }
+
+  function chartSpecs(flow) {
+    const have = new Set(index.map((s) => s.key));
+    const pick = (keys) => keys.filter((k) => have.has(k));
+    const neck = bottleneck(run);
+    const drops = index.map((s) => s.key).filter((k) => k.endsWith(".drops"));
+    const label = (k) => k.split(".").slice(-1)[0] === "queue_packets" ? "queue" :
+      (k.startsWith("link.") ? k.slice(5).replace(/\.drops$/, " drops") : k.split(".").pop());
+    return [
+      { id: "cwnd", title: `${flow}: congestion window, ssthresh, in flight`, stepped: true,
+        keys: pick([`flow.${flow}.cwnd`, `flow.${flow}.ssthresh`, `flow.${flow}.inflight`, `flow.${flow}.rwnd`]), format: bytes },
+      { id: "goodput", title: `${flow}: goodput`, keys: pick([`flow.${flow}.goodput_bps`]), format: bps },
+      { id: "rtt", title: `${flow}: smoothed RTT and RTO`, stepped: true,
+        keys: pick([`flow.${flow}.srtt`, `flow.${flow}.rto`]), format: seconds },
+      { id: "queue", title: `Bottleneck queue: ${neck ? neck.name : "–"}`, stepped: true,
+        keys: neck ? pick([neck.queue]) : [], format: packets },
+      { id: "losses", title: `Drops and retransmissions (cumulative)`, stepped: true,
+        keys: pick([`flow.${flow}.retransmissions`, ...drops]), format: packets },
+    ].filter((s) => s.keys.length).map((s) => ({ ...s, labels: s.keys.map(label) }));
+  }
+
+  async function frame(keys) {
+    const q = new URLSearchParams({ keys: keys.join(","), max_points: "800" });
+    if (range.start !== null) q.set("start", String(range.start));
+    if (range.end !== null) q.set("end", String(range.end));
+    return api(`${base}/frame?${q}`);
+  }
+
+  async function zoom(min, max) {
+    range = min === null ? { start: null, end: null } : { start: Math.max(0, min), end: max };
+    await Promise.all(charts.map(async ({ spec, chart }) => {
+      const data = tcpfrCharts.columns(await frame(spec.keys), spec.keys);
+      chart.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false); // synced boxes too
+      chart.setData(data, true);
+      if (min !== null) chart.setScale("x", { min: range.start, max: range.end });
+    }));
+  }
+
+  async function drawCharts(flow) {
+    const box = document.getElementById("charts");
+    box.replaceChildren();
+    charts = [];
+    for (const spec of chartSpecs(flow)) {
+      const holder = el("div", { class: "chart", id: `chart-${spec.id}`, "data-keys": spec.keys.join(",") });
+      box.append(holder);
+      const data = tcpfrCharts.columns(await frame(spec.keys), spec.keys);
+      const chart = tcpfrCharts.make(holder, spec, data, (a, b) => zoom(a, b).catch(showError));
+      charts.push({ spec, chart });
+    }
+    box.dataset.ready = "true";
+  }
+
+  async function results() {
+    run = await api(base);
+    header(run);
+    if (run.status !== "succeeded") return;
+    document.getElementById("results").hidden = false;
+    diagnosis(run);
+    summary(run);
+    index = (await api(`${base}/series`)).series;
+    const flows = Object.keys(run.summary.flows);
+    const select = document.getElementById("flow");
+    select.replaceChildren(...flows.map((f) => el("option", { value: f, text: f })));
+    document.getElementById("flow-picker").hidden = flows.length < 2;
+    select.onchange = () => drawCharts(select.value).catch(showError);
+    document.getElementById("reset-zoom").onclick = () => zoom(null, null).catch(showError);
+    await drawCharts(flows[0]);
+  }
+
+  async function main() {
+    run = await api(base);
+    header(run);
+    const finished = ["succeeded", "failed", "cancelled"].includes(run.status);
+    if (finished) {
+      (await api(`${base}/events`)).events.forEach(history);
+      return results();
+    }
+    // Live: every step of the run's history and its progress, until done.
+    stream(`${base}/stream`, {
+      status: history,
+      progress: (p) => {
+        setBar(document.getElementById("progress"), p.progress, p.status);
+        const pill = document.getElementById("status");
+        pill.textContent = p.status;
+        pill.className = "pill " + p.status;
+        window.tcpfrProgressSeen = (window.tcpfrProgressSeen || []).concat([p.progress]);
+      },
+      done: () => results().catch(showError),
+      error: (status) => showError(`stream: HTTP ${status}`),
+    });
+  }
+
+  main().catch(showError);
+})();
