@@ -13,7 +13,9 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
+from api import hints
 from api.exceptions import TcpfrError, json_pointer
+from engine import Scenario
 from api.responses import ProblemResponse
 from store.db import database_unavailable
 from store.repository import InvalidCursor
@@ -31,6 +33,7 @@ def field_errors(
     for err in errors:
         loc = [*prefix, *err.get("loc", ())]
         item: dict[str, Any] = {"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")}
+        item.update({k: err[k] for k in ("line", "column") if k in err})
         if loc and loc[0] == "body":
             item["pointer"] = json_pointer(loc[1:])
         out.append(item)
@@ -76,9 +79,47 @@ async def _tcpfr_error(request: Request, exc: Exception) -> ProblemResponse:
     )
 
 
+def _body_type(request: Request) -> Any:
+    """The type the route validates its body against (None: no body)."""
+    field = getattr(request.scope.get("route"), "body_field", None)
+    return getattr(field, "type_", None) if field is not None else None
+
+
+def _clearer(request: Request, exc: RequestValidationError) -> list[dict[str, Any]]:
+    """The errors with messages a person can act on (``api.hints``)."""
+    raw = list(exc.errors())
+    body = [e for e in raw if tuple(e.get("loc", ()))[:1] == ("body",)]
+    rest = [e for e in raw if tuple(e.get("loc", ()))[:1] != ("body",)]
+    bad_json = [e for e in body if e.get("type") == "json_invalid"]
+    if bad_json:
+        err = bad_json[0]
+        pos = err["loc"][1] if len(err["loc"]) > 1 and isinstance(err["loc"][1], int) else 0
+        line, col = hints.line_column(exc.body or "", pos)
+        reason = (err.get("ctx") or {}).get("error", "invalid JSON")
+        return [
+            {
+                "loc": ["body"],
+                "msg": f"malformed JSON at line {line}, column {col}: {reason}",
+                "type": "json_invalid",
+                "line": line,
+                "column": col,
+            }
+        ]
+    root = _body_type(request)
+    if root is not None and body:
+        inner = [{**e, "loc": tuple(e["loc"][1:])} for e in body]
+        wrap = hints.wrapping_hint(inner, root, Scenario)
+        if wrap is not None:
+            inner = [wrap]
+        else:
+            inner = hints.improve(inner, root)
+        body = [{**e, "loc": ("body", *e["loc"])} for e in inner]
+    return [*field_errors(body), *field_errors(rest)]
+
+
 async def _request_validation(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = field_errors(exc.errors())
+    errors = _clearer(request, exc)
     first = errors[0] if errors else None
     detail = f"{len(errors)} validation error(s)"
     if first:

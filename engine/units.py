@@ -96,6 +96,15 @@ _EXAMPLES: dict[Kind, str] = {
     "size": "8760, '25MB', '64KiB', '1.5kB'",
     "rate": "1544000, '1.544Mbps', '512kbps', '10 Mbit/s', 'T1'",
 }
+# What an "unknown unit" error lists: the units of each kind (SI prefixes n, u, m, k, M, G, T
+# and binary Ki, Mi, Gi, Ti combine with any of them).
+_VALID_UNITS: dict[Kind, str] = {
+    "duration": "s, ms, us, ns, min, h",
+    "size": "B, kB, MB, GB, KiB, MiB, GiB, bit, kbit, Mbit",
+    "rate": "bps, kbps, Mbps, Gbps, bit/s, Mbit/s, Bps, MBps, or a line rate ("
+    + ", ".join(LINE_RATES)
+    + ")",
+}
 _DIMENSION_NAMES = {
     (("[time]", 1),): "a duration",
     (("[information]", 1),): "a size",
@@ -123,12 +132,14 @@ def _registry() -> pint.UnitRegistry:
 def _unit_factor(unit: str, kind: Kind) -> Decimal:
     """Return how many base units of `kind` one `unit` is; raise UnitError otherwise."""
     if len(unit) > _MAX_UNIT_LENGTH:
-        raise UnitError(f"unknown unit {unit[:_MAX_UNIT_LENGTH]!r}...")
+        raise UnitError(
+            f"unknown unit {unit[:_MAX_UNIT_LENGTH]!r}...; {kind} units: {_VALID_UNITS[kind]}"
+        )
     registry = _registry()
     try:
         parsed = registry.parse_units(unit)
     except Exception as exc:  # pint raises several unrelated types for malformed units
-        raise UnitError(f"unknown unit {unit!r}") from exc
+        raise UnitError(f"unknown unit {unit!r}; {kind} units: {_VALID_UNITS[kind]}") from exc
     base = registry.parse_units(_BASE[kind])
     if parsed.dimensionality != base.dimensionality:
         key = tuple(sorted(parsed.dimensionality.items()))
@@ -165,7 +176,10 @@ def _parse(value: Any, kind: Kind) -> Decimal | int | float:
             return named
         match = _NUMBER_WITH_UNIT.fullmatch(value)
         if match is None:
-            raise UnitError(f"invalid {kind} {value!r}: expected e.g. {_EXAMPLES[kind]}")
+            raise UnitError(
+                f"invalid {kind} {value!r}: expected e.g. {_EXAMPLES[kind]}"
+                + (f"; line rates: {', '.join(LINE_RATES)}" if kind == "rate" else "")
+            )
         number = Decimal(match["number"])
         unit = match["unit"]
         if unit:

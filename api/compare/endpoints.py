@@ -14,6 +14,7 @@ from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
+from api.series.endpoints import AggQuery
 from api.series.service import to_csv
 from store.models import Run
 
@@ -100,8 +101,11 @@ async def compare_series(
         float | None, Query(allow_inf_nan=False, description="Window end, simulated seconds")
     ] = None,
     format: Annotated[Literal["json", "csv"], Query(description="`csv`: text/csv")] = "json",
+    agg: AggQuery = None,
 ) -> Response:
-    """One metric of several runs on a common time axis, for overlay charts."""
+    """One metric of several runs on a common time axis, for overlay charts. A rate series
+    (goodput, utilisation) is averaged over equal time buckets, the same for every run, so
+    each run's mean rate is kept; a step series is downsampled keeping its peaks."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
     limit = max_points or settings.series_max_points
     if limit > settings.series_max_points_limit:
@@ -122,7 +126,7 @@ async def compare_series(
         if not_modified(request, etag) is not None:
             return etag, None
         body = service.common_series(
-            session, found, key=key, max_points=limit, start=start, end=end
+            session, found, key=key, max_points=limit, start=start, end=end, agg=agg
         )
         return etag, body
 

@@ -28,11 +28,13 @@ class SeriesRun(BaseModel):
 
 class CommonSeries(BaseModel):
     """One series of several runs on one time axis, for an overlay chart: a `t` column and
-    one column per run id, each the run's value at `t` (last sample at or before it)."""
+    one column per run id: a rate series' time-weighted mean over the bucket ending at `t`
+    (or the `agg` asked for); a step series' value at `t` (last sample at or before it)."""
 
     key: str
     unit: str
     runs: list[SeriesRun]
     points: int = Field(description="Rows of the common time axis")
+    agg: str | None = Field(description="The bucket aggregate, null for MinMaxLTTB")
     method: str
     columns: dict[str, list[float | None]]

@@ -11,6 +11,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
+from api.series import downsample
 from api.series import service as series
 from api.sweeps import report, stats
 from store.models import Run, RunStatus
@@ -124,9 +125,16 @@ def common_series(
     max_points: int,
     start: float | None,
     end: float | None,
+    agg: str | None = None,
 ) -> dict[str, Any]:
-    """Each run's series downsampled (MinMaxLTTB, its share of `max_points`), held at its
-    last value until the run's end, then step-held onto the union of their times."""
+    """One series of several runs on one time axis. With `agg` (a rate series' default:
+    `mean`), every run is aggregated over the same equal-width time buckets; otherwise each
+    run is downsampled with MinMaxLTTB and the runs are step-held onto the union of times."""
+    agg = agg if agg is not None else downsample.default_agg(key)
+    if agg is not None:
+        return _bucketed_series(
+            session, runs, key=key, max_points=max_points, start=start, end=end, agg=agg
+        )
     per_run = (max_points - len(runs)) // len(runs)
     if per_run < 3:
         raise Unprocessable(
@@ -137,7 +145,8 @@ def common_series(
     windows, info = [], []
     for run in runs:
         (w,) = series.load(
-            session, run, [key], start=start, end=end, max_points=per_run, loc=["query", "key"]
+            session, run, [key], start=start, end=end, max_points=per_run, loc=["query", "key"],
+            agg=None,
         )
         result = results.get(run.result_run_id)
         until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
@@ -169,9 +178,89 @@ def common_series(
         "unit": windows[0].unit if windows else "",
         "runs": info,
         "points": len(grid),
+        "agg": None,
         "method": "each run downsampled with MinMaxLTTB to its share of max_points and held "
         "at its last value until the run's end; then every run step-held (last value at or "
         "before t) onto the union of their times; null before a run's first sample and after "
         "its end",
+        "columns": columns,
+    }
+
+
+def _bucketed_series(
+    session: Session,
+    runs: list[Run],
+    *,
+    key: str,
+    max_points: int,
+    start: float | None,
+    end: float | None,
+    agg: str,
+) -> dict[str, Any]:
+    rate = downsample.is_rate(key)
+    results = ResultRepository(session)
+    loaded = []
+    for run in runs:
+        (w,) = series.load(
+            session, run, [key], start=start, end=end, max_points=2**62, loc=["query", "key"],
+            agg=agg,
+        )
+        result = results.get(run.result_run_id)
+        until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
+        if end is not None:
+            until = min(until, end)
+        if rate:
+            lo, hi = downsample.rate_cover(w.t), float(w.t[-1]) if len(w.t) else 0.0
+        else:
+            lo, hi = (float(w.t[0]) if len(w.t) else until), until
+        loaded.append((run, w, lo, hi))
+    lo = min((x[2] for x in loaded), default=0.0)
+    hi = max((x[3] for x in loaded), default=0.0)
+    if rate:
+        edges = np.linspace(lo, hi, max_points + 1)
+        grid = edges[1:]
+    else:
+        edges = np.linspace(lo, hi, max_points + 1)
+        grid = edges[:-1]
+    columns: dict[str, Any] = {"t": grid}
+    info = []
+    for run, w, a, b in loaded:
+        if not len(w.t):
+            col = np.full(len(grid), np.nan)
+        elif rate:
+            col = downsample.rate_buckets(w.t, w.v, edges, agg)
+        else:
+            # Held at its last value until the run's end; nothing outside [first sample, end].
+            t, v = w.t, w.v
+            if t[-1] < b:
+                t, v = np.append(t, b), np.append(v, v[-1])
+            col = downsample.step_buckets(t, v, edges, agg)
+            col = np.where((edges[1:] > a) & (edges[:-1] < b), col, np.nan)
+        columns[str(run.id)] = col
+        info.append(
+            {
+                "id": run.id,
+                "unit": w.unit,
+                "sim_time": b if not rate else max(b, 0.0),
+                "length": w.length,
+                "points": int(np.count_nonzero(~np.isnan(col))),
+                "downsampled": w.length > len(grid),
+            }
+        )
+    where = "end" if rate else "start"
+    return {
+        "key": key,
+        "unit": loaded[0][1].unit if loaded else "",
+        "runs": info,
+        "points": len(grid),
+        "agg": agg,
+        "method": f"every run aggregated ({agg}) over the same {len(grid)} equal-width time "
+        f"buckets, each row at its bucket's {where}"
+        + (
+            "; a rate's mean is time-weighted (its integral is kept)"
+            if rate and agg == "mean"
+            else ""
+        )
+        + "; null where a run does not cover the bucket",
         "columns": columns,
     }

@@ -125,6 +125,11 @@ def test_line_rate_table_is_read_only():
         (parse_size, 0.5, "size must be a whole number of bytes, got 0.5 = 0.5 B"),
         (parse_size, "5 xyz", "invalid size '5 xyz': unknown unit 'xyz'"),
         (parse_rate, "fast", "invalid rate 'fast': expected e.g."),
+        # An unknown unit lists the valid ones.
+        (parse_rate, "5 Mbs", "rate units: bps, kbps, Mbps, Gbps"),
+        (parse_rate, "T2", "line rates: DS0, T1, E1"),
+        (parse_duration, "5 jiffies", "duration units: s, ms, us, ns, min, h"),
+        (parse_size, "5 xyz", "size units: B, kB, MB, GB, KiB"),
         (parse_rate, "nan", "invalid rate 'nan'"),
         (parse_duration, "", "invalid duration ''"),
         (parse_duration, True, "expected a number or a string"),
