@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import logging
+import typing
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
 from api import hints
 from api.exceptions import TcpfrError, json_pointer
-from engine import Scenario
 from api.responses import ProblemResponse
+from engine import Scenario
 from store.db import database_unavailable
 from store.repository import InvalidCursor
 
@@ -79,10 +80,35 @@ async def _tcpfr_error(request: Request, exc: Exception) -> ProblemResponse:
     )
 
 
+def _api_routes(routes: Iterable[Any]) -> Iterable[Any]:
+    for route in routes:
+        inner = getattr(route, "original_router", None)  # an included router (FastAPI >= 0.165)
+        if inner is not None:
+            yield from _api_routes(inner.routes)
+        elif getattr(route, "endpoint", None) is not None:
+            yield route
+
+
 def _body_type(request: Request) -> Any:
-    """The type the route validates its body against (None: no body)."""
-    field = getattr(request.scope.get("route"), "body_field", None)
-    return getattr(field, "type_", None) if field is not None else None
+    """The model the matched route validates its body against (None: none or unknown)."""
+    table = getattr(request.app.state, "body_types", None)
+    if table is None:
+        table = []
+        for route in _api_routes(request.app.routes):
+            try:
+                found = typing.get_type_hints(route.endpoint)
+            except Exception:  # noqa: BLE001, S112 - an unresolvable annotation: no hints
+                continue
+            # Endpoints name their JSON body `body` (or `scenario`, a bare Scenario).
+            model = found.get("body") or found.get("scenario")
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                table.append((route.path_regex, set(route.methods or ()), model))
+        request.app.state.body_types = table
+    path = request.scope.get("path", "")
+    for regex, methods, model in table:
+        if request.method in methods and regex.match(path):
+            return model
+    return None
 
 
 def _clearer(request: Request, exc: RequestValidationError) -> list[dict[str, Any]]:
@@ -109,10 +135,7 @@ def _clearer(request: Request, exc: RequestValidationError) -> list[dict[str, An
     if root is not None and body:
         inner = [{**e, "loc": tuple(e["loc"][1:])} for e in body]
         wrap = hints.wrapping_hint(inner, root, Scenario)
-        if wrap is not None:
-            inner = [wrap]
-        else:
-            inner = hints.improve(inner, root)
+        inner = [wrap] if wrap is not None else hints.improve(inner, root)
         body = [{**e, "loc": ("body", *e["loc"])} for e in inner]
     return [*field_errors(body), *field_errors(rest)]
 

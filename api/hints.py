@@ -97,9 +97,10 @@ def resolve(root: Any, loc: Sequence[str | int]) -> Any:
                 tp = chosen[0]
                 continue
             models = [m for m in members if isinstance(m, type) and issubclass(m, BaseModel)]
-            if len(models) != 1:
+            having = [m for m in models if str(part) in m.model_fields]
+            if not having:
                 return None
-            tp = models[0]
+            tp = having[0]
         else:
             tp = members[0]
         origin = get_origin(tp)
@@ -117,8 +118,12 @@ def resolve(root: Any, loc: Sequence[str | int]) -> Any:
     return tp
 
 
+def _models(tp: Any) -> list[type[BaseModel]]:
+    return [m for m in _members(tp) if isinstance(m, type) and issubclass(m, BaseModel)]
+
+
 def _model(tp: Any) -> type[BaseModel] | None:
-    models = [m for m in _members(tp) if isinstance(m, type) and issubclass(m, BaseModel)]
+    models = _models(tp)
     return models[0] if len(models) == 1 else None
 
 
@@ -135,9 +140,9 @@ def improve(errors: list[dict[str, Any]], root: Any) -> list[dict[str, Any]]:
         kind = err.get("type")
         ctx = err.get("ctx") or {}
         if kind == "extra_forbidden" and loc:
-            model = _model(resolve(root, loc[:-1]))
-            if model is not None:
-                valid = list(model.model_fields)
+            models = _models(resolve(root, loc[:-1]))
+            if models:
+                valid = list(dict.fromkeys(f for m in models for f in m.model_fields))
                 name = str(loc[-1])
                 guess = suggest(name, valid)
                 msg = f"unknown field {name!r}"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINE_RATES",
+    "Bits",
     "ByteSize",
     "Duration",
     "Rate",
@@ -36,6 +37,7 @@ __all__ = [
     "format_duration",
     "format_rate",
     "format_size",
+    "parse_bits",
     "parse_duration",
     "parse_rate",
     "parse_size",
@@ -216,6 +218,19 @@ def parse_size(value: Any) -> int:
     return int(result)
 
 
+def parse_bits(value: Any) -> int:
+    """Parse an amount of data into whole bits (Frame Relay's Bc and Be): a plain number is
+    bits, as it always was; a string with a unit is a size ("8kB" = 64000, "64kbit")."""
+    match = _NUMBER_WITH_UNIT.fullmatch(value) if isinstance(value, str) else None
+    if match is not None and match["unit"]:
+        bits = Decimal(_parse(value, "size")) * 8
+    else:
+        bits = Decimal(_parse(value, "size"))  # a bare number is bits
+    if bits != int(bits):
+        raise UnitError(f"bits must be a whole number, got {value!r} = {bits.normalize():f} bit")
+    return int(bits)
+
+
 def parse_rate(value: Any) -> float:
     """Parse a rate into bit/s: 1544000, "1.544Mbps", "512kbps", "2Mb/s", "T1"."""
     return float(_parse(value, "rate"))
@@ -270,6 +285,17 @@ ByteSize = Annotated[
         [8760, "25MB", "64KiB", "1.5kB"],
     ),
     _output_schema("integer", "Size in bytes."),
+]
+Bits = Annotated[
+    int,
+    _validator(parse_bits, "size"),
+    _json_schema(
+        "integer",
+        "Amount of data in bits: a plain number is bits; a string with a unit is a size "
+        "(kbit, Mbit; B, kB, MB are bytes: '8kB' is 64000 bits).",
+        [1544000, "1.544Mbit", "64kbit", "8kB"],
+    ),
+    _output_schema("integer", "Bits."),
 ]
 Rate = Annotated[
     float,

@@ -91,6 +91,12 @@ class RunListItem(BaseModel):
 
 
 class RunOut(RunListItem):
+    warnings: list[str] | None = Field(
+        default=None,
+        description="In the response to the POST that created the run: advisory findings "
+        "about its scenario (e.g. a transfer that cannot finish within `duration`); the "
+        "finished run's `summary.warnings` repeats them. Null elsewhere",
+    )
     summary: RunSummary | None = Field(description="When succeeded")
     diagnosis: dict[str, Any] | None = Field(
         description="Per flow: what limits it (receive_window, link_capacity, loss, ...), "

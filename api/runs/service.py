@@ -38,6 +38,15 @@ def scenario_document(scenario: engine.Scenario) -> dict[str, Any]:
     return scenario.model_dump(mode="json")
 
 
+def warnings_of(run: Run) -> list[str]:
+    """The scenario's advisory warnings (a transfer that cannot finish within `duration`,
+    a window above the BDP without scaling ...): the run is valid and queued regardless."""
+    try:
+        return list(engine.Scenario.model_validate(run.scenario).warnings())
+    except (ValidationError, ValueError, LookupError, ArithmeticError):
+        return []
+
+
 def _resolve(
     session: Session, body: RunCreate, *, tenant_id: uuid.UUID
 ) -> tuple[engine.Scenario, uuid.UUID | None, str | None]:

@@ -66,7 +66,7 @@ async def submit(
             study_preset=study_preset,
         )
         return OrjsonResponse(SweepPlan.model_validate(plan).model_dump(mode="json"))
-    sweep, created, to_send = await db(
+    sweep, created, to_send, warnings = await db(
         service.create,
         tenant_id=tenant_id,
         body=body,
@@ -76,6 +76,7 @@ async def submit(
     )
     await enqueue(db, celery, to_send)
     out = await db(_detail, sweep.id, settings)
+    out["warnings"] = warnings if created else None
     code = status.HTTP_202_ACCEPTED
     if not created:
         code = status.HTTP_200_OK

@@ -133,6 +133,11 @@ class SweepEstimate(BaseModel):
 class SweepPlan(BaseModel):
     """A dry run: what the sweep would do, and nothing created."""
 
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Advisory findings about the points' scenarios (e.g. a transfer that "
+        "cannot finish within `duration`); the sweep is valid",
+    )
     point_count: int
     replications: int
     seeds: list[int]
@@ -194,6 +199,12 @@ class SweepOut(SweepListItem):
     parameters: list[str] = Field(description="The swept paths")
     spec: dict[str, Any] = Field(description="The sweep as submitted")
     points: list[SweepPoint]
+    warnings: list[str] | None = Field(
+        default=None,
+        description="In the response to the POST that created the sweep: advisory findings "
+        "about its points' scenarios (e.g. a transfer that cannot finish within `duration`); "
+        "null elsewhere",
+    )
 
 
 class SweepRunLinks(BaseModel):

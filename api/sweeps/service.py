@@ -17,7 +17,7 @@ from api.idempotency import replay
 from api.limits import reserve_runs
 from api.runs.service import scenario_document
 from api.sweeps import report
-from api.sweeps.plan import fingerprint, plan
+from api.sweeps.plan import fingerprint, plan, warnings
 from api.sweeps.schemas import SweepCreate, SweepStatus
 from store.config import Settings
 from store.models import Run, RunStatus, Sweep
@@ -37,15 +37,16 @@ def create(
     settings: Settings,
     idempotency_key: str | None,
     study_preset: str | None = None,
-) -> tuple[Sweep, bool, list[uuid.UUID]]:
-    """The sweep, whether this request created it (False: an idempotent replay), and the
-    runs to send, committed and in the order to send them (``api.dispatch.enqueue``)."""
+) -> tuple[Sweep, bool, list[uuid.UUID], list[str]]:
+    """The sweep, whether this request created it (False: an idempotent replay), the
+    runs to send, committed and in the order to send them (``api.dispatch.enqueue``), and
+    the points' validation warnings."""
     repo = SweepRepository(session)
     print_ = fingerprint(body, study_preset)
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
         if existing is not None:
-            return replay(existing, print_), False, []
+            return replay(existing, print_), False, [], []
     p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
     try:
         sweep, runs = _insert(session, p, tenant_id=tenant_id, body=body, settings=settings,
@@ -63,14 +64,14 @@ def create(
         )
         if existing is None:
             raise
-        return replay(existing, print_), False, []
+        return replay(existing, print_), False, [], []
     # Replication-major order: every point gets its first result early, so a partial
     # summary covers the whole design before it gets precise.
     queued = sorted(
         (r for r in runs if r.status is RunStatus.queued),
         key=lambda r: (r.replication or 0, r.point_index or 0),
     )
-    return sweep, True, [r.id for r in queued]
+    return sweep, True, [r.id for r in queued], warnings(p)
 
 
 def _insert(
@@ -285,6 +286,7 @@ def dry_run(
     cpu = events / settings.engine_events_per_second
     workers = max(settings.worker_concurrency, 1)
     return {
+        "warnings": warnings(p),
         "point_count": len(p.points),
         "replications": len(p.seeds),
         "seeds": p.seeds,
