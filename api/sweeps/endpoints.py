@@ -18,8 +18,9 @@ from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
-from api.sweeps import service
+from api.sweeps import service, table
 from api.sweeps.schemas import (
+    SummaryTable,
     SweepCreate,
     SweepListItem,
     SweepOut,
@@ -152,6 +153,7 @@ async def _conditional(
     tenant_id: uuid.UUID,
     render: Callable[[Session, Sweep], dict[str, Any]],
     model: type[BaseModel],
+    shape: str = "json",
 ) -> Response:
     """A sweep document, with a 304 or an ETag once the sweep has finished (and then kept
     in the document cache)."""
@@ -171,7 +173,20 @@ async def _conditional(
         assert etag is not None
         return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
     headers = {"ETag": etag, **CACHE_HEADERS} if etag is not None else None
-    response = OrjsonResponse(model.model_validate(doc).model_dump(mode="json"), headers=headers)
+    si = doc.pop("si_parameters", None)
+    out = model.model_validate(doc).model_dump(mode="json")
+    if shape == "json":
+        response: Response = OrjsonResponse(out, headers=headers)
+    else:
+        found = table.build(out, si)
+        if shape == "csv":
+            response = Response(
+                table.to_csv(found),
+                media_type="text/csv; charset=utf-8",
+                headers={**(headers or {}), "Vary": "Accept"},
+            )
+        else:
+            response = OrjsonResponse(found, headers=headers)
     return cache.store(request, tenant_id, response)
 
 
@@ -279,18 +294,39 @@ async def cancel_sweep(
 @router.get(
     "/{sweep_id}/summary",
     operation_id="get_sweep_summary",
-    response_model=SweepSummary,
+    response_model=None,
     responses={
+        200: {
+            "model": SweepSummary | SummaryTable,
+            "description": "The summary; with `format=records` the same figures as a table "
+            "(`SummaryTable`); with `format=csv` or `Accept: text/csv` that table as CSV",
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+        },
         304: {"description": "Not modified (finished sweeps carry an ETag)"},
-        **problem_responses(404),
+        **problem_responses(404, 422),
     },
 )
 async def get_sweep_summary(
-    sweep_id: uuid.UUID, db: DbDep, cache: CacheDep, tenant_id: TenantDep, request: Request
+    sweep_id: uuid.UUID,
+    db: DbDep,
+    cache: CacheDep,
+    tenant_id: TenantDep,
+    request: Request,
+    format: table.TableFormat = None,
 ) -> Response:
     """Per point and metric: mean, sd and 95% interval over replications, the paired change
     against the baseline, the best point, each parameter's share of the variance, and
-    conclusions in words. While runs are still going, a partial summary (`partial: true`)."""
+    conclusions in words. While runs are still going, a partial summary (`partial: true`).
+    As a table (`format=csv` or `Accept: text/csv`; `format=records` for JSON): one row per
+    point and flow, a column per parameter (in base units) and per metric statistic."""
+    shape = table.wants(request, format)
+
+    def render(session: Session, sweep: Sweep) -> dict[str, Any]:
+        doc = service.summary(session, sweep)
+        if shape != "json":
+            doc["si_parameters"] = service.si_parameters(session, sweep)
+        return doc
+
     return await _conditional(
-        db, cache, request, sweep_id, tenant_id, service.summary, SweepSummary
+        db, cache, request, sweep_id, tenant_id, render, SweepSummary, shape
     )

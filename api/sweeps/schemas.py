@@ -337,3 +337,17 @@ class SweepSummary(Comparison):
     partial: bool = Field(description="Runs are still to finish: the figures will change")
     finished: int
     run_count: int
+
+
+class TableColumn(BaseModel):
+    name: str = Field(description="A parameter path, or `<metric>.<statistic>`")
+    unit: str | None = Field(description="The column's base unit (s, bytes, bit/s, fraction…)")
+
+
+class SummaryTable(BaseModel):
+    """A comparison as records: one per point and flow; per metric its `mean`, `sd`, 95%
+    interval (`ci95_low`, `ci95_high`), `n` replications and `delta_pct` against the
+    baseline. Parameters and metrics in base units (seconds, bytes, bit/s, fractions)."""
+
+    columns: list[TableColumn]
+    records: list[dict[str, Any]]

@@ -366,6 +366,21 @@ def summary(session: Session, sweep: Sweep) -> dict[str, Any]:
     return body
 
 
+def si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
+    """Each point's swept values in base units, read from one of its runs' scenarios
+    (stored in SI): "T1" is 1544000.0 here."""
+    from api.compare.service import flatten  # compare builds on sweeps: import late
+
+    paths = paths_of(sweep)
+    out: dict[int, dict[str, Any]] = {}
+    for run in SweepRepository(session).runs(sweep.id):
+        i = run.point_index or 0
+        if i not in out and isinstance(run.scenario, dict):
+            flat = flatten(run.scenario)
+            out[i] = {p: flat[p] for p in paths if p in flat}
+    return out
+
+
 def finished_tag(session: Session, sweep: Sweep) -> tuple[Any, ...] | None:
     """What identifies a finished sweep's state, for a strong ETag; None while it runs."""
     progress = SweepRepository(session).progress(sweep.id)
