@@ -15,6 +15,16 @@ class RunComparison(Comparison):
 
     runs: list[uuid.UUID]
     baseline: uuid.UUID = Field(description="The run whose scenario is the baseline point")
+    scenarios_differ: bool = Field(
+        default=False,
+        description="The scenarios are not variations of one another (different nodes, links "
+        "or flows, or more than 8 differing settings): each point is one scenario, named by "
+        "`parameters.scenario`, and the conclusions say so",
+    )
+    differing_paths: list[str] = Field(
+        default_factory=list, description="The scenario paths whose values differ (first 50)"
+    )
+    differing_path_count: int = 0
 
 
 class SeriesRun(BaseModel):

@@ -19,6 +19,9 @@ from store.runs import ResultRepository, RunRepository
 from store.sweeps import SweepRepository
 
 MAX_RUNS = 200
+#: More differing paths than this and two scenarios are not variations of one another.
+MAX_NAMED_PATHS = 8
+MAX_LISTED_PATHS = 50
 #: Not what is simulated (the scenario hash leaves them out too).
 _IGNORED = {"name", "description", "seed"}
 
@@ -95,12 +98,18 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
     flat = [flatten(g[0].scenario) for g in groups.values()]
     paths = list(dict.fromkeys(p for f in flat for p in f))
     varied = [p for p in paths if len({stats.level_key(f.get(p)) for f in flat}) > 1]
+    # Scenarios with different parts (ids of nodes, links, flows) or many differences are
+    # not variations of one another: compare them as wholes, by name, and say so.
+    shapes = {frozenset(f) for f in flat}
+    apart = len(shapes) > 1 or len(varied) > MAX_NAMED_PATHS
+    labels = _labels([g[0] for g in groups.values()])
+    note = _apart_note(labels, varied, len(shapes) > 1) if apart else None
     results = SweepRepository(session).results(r.result_run_id for r in runs)
     points = []
     for i, (group, f) in enumerate(zip(groups.values(), flat, strict=True)):
         point = report.PointData(
             index=i,
-            parameters={p: f.get(p) for p in varied},
+            parameters={"scenario": labels[i]} if apart else {p: f.get(p) for p in varied},
             is_baseline=any(r.id == base_id for r in group),
             runs=len(group),
             run_ids=[r.id for r in group],
@@ -112,9 +121,38 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
                     report.Observation(r.id, r.source_run_id, r.seed, res.flows, res.diagnosis)
                 )
         points.append(point)
-    body = report.build(points, varied)
-    body.update(runs=run_ids, baseline=base_id)
+    body = report.build(points, ["scenario"] if apart else varied, partial_note=note)
+    body.update(
+        runs=run_ids,
+        baseline=base_id,
+        scenarios_differ=apart,
+        differing_paths=varied[:MAX_LISTED_PATHS],
+        differing_path_count=len(varied),
+    )
     return body
+
+
+def _labels(runs: list[Run]) -> list[str]:
+    """Each scenario's name; with its hash's start where two differ under one name."""
+    names = [r.scenario_name or "scenario" for r in runs]
+    return [
+        n if names.count(n) == 1 else f"{n} ({r.scenario_hash.removeprefix('sha256:')[:8]})"
+        for n, r in zip(names, runs, strict=True)
+    ]
+
+
+def _apart_note(labels: list[str], varied: list[str], shapes_differ: bool) -> str:
+    shown = ", ".join(varied[:3]) + (f" and {len(varied) - 3} more" if len(varied) > 3 else "")
+    why = (
+        "they have different nodes, links or flows"
+        if shapes_differ
+        else f"they differ in {len(varied)} settings ({shown})"
+    )
+    return (
+        f"These runs are of {len(labels)} different scenarios ({', '.join(labels[:6])}"
+        f"{' …' if len(labels) > 6 else ''}): {why}, so they are compared as wholes, one "
+        "point per scenario, and no setting is credited with the difference."
+    )
 
 
 def common_series(

@@ -288,6 +288,11 @@ class BestPoint(BaseModel):
     point_index: int
     mean: float
     parameters: dict[str, Any]
+    ties: list[int] = Field(
+        default_factory=list,
+        description="Every point with the same best mean (point_index among them), when "
+        "several tie; empty otherwise",
+    )
 
 
 class FactorOut(BaseModel):

@@ -171,3 +171,117 @@ def test_warnings_come_back_in_the_202(pg_stack: Stack) -> None:
         client.post(f"/v1/sweeps/{created.json()['id']}/cancel")
         ok = client.post("/v1/runs", json={"preset": "riverbed-t1-8k", "seed": 5})
         assert ok.json()["warnings"] == []
+
+
+def _wait_sweep(stack: Stack, sweep_id: str) -> None:
+    import time
+
+    deadline = time.monotonic() + 300
+    with stack.client as client:
+        while client.get(f"/v1/sweeps/{sweep_id}").json()["status"] not in (
+            "succeeded", "failed", "partial", "cancelled"
+        ):
+            assert time.monotonic() < deadline, "sweep did not finish"
+            time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def tied_sweep(pg_stack: Stack) -> str:
+    """Receive windows of which three give identical results (the link limits them all),
+    in two replications of a scenario without randomness."""
+    seed = random.randrange(1, 2**40)
+    body = {
+        "base": {"preset": "riverbed-t1-8k"},
+        "seed": seed,
+        "parameters": {
+            "links.access1.rate": ["T1"],
+            "flows.backup.tcp.rcv_buf": [8760, 65535, 100000, 200000],
+            "flows.backup.tcp.window_scaling": [True],
+        },
+        "replications": 2,
+        "baseline": {"links.access1.rate": "T1", "flows.backup.tcp.rcv_buf": 8760,
+                     "flows.backup.tcp.window_scaling": True},
+    }
+    with pg_stack.client as client:
+        resp = client.post("/v1/sweeps", json=body)
+        assert resp.status_code in (201, 202), resp.text
+    _wait_sweep(pg_stack, resp.json()["id"])
+    return str(resp.json()["id"])
+
+
+def test_ties_and_identical_replications_are_said_in_words(
+    pg_stack: Stack, tied_sweep: str
+) -> None:
+    with pg_stack.client as client:
+        summary = client.get(f"/v1/sweeps/{tied_sweep}/summary").json()
+    best = next(b for b in summary["best"] if b["metric"] == "completion_time")
+    assert best["ties"] == [1, 2, 3] and best["point_index"] in best["ties"]
+    text = summary["text"]
+    assert "is a tie between 3 points" in text and "65535, 100000, 200000" in text
+    assert "identical results" in text and "sd 0" in text
+    assert "95% CI" not in text  # a zero-width interval is not presented as one
+
+
+def test_sweep_summary_and_comparison_as_csv_and_records(
+    pg_stack: Stack, tied_sweep: str
+) -> None:
+    import csv
+    import io
+
+    with pg_stack.client as client:
+        by_accept = client.get(
+            f"/v1/sweeps/{tied_sweep}/summary", headers={"Accept": "text/csv"}
+        )
+        by_query = client.get(f"/v1/sweeps/{tied_sweep}/summary", params={"format": "csv"})
+        records = client.get(
+            f"/v1/sweeps/{tied_sweep}/summary", params={"format": "records"}
+        ).json()
+        summary = client.get(f"/v1/sweeps/{tied_sweep}/summary").json()
+        runs = client.get(f"/v1/sweeps/{tied_sweep}/runs").json()["items"]
+        compared = client.get(
+            "/v1/compare", params={"runs": ",".join(r["id"] for r in runs), "format": "csv"}
+        )
+    assert by_accept.headers["content-type"].startswith("text/csv")
+    assert by_accept.text == by_query.text
+    rows = list(csv.DictReader(io.StringIO(by_accept.text)))
+    assert len(rows) == 4  # 4 points x 1 flow
+    header = by_accept.text.splitlines()[0].split(",")
+    for col in ("point", "links.access1.rate", "flows.backup.tcp.rcv_buf", "flow",
+                "completion_time.mean[s]", "goodput_bps.mean[bit/s]", "plr.mean[fraction]"):
+        assert col in header, col
+    # Base units: "T1" is 1544000 bit/s in the table.
+    assert {float(r["links.access1.rate"]) for r in rows} == {1544000.0}
+    by_point = {int(r["point"]): r for r in rows}
+    for p in summary["points"]:
+        cell = p["metrics"]["backup"]["completion_time"]
+        assert float(by_point[p["index"]]["completion_time.mean[s]"]) == cell["mean"]
+    assert len(records["records"]) == 4
+    names = [c["name"] for c in records["columns"]]
+    assert "goodput_bps.ci95_low" in names and records["records"][0]["flow"] == "backup"
+    assert compared.status_code == 200 and compared.headers["content-type"].startswith("text/csv")
+    assert len(list(csv.DictReader(io.StringIO(compared.text)))) == 4
+
+
+def test_runs_of_different_scenarios_are_compared_as_wholes(pg_stack: Stack) -> None:
+    seed = random.randrange(1, 2**40)
+    ids = []
+    with pg_stack.client as client:
+        for preset in ("riverbed-t1-8k", "hadi-bottleneck", "riverbed-t3-8k"):
+            resp = client.post("/v1/runs", json={"preset": preset, "seed": seed})
+            assert resp.status_code in (201, 202), resp.text
+            ids.append(resp.json()["id"])
+    for run_id in ids:
+        pg_stack.wait_run(run_id)
+    with pg_stack.client as client:
+        apart = client.get("/v1/compare", params={"runs": f"{ids[0]},{ids[1]}"}).json()
+        close = client.get("/v1/compare", params={"runs": f"{ids[0]},{ids[2]}"}).json()
+    assert apart["scenarios_differ"] and apart["differing_path_count"] > 8
+    assert [p["parameters"] for p in apart["points"]] == [
+        {"scenario": "riverbed-t1-8k"}, {"scenario": "hadi-bottleneck"}
+    ]
+    assert apart["conclusions"][0].startswith("These runs are of 2 different scenarios")
+    assert "and 1" not in apart["text"] and "more" not in apart["text"]
+    # Variations of one scenario: the settings that differ, named by id, and nothing else.
+    assert not close["scenarios_differ"]
+    assert close["differing_paths"] == ["links.access1.rate", "links.access2.rate"]
+    assert set(close["points"][0]["parameters"]) == {"links.access1.rate", "links.access2.rate"}
