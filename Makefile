@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test test-unit lint bench openapi services clean
+.PHONY: install run test test-unit lint bench openapi docs services clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench: $(STAMP)
 
 openapi: $(STAMP)
 	$(PY) -m api.export_openapi > openapi/openapi.json
+
+# The field reference of docs/scenario.md, from the models (a unit test fails when stale).
+docs: $(STAMP)
+	$(PY) -m engine.docs --write
 
 clean:
 	rm -rf $(VENV) .tcpfr .pytest_cache

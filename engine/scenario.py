@@ -1,4 +1,4 @@
-"""The scenario language: the pydantic models of SCENARIO.md and their whole-scenario rules.
+"""The scenario language: the pydantic models of docs/scenario.md and their whole-scenario rules.
 
 Owns what a client posts and the engine simulates: `Scenario` and its parts, the checks
 that need the whole scenario (unique ids, references, routes, MTU) reported at the
@@ -31,6 +31,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
+from engine.example import EXAMPLE_SCENARIO
 from engine.routing import Hop, Topology, bottleneck_link, narrowest_link
 from engine.units import Bits, ByteSize, Duration, Rate, format_duration, format_rate, format_size
 
@@ -465,6 +466,8 @@ Flow = Annotated[
 
 class Scenario(_Model):
     """A complete simulation: topology, Frame Relay PVCs, traffic, and run settings."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_SCENARIO]})
 
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)

@@ -22,7 +22,7 @@ MAX_POINTS_DEFAULT = 10_000
 
 
 class StudySpec(BaseModel):
-    """SCENARIO.md "Sweep (study)"."""
+    """A sweep: a base scenario, the values of dotted paths to vary, how to combine them (docs/scenario.md "Sweep (study)")."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import Scenario
+from engine.example import EXAMPLE_SCENARIO
 from store.models import RunStatus
 from store.run_events import EventKind
 
@@ -22,7 +23,12 @@ class RunCreate(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"preset": "riverbed-t1-8k", "seed": 3}]},
+        json_schema_extra={
+            "examples": [
+                {"preset": "riverbed-t1-8k", "seed": 3},
+                {"scenario": EXAMPLE_SCENARIO},
+            ]
+        },
     )
 
     scenario: Scenario | None = None
@@ -48,7 +54,7 @@ class RunError(BaseModel):
 
 
 class RunSummary(BaseModel):
-    """The Result less its series and diagnosis (see SCENARIO.md)."""
+    """The Result less its series and diagnosis (see docs/scenario.md)."""
 
     sim_time: float
     wall_time: float

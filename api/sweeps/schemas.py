@@ -17,7 +17,7 @@ Cache = Literal["reuse", "refresh"]
 
 
 class SweepCreate(StudySpec):
-    """SCENARIO.md "Sweep (study)": `base` is `{preset: NAME}`, `{scenario_id: ID}`,
+    """docs/scenario.md "Sweep (study)": `base` is `{preset: NAME}`, `{scenario_id: ID}`,
     `{scenario: {...}}` or an inline scenario; `parameters` maps dotted paths (list items
     by their `id`) to values; `grid` crosses them, `zip` pairs them; every point runs with
     the seeds `seed .. seed + replications - 1` (common random numbers, so differences

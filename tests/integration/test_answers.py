@@ -285,3 +285,17 @@ def test_runs_of_different_scenarios_are_compared_as_wholes(pg_stack: Stack) -> 
     assert not close["scenarios_differ"]
     assert close["differing_paths"] == ["links.access1.rate", "links.access2.rate"]
     assert set(close["points"][0]["parameters"]) == {"links.access1.rate", "links.access2.rate"}
+
+
+def test_the_openapi_example_scenario_runs(pg_stack: Stack) -> None:
+    with pg_stack.client as client:
+        schemas = client.get("/openapi.json").json()["components"]["schemas"]
+        (example,) = schemas["Scenario"]["examples"]
+        assert client.post("/v1/scenarios/validate", json=example).status_code == 200
+        examples = schemas["RunCreate"]["examples"]
+        assert {"scenario": example} in examples
+        for body in examples:
+            resp = client.post("/v1/runs", json=body)
+            assert resp.status_code in (201, 202), resp.text
+        run = pg_stack.wait_run(resp.json()["id"])
+    assert run["status"] == "succeeded" and run["summary"]["flows"]["transfer"]["completed"]
