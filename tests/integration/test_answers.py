@@ -137,6 +137,13 @@ def test_plausible_mistakes_get_errors_that_say_what_to_do(pg_stack: Stack) -> N
         problem = assert_problem(client.post("/v1/sweeps", json=bad_path), 422)
         assert "did you mean 'rcv_buf'" in problem["detail"]
 
+        problem = assert_problem(client.post("/v1/runs", json={"preset": "riverbed-t1-8"}), 422)
+        assert "did you mean 'riverbed-t1-8k'" in problem["detail"]
+        bad_id = {"base": {"preset": "riverbed-t1-8k"},
+                  "parameters": {"flows.bakup.tcp.rcv_buf": [8760]}}
+        problem = assert_problem(client.post("/v1/sweeps", json=bad_id), 422)
+        assert "did you mean 'backup'" in problem["detail"]
+
         # Malformed JSON: where, as a person counts, not an offset posing as a JSON pointer.
         resp = client.post(
             "/v1/runs",
