@@ -79,6 +79,10 @@ class Settings(BaseSettings):
     # measures ~400k events/s per process on the 2-core development machine).
     sweep_max_runs: int = Field(default=1000, ge=1)
     engine_events_per_second: float = Field(default=400_000.0, gt=0)
+    # A worker's time per run beyond the simulation, plus the hand-over through the broker
+    # (bench/estimate_bench.py: ~0.25 s per run on Postgres + Redis, loaded 2-core machine).
+    # The engine's speed itself is measured from the last runs (api/sweeps/speed.py).
+    sweep_run_overhead_seconds: float = Field(default=0.25, ge=0)
 
     # API keys (``python -m api.keys``). Off by default so `make run` on a laptop needs no
     # key; the API says so loudly at start-up, and docker-compose.yml turns it on.

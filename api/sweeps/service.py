@@ -5,6 +5,7 @@ before a sweep exists is in ``api.sweeps.plan``."""
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -16,7 +17,7 @@ from api.exceptions import NotFound
 from api.idempotency import replay
 from api.limits import reserve_runs
 from api.runs.service import scenario_document
-from api.sweeps import report
+from api.sweeps import report, speed
 from api.sweeps.plan import fingerprint, plan, warnings
 from api.sweeps.schemas import SweepCreate, SweepStatus
 from store.config import Settings
@@ -176,7 +177,9 @@ def status_of(progress: Progress, total: int) -> SweepStatus:
     return "running"
 
 
-def progress_of(sweep: Sweep, progress: Progress, settings: Settings) -> dict[str, Any]:
+def progress_of(
+    sweep: Sweep, progress: Progress, settings: Settings, measured: speed.Speed | None = None
+) -> dict[str, Any]:
     c = progress.counts
     finished = c[RunStatus.succeeded] + c[RunStatus.failed] + c[RunStatus.cancelled]
     total = max(sweep.run_count, 1)
@@ -193,7 +196,12 @@ def progress_of(sweep: Sweep, progress: Progress, settings: Settings) -> dict[st
         else:
             per_run = sum(p.get("est_events", 0) for p in sweep.points) / max(len(sweep.points), 1)
             workers = max(settings.worker_concurrency, 1)
-            eta = remaining * per_run / settings.engine_events_per_second / workers
+            measured = measured or speed.Speed(
+                settings.engine_events_per_second, settings.sweep_run_overhead_seconds,
+                "setting", 0,
+            )
+            runs = max(0, math.ceil(remaining))
+            _, eta = speed.wall_seconds(int(per_run * remaining), runs, workers, measured)
             method = "estimate"
     return {
         "counts": {s.value: c[s] for s in RunStatus},
@@ -227,7 +235,12 @@ def item(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
         cache_hits=progress.cache_hits,
         simulations=sweep.run_count - progress.cache_hits,
         created_at=sweep.created_at,
-        progress=progress_of(sweep, progress, settings),
+        progress=progress_of(
+            sweep,
+            progress,
+            settings,
+            speed.speed(session, settings) if progress.simulated_done == 0 else None,
+        ),
         links=links(sweep.id),
     )
 
@@ -283,8 +296,9 @@ def dry_run(
         new = sum((pt.scenario.scenario_hash(), s) not in p.cached for s in p.seeds)
         events += new * int(est["events"])
         packets += new * int(est["packets"])
-    cpu = events / settings.engine_events_per_second
     workers = max(settings.worker_concurrency, 1)
+    measured = speed.speed(session, settings)
+    cpu, wall = speed.wall_seconds(events, p.run_count - cached, workers, measured)
     return {
         "warnings": warnings(p),
         "point_count": len(p.points),
@@ -298,9 +312,12 @@ def dry_run(
             "events": events,
             "packets": packets,
             "cpu_seconds": cpu,
-            "wall_seconds": cpu / workers,
+            "wall_seconds": wall,
             "workers": workers,
-            "events_per_second": settings.engine_events_per_second,
+            "events_per_second": measured.events_per_second,
+            "run_overhead_seconds": measured.run_overhead_seconds,
+            "speed_basis": measured.basis,
+            "speed_runs": measured.runs,
         },
         "points": [
             {
