@@ -172,6 +172,10 @@ def test_warnings_come_back_in_the_202(pg_stack: Stack) -> None:
         sweep = {"base": {"scenario": sc}, "parameters": {"flows.backup.tcp.rcv_buf": [8760, 65535]}}
         plan = client.post("/v1/sweeps", params={"dry_run": "true"}, json=sweep)
         assert plan.status_code == 200 and len(plan.json()["warnings"]) == 2
+        est = plan.json()["estimate"]
+        assert est["speed_basis"] in ("measured", "setting") and est["run_overhead_seconds"] > 0
+        per_run = est["run_overhead_seconds"] + est["events"] / est["runs"] / est["events_per_second"]
+        assert est["cpu_seconds"] == pytest.approx(per_run * est["runs"])
         created = client.post("/v1/sweeps", json=sweep)
         assert created.status_code in (201, 202), created.text
         assert [w.split(":")[0] for w in created.json()["warnings"]] == ["point 0", "point 1"]

@@ -1,4 +1,5 @@
-"""Validation errors rewritten for people (api.hints), on the real request models."""
+"""Validation errors rewritten for people (api.hints), on the real request models; and the
+sweep time estimate's formula (api.sweeps.speed)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,14 @@ def test_a_bare_scenario_is_told_to_wrap_itself() -> None:
 def test_line_and_column() -> None:
     assert hints.line_column('{\n  "a": 1,,\n}', 11) == (2, 10)
     assert hints.line_column("x", 0) == (1, 1)
+
+
+def test_a_sweeps_time_is_per_run_overhead_plus_events_at_the_engine_speed() -> None:
+    from api.sweeps.speed import Speed, wall_seconds
+
+    s = Speed(events_per_second=100_000.0, run_overhead_seconds=0.25, basis="measured", runs=9)
+    # 66 small runs (gupta-study): the overhead dominates; 2 workers share them.
+    assert wall_seconds(330_000, 66, 2, s) == pytest.approx((16.5 + 3.3, 9.9))
+    # Fewer runs than workers: the idle worker does not help.
+    assert wall_seconds(1_000_000, 1, 4, s) == pytest.approx((10.25, 10.25))
+    assert wall_seconds(0, 0, 2, s) == (0.0, 0.0)
