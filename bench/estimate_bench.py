@@ -89,11 +89,15 @@ def report(mode: str, rows: list[dict[str, Any]]) -> None:
     events = sum(r["events"] for r in rows)
     engine = sum(r["engine"] for r in rows)
     runs = sum(r["runs"] for r in rows)
-    overhead = [(r["busy"] - r["engine"]) / r["runs"] for r in rows]
+    inside = [(r["busy"] - r["engine"]) / r["runs"] for r in rows]
+    # What a run costs beyond its simulation, seen from outside: the workers' time per run
+    # (wall x workers / runs, as the runs keep the workers busy) less its engine seconds.
+    cycle = [(r["wall"] * min(WORKERS, r["runs"]) - r["engine"]) / r["runs"] for r in rows]
     print(
-        f"engine speed in the workers: {events / engine:,.0f} events/s; per-run overhead "
-        f"(worker time beyond the simulation): median {statistics.median(overhead):.3f} s "
-        f"over {runs} runs; load average {os.getloadavg()[0]:.2f}"
+        f"engine speed in the workers: {events / engine:,.0f} events/s over {runs} runs; "
+        f"per-run overhead beyond the simulation: median {statistics.median(cycle):.3f} s "
+        f"(range {min(cycle):.3f}-{max(cycle):.3f}), of which in the worker between start "
+        f"and finish {statistics.median(inside):.3f} s; load average {os.getloadavg()[0]:.2f}"
     )
 
 
