@@ -163,8 +163,10 @@ async def get_series_frame(
     format: Format = None,
     agg: AggQuery = None,
 ) -> Response:
-    """Several series at once for a dashboard, each downsampled to `max_points`: a wide
-    frame (one time column) or a long one (time, key, value rows)."""
+    """Several series at once for a dashboard, each downsampled to `max_points` as
+    `GET .../series/{key}` does (rates by time-weighted bucket means, step series keeping
+    their peaks, or `agg`): a wide frame (one time column) or a long one (time, key, value
+    rows)."""
     names = list(dict.fromkeys(k.strip() for k in keys.split(",") if k.strip()))
     if not names:
         raise Unprocessable(
