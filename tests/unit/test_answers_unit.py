@@ -65,11 +65,13 @@ def test_line_and_column() -> None:
 
 
 def test_a_sweeps_time_is_per_run_overhead_plus_events_at_the_engine_speed() -> None:
+    from api.sweeps.speed import ENGINE_SETUP_SECONDS as S0
     from api.sweeps.speed import Speed, wall_seconds
 
     s = Speed(events_per_second=100_000.0, run_overhead_seconds=0.25, basis="measured", runs=9)
     # 66 small runs (gupta-study): the overhead dominates; 2 workers share them.
-    assert wall_seconds(330_000, 66, 2, s) == pytest.approx((16.5 + 3.3, 9.9))
+    cpu = 66 * (0.25 + S0) + 3.3
+    assert wall_seconds(330_000, 66, 2, s) == pytest.approx((cpu, cpu / 2))
     # Fewer runs than workers: the idle worker does not help.
-    assert wall_seconds(1_000_000, 1, 4, s) == pytest.approx((10.25, 10.25))
+    assert wall_seconds(1_000_000, 1, 4, s) == pytest.approx((10.25 + S0, 10.25 + S0))
     assert wall_seconds(0, 0, 2, s) == (0.0, 0.0)
