@@ -318,7 +318,9 @@ def conclusions(
         elif eff is not None and eff["note"]:
             out.append(f"No split of the variance in {fid}'s {label} yet: {eff['note']}.")
         b = best_by.get((fid, m))
-        if b is not None and len(points) > 1:
+        # A best among one: no comparison (a flow only one of the scenarios has).
+        having = sum(r["metrics"].get(fid, {}).get(m, {}).get("mean") is not None for r in rows)
+        if b is not None and having > 1:
             row = rows[[p.index for p in points].index(b["point_index"])]
             delta = row["metrics"][fid][m]["delta"]
             against = (
