@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import anyio
 from celery import Celery
 from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import BaseModel
@@ -18,7 +19,7 @@ from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
-from api.sweeps import service, table
+from api.sweeps import service, speed, table
 from api.sweeps.schemas import (
     SummaryTable,
     SweepCreate,
@@ -62,9 +63,13 @@ async def submit(
 ) -> Response:
     """Shared by POST /v1/sweeps and POST /v1/presets/{name}/sweep."""
     if dry_run:
+        measured = await db(speed.speed, settings)
+        if measured.basis == "setting":
+            # Too few runs yet to know this machine's speed: measure it (off the loop).
+            measured = await anyio.to_thread.run_sync(speed.probe, settings)
         plan = await db(
             service.dry_run, tenant_id=tenant_id, body=body, settings=settings,
-            study_preset=study_preset,
+            study_preset=study_preset, measured=measured,
         )
         return OrjsonResponse(SweepPlan.model_validate(plan).model_dump(mode="json"))
     sweep, created, to_send, warnings = await db(

@@ -123,7 +123,7 @@ class SweepEstimate(BaseModel):
     events: int = Field(description="Estimated simulation events of the runs to simulate")
     packets: int
     cpu_seconds: float = Field(
-        description="to_simulate x run_overhead_seconds + events / events_per_second"
+        description="(events + to_simulate x run_overhead_events) / events_per_second"
     )
     wall_seconds: float = Field(
         description="cpu_seconds / workers (no more workers than runs to simulate)"
@@ -131,14 +131,15 @@ class SweepEstimate(BaseModel):
     workers: int = Field(description="Worker processes assumed (TCPFR_WORKER_CONCURRENCY)")
     events_per_second: float = Field(
         description="One worker's speed: measured over the last runs this service simulated "
-        "(their events / engine seconds), or TCPFR_ENGINE_EVENTS_PER_SECOND before there are "
-        "enough (`speed_basis`)"
+        "(their events / engine seconds), or by a short probe simulation before there are "
+        "enough, or TCPFR_ENGINE_EVENTS_PER_SECOND (`speed_basis`)"
     )
-    run_overhead_seconds: float = Field(
-        description="A run's cost beyond the simulation: claim, load, store, hand-over "
-        "(TCPFR_SWEEP_RUN_OVERHEAD_SECONDS, measured by bench/estimate_bench.py)"
+    run_overhead_events: int = Field(
+        description="A run's cost beyond its events (engine setup, claim, load, store, "
+        "hand-over), in events (TCPFR_SWEEP_RUN_OVERHEAD_EVENTS, bench/estimate_bench.py)"
     )
-    speed_basis: Literal["measured", "setting"] = Field(
+    run_overhead_seconds: float = Field(description="run_overhead_events / events_per_second")
+    speed_basis: Literal["measured", "probe", "setting"] = Field(
         description="Where events_per_second comes from"
     )
     speed_runs: int = Field(description="Runs the measured speed is over (0: the setting)")

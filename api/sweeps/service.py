@@ -196,10 +196,7 @@ def progress_of(
         else:
             per_run = sum(p.get("est_events", 0) for p in sweep.points) / max(len(sweep.points), 1)
             workers = max(settings.worker_concurrency, 1)
-            measured = measured or speed.Speed(
-                settings.engine_events_per_second, settings.sweep_run_overhead_seconds,
-                "setting", 0,
-            )
+            measured = measured or speed.setting(settings)
             runs = max(0, math.ceil(remaining))
             _, eta = speed.wall_seconds(int(per_run * remaining), runs, workers, measured)
             method = "estimate"
@@ -287,8 +284,10 @@ def dry_run(
     body: SweepCreate,
     settings: Settings,
     study_preset: str | None = None,
+    measured: speed.Speed | None = None,
 ) -> dict[str, Any]:
-    """What the sweep would run and cost; nothing is created or sent."""
+    """What the sweep would run and cost; nothing is created or sent. `measured`: the
+    engine's speed when the caller has it (`speed.probe`), else from the last runs."""
     p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
     cached = p.cached_count()
     events = packets = 0
@@ -297,7 +296,7 @@ def dry_run(
         events += new * int(est["events"])
         packets += new * int(est["packets"])
     workers = max(settings.worker_concurrency, 1)
-    measured = speed.speed(session, settings)
+    measured = measured or speed.speed(session, settings)
     cpu, wall = speed.wall_seconds(events, p.run_count - cached, workers, measured)
     return {
         "warnings": warnings(p),
@@ -315,6 +314,7 @@ def dry_run(
             "wall_seconds": wall,
             "workers": workers,
             "events_per_second": measured.events_per_second,
+            "run_overhead_events": measured.run_overhead_events,
             "run_overhead_seconds": measured.run_overhead_seconds,
             "speed_basis": measured.basis,
             "speed_runs": measured.runs,

@@ -14,7 +14,6 @@ import pytest
 from journeys import assert_problem
 from servicekit import Stack
 
-from api.sweeps.speed import ENGINE_SETUP_SECONDS
 from engine.presets import load_preset
 
 pytestmark = pytest.mark.integration
@@ -174,12 +173,12 @@ def test_warnings_come_back_in_the_202(pg_stack: Stack) -> None:
         plan = client.post("/v1/sweeps", params={"dry_run": "true"}, json=sweep)
         assert plan.status_code == 200 and len(plan.json()["warnings"]) == 2
         est = plan.json()["estimate"]
-        assert est["speed_basis"] in ("measured", "setting") and est["run_overhead_seconds"] > 0
-        per_run = (
-            est["run_overhead_seconds"] + ENGINE_SETUP_SECONDS
-            + est["events"] / est["runs"] / est["events_per_second"]
-        )
-        assert est["cpu_seconds"] == pytest.approx(per_run * est["runs"])
+        assert est["speed_basis"] in ("measured", "probe") and est["run_overhead_events"] > 0
+        assert est["cpu_seconds"] == pytest.approx(
+
+            (est["events"] + est["to_simulate"] * est["run_overhead_events"])
+            / est["events_per_second"]
+        ), est
         created = client.post("/v1/sweeps", json=sweep)
         assert created.status_code in (201, 202), created.text
         assert [w.split(":")[0] for w in created.json()["warnings"]] == ["point 0", "point 1"]

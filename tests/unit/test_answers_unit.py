@@ -64,14 +64,17 @@ def test_line_and_column() -> None:
     assert hints.line_column("x", 0) == (1, 1)
 
 
-def test_a_sweeps_time_is_per_run_overhead_plus_events_at_the_engine_speed() -> None:
-    from api.sweeps.speed import ENGINE_SETUP_SECONDS as S0
-    from api.sweeps.speed import Speed, wall_seconds
+def test_a_sweeps_time_is_events_and_per_run_overhead_at_the_engine_speed() -> None:
+    from api.sweeps.speed import Speed, probe, wall_seconds
+    from store.config import Settings
 
-    s = Speed(events_per_second=100_000.0, run_overhead_seconds=0.25, basis="measured", runs=9)
+    s = Speed(events_per_second=100_000.0, run_overhead_events=25_000, basis="measured", runs=9)
     # 66 small runs (gupta-study): the overhead dominates; 2 workers share them.
-    cpu = 66 * (0.25 + S0) + 3.3
+    cpu = (330_000 + 66 * 25_000) / 100_000
     assert wall_seconds(330_000, 66, 2, s) == pytest.approx((cpu, cpu / 2))
+    assert s.run_overhead_seconds == pytest.approx(0.25)
     # Fewer runs than workers: the idle worker does not help.
-    assert wall_seconds(1_000_000, 1, 4, s) == pytest.approx((10.25 + S0, 10.25 + S0))
+    assert wall_seconds(1_000_000, 1, 4, s) == pytest.approx((10.25, 10.25))
     assert wall_seconds(0, 0, 2, s) == (0.0, 0.0)
+    measured = probe(Settings())
+    assert measured.basis == "probe" and 1e3 < measured.events_per_second < 1e8
