@@ -3,19 +3,31 @@ PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
+# Quiet installs: errors only, no progress bars, no "new pip available" notice.
+PIP    := $(PY) -m pip install -qq --progress-bar off --disable-pip-version-check
 
-.PHONY: install run test test-unit lint bench openapi services clean ui-vendor
+.PHONY: install run test test-unit lint bench openapi docs services clean ui-vendor
 
 $(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing tcpfr and its test tools into $(VENV) ..."
+	@$(PIP) --upgrade pip
+	@$(PIP) -e '.[dev]'
+	@touch $(STAMP) $(RUN_STAMP)
+
+# Serving needs the package, not the test tools.
+$(RUN_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "installing tcpfr into $(VENV) ..."
+	@$(PIP) --upgrade pip
+	@$(PIP) -e .
+	@touch $(RUN_STAMP)
 
 install: $(STAMP)
 
-run: $(STAMP)
-	$(PY) -m api.serve
+run: $(RUN_STAMP)
+	@$(PY) -m api.serve
 
 # Postgres and Redis are started when installed but stopped; with CI=true a missing one fails.
 services:
@@ -46,6 +58,10 @@ ui-vendor:
 	cp .ui-vendor/package/LICENSE api/ui/assets/vendor/uPlot.LICENSE
 	echo "uPlot $(UPLOT_VERSION) from the npm registry (make ui-vendor)" > api/ui/assets/vendor/VERSIONS
 	rm -rf .ui-vendor
+
+# The field reference of docs/scenario.md, from the models (a unit test fails when stale).
+docs: $(STAMP)
+	$(PY) -m engine.docs --write
 
 clean:
 	rm -rf $(VENV) .tcpfr .pytest_cache

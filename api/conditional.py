@@ -7,7 +7,7 @@ import hashlib
 from fastapi import Request, Response
 
 #: Bump when a representation's bytes change for the same data (format, downsampling).
-REPRESENTATION_VERSION = "1"
+REPRESENTATION_VERSION = "2"  # 2: rate series by time-weighted means; ties, tables
 
 
 def etag_for(request: Request, *parts: object) -> str:

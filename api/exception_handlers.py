@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import logging
+import typing
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
+from api import hints
 from api.exceptions import TcpfrError, json_pointer
 from api.responses import ProblemResponse
+from engine import Scenario
 from store.db import database_unavailable
 from store.repository import InvalidCursor
 
@@ -31,6 +34,7 @@ def field_errors(
     for err in errors:
         loc = [*prefix, *err.get("loc", ())]
         item: dict[str, Any] = {"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")}
+        item.update({k: err[k] for k in ("line", "column") if k in err})
         if loc and loc[0] == "body":
             item["pointer"] = json_pointer(loc[1:])
         out.append(item)
@@ -76,9 +80,69 @@ async def _tcpfr_error(request: Request, exc: Exception) -> ProblemResponse:
     )
 
 
+def _api_routes(routes: Iterable[Any]) -> Iterable[Any]:
+    for route in routes:
+        inner = getattr(route, "original_router", None)  # an included router (FastAPI >= 0.165)
+        if inner is not None:
+            yield from _api_routes(inner.routes)
+        elif getattr(route, "endpoint", None) is not None:
+            yield route
+
+
+def _body_type(request: Request) -> Any:
+    """The model the matched route validates its body against (None: none or unknown)."""
+    table = getattr(request.app.state, "body_types", None)
+    if table is None:
+        table = []
+        for route in _api_routes(request.app.routes):
+            try:
+                found = typing.get_type_hints(route.endpoint)
+            except Exception:  # noqa: BLE001, S112 - an unresolvable annotation: no hints
+                continue
+            # Endpoints name their JSON body `body` (or `scenario`, a bare Scenario).
+            model = found.get("body") or found.get("scenario")
+            if isinstance(model, type) and issubclass(model, BaseModel):
+                table.append((route.path_regex, set(route.methods or ()), model))
+        request.app.state.body_types = table
+    path = request.scope.get("path", "")
+    for regex, methods, model in table:
+        if request.method in methods and regex.match(path):
+            return model
+    return None
+
+
+def _clearer(request: Request, exc: RequestValidationError) -> list[dict[str, Any]]:
+    """The errors with messages a person can act on (``api.hints``)."""
+    raw = list(exc.errors())
+    body = [e for e in raw if tuple(e.get("loc", ()))[:1] == ("body",)]
+    rest = [e for e in raw if tuple(e.get("loc", ()))[:1] != ("body",)]
+    bad_json = [e for e in body if e.get("type") == "json_invalid"]
+    if bad_json:
+        err = bad_json[0]
+        pos = err["loc"][1] if len(err["loc"]) > 1 and isinstance(err["loc"][1], int) else 0
+        line, col = hints.line_column(exc.body or "", pos)
+        reason = (err.get("ctx") or {}).get("error", "invalid JSON")
+        return [
+            {
+                "loc": ["body"],
+                "msg": f"malformed JSON at line {line}, column {col}: {reason}",
+                "type": "json_invalid",
+                "line": line,
+                "column": col,
+            }
+        ]
+    root = _body_type(request)
+    if root is not None and body:
+        inner = [{**e, "loc": tuple(e["loc"][1:])} for e in body]
+        wrap = hints.wrapping_hint(inner, root, Scenario)
+        inner = [wrap] if wrap is not None else hints.improve(inner, root)
+        body = [{**e, "loc": ("body", *e["loc"])} for e in inner]
+    return [*field_errors(body), *field_errors(rest)]
+
+
 async def _request_validation(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, RequestValidationError)
-    errors = field_errors(exc.errors())
+    errors = _clearer(request, exc)
     first = errors[0] if errors else None
     detail = f"{len(errors)} validation error(s)"
     if first:

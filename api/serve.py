@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 from types import FrameType
@@ -47,6 +48,7 @@ def worker_command(settings: Settings, concurrency: int | None = None) -> list[s
         "celery",
         "-A",
         "worker.celery_app",
+        "--quiet",  # no banner: the one line a user needs is where the API is (main)
         "worker",
         "--loglevel",
         settings.log_level,
@@ -106,13 +108,9 @@ def main() -> int:
         "worker": subprocess.Popen(worker_command(settings), start_new_session=True),
         "api": subprocess.Popen(api_command(settings), start_new_session=True),
     }
-    log.info(
-        "API on http://%s:%d  (%d worker processes; Ctrl-C stops all)",
-        settings.host,
-        settings.port,
-        settings.worker_concurrency,
-    )
     stopping = False
+    announced = False
+    started = time.monotonic()
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopping
@@ -123,6 +121,10 @@ def main() -> int:
     parent = os.getppid()
     code = 0
     while not stopping:
+        if not announced and (_answers(settings) or time.monotonic() - started > 60):
+            # Last, after the start-up noise of the API and the workers: where the API is.
+            announced = True
+            _announce(settings)
         for name, proc in procs.items():
             if proc.poll() is not None:
                 log.error("%s exited with %s; stopping", name, proc.returncode)
@@ -136,6 +138,24 @@ def main() -> int:
     log.info("stopping the API and the workers")
     stop_all(procs.values())
     return code
+
+
+def _answers(settings: Settings) -> bool:
+    url = f"http://{settings.host}:{settings.port}/healthz"
+    try:
+        with urllib.request.urlopen(url, timeout=1) as resp:  # noqa: S310 - our own address
+            return bool(resp.status == 200)
+    except OSError:
+        return False
+
+
+def _announce(settings: Settings) -> None:
+    base = f"http://{settings.host}:{settings.port}"
+    line = (
+        f"tcpfr API: {base}  (docs {base}/docs; {settings.worker_concurrency} worker "
+        "processes; Ctrl-C stops all)"
+    )
+    print(f"\n{line}\n", file=sys.stderr, flush=True)
 
 
 def stop_all(procs: Iterable[subprocess.Popen], grace: float = 15.0) -> None:

@@ -1,4 +1,4 @@
-"""The Result of a simulation (SCENARIO.md "Result"): summaries per flow, link direction
+"""The Result of a simulation (docs/scenario.md "Result"): summaries per flow, link direction
 and PVC, the diagnosis, and the time-series. Plain SI numbers throughout."""
 
 from __future__ import annotations

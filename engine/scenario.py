@@ -1,4 +1,4 @@
-"""The scenario language: the pydantic models of SCENARIO.md and their whole-scenario rules.
+"""The scenario language: the pydantic models of docs/scenario.md and their whole-scenario rules.
 
 Owns what a client posts and the engine simulates: `Scenario` and its parts, the checks
 that need the whole scenario (unique ids, references, routes, MTU) reported at the
@@ -31,8 +31,9 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
+from engine.example import EXAMPLE_SCENARIO
 from engine.routing import Hop, Topology, bottleneck_link, narrowest_link
-from engine.units import ByteSize, Duration, Rate, format_duration, format_rate, format_size
+from engine.units import Bits, ByteSize, Duration, Rate, format_duration, format_rate, format_size
 
 __all__ = [
     "DelayedAckSpec",
@@ -269,10 +270,11 @@ class Pvc(_Model):
     """Router at the PVC's forward exit."""
     cir: PositiveRate
     """Committed information rate."""
-    bc: Count | None = Field(default=None, gt=0)
-    """Committed burst in bits per interval Tc = bc / cir; default cir x 1 s."""
-    be: Count = Field(default=0, ge=0)
-    """Excess burst in bits per Tc: sent marked DE; beyond bc + be frames are dropped."""
+    bc: Annotated[Bits, Field(le=MAX_INT)] | None = Field(default=None, gt=0)
+    """Committed burst in bits per interval Tc = bc / cir (a plain number is bits, or a
+    size with a unit: "64kbit", "8kB"); default cir x 1 s."""
+    be: Annotated[Bits, Field(le=MAX_INT)] = Field(default=0, ge=0)
+    """Excess burst in bits per Tc, as bc: sent marked DE; beyond bc + be frames are dropped."""
     becn_shaping: bool = False
     """Shape to CIR and step the rate down by 0.75 on BECN (at most once per Tc) toward
     min_cir; step back up after 16 Tc without BECN (adaptive shaping)."""
@@ -464,6 +466,8 @@ Flow = Annotated[
 
 class Scenario(_Model):
     """A complete simulation: topology, Frame Relay PVCs, traffic, and run settings."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE_SCENARIO]})
 
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)

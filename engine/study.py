@@ -10,6 +10,7 @@ that caused it.
 from __future__ import annotations
 
 import copy
+import difflib
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -22,7 +23,7 @@ MAX_POINTS_DEFAULT = 10_000
 
 
 class StudySpec(BaseModel):
-    """SCENARIO.md "Sweep (study)"."""
+    """A sweep: a base scenario, the values of dotted paths to vary, how to combine them (docs/scenario.md "Sweep (study)")."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -112,7 +113,11 @@ def _list_item(items: list, key: str, where: str) -> Any:
     if key.isdecimal() and key.isascii() and int(key) < len(items):
         return items[int(key)]
     ids = [item.get("id") for item in items if isinstance(item, dict)]
-    raise StudyError(("parameters", where), f"{where}: no item with id {key!r} (ids: {ids})")
+    close = difflib.get_close_matches(key, [str(i) for i in ids], n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise StudyError(
+        ("parameters", where), f"{where}: no item with id {key!r} (ids: {ids}){hint}"
+    )
 
 
 def _combinations(spec: StudySpec) -> list[dict[str, Any]]:

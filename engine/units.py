@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LINE_RATES",
+    "Bits",
     "ByteSize",
     "Duration",
     "Rate",
@@ -36,6 +37,7 @@ __all__ = [
     "format_duration",
     "format_rate",
     "format_size",
+    "parse_bits",
     "parse_duration",
     "parse_rate",
     "parse_size",
@@ -96,6 +98,15 @@ _EXAMPLES: dict[Kind, str] = {
     "size": "8760, '25MB', '64KiB', '1.5kB'",
     "rate": "1544000, '1.544Mbps', '512kbps', '10 Mbit/s', 'T1'",
 }
+# What an "unknown unit" error lists: the units of each kind (SI prefixes n, u, m, k, M, G, T
+# and binary Ki, Mi, Gi, Ti combine with any of them).
+_VALID_UNITS: dict[Kind, str] = {
+    "duration": "s, ms, us, ns, min, h",
+    "size": "B, kB, MB, GB, KiB, MiB, GiB, bit, kbit, Mbit",
+    "rate": "bps, kbps, Mbps, Gbps, bit/s, Mbit/s, Bps, MBps, or a line rate ("
+    + ", ".join(LINE_RATES)
+    + ")",
+}
 _DIMENSION_NAMES = {
     (("[time]", 1),): "a duration",
     (("[information]", 1),): "a size",
@@ -123,12 +134,14 @@ def _registry() -> pint.UnitRegistry:
 def _unit_factor(unit: str, kind: Kind) -> Decimal:
     """Return how many base units of `kind` one `unit` is; raise UnitError otherwise."""
     if len(unit) > _MAX_UNIT_LENGTH:
-        raise UnitError(f"unknown unit {unit[:_MAX_UNIT_LENGTH]!r}...")
+        raise UnitError(
+            f"unknown unit {unit[:_MAX_UNIT_LENGTH]!r}...; {kind} units: {_VALID_UNITS[kind]}"
+        )
     registry = _registry()
     try:
         parsed = registry.parse_units(unit)
     except Exception as exc:  # pint raises several unrelated types for malformed units
-        raise UnitError(f"unknown unit {unit!r}") from exc
+        raise UnitError(f"unknown unit {unit!r}; {kind} units: {_VALID_UNITS[kind]}") from exc
     base = registry.parse_units(_BASE[kind])
     if parsed.dimensionality != base.dimensionality:
         key = tuple(sorted(parsed.dimensionality.items()))
@@ -165,7 +178,10 @@ def _parse(value: Any, kind: Kind) -> Decimal | int | float:
             return named
         match = _NUMBER_WITH_UNIT.fullmatch(value)
         if match is None:
-            raise UnitError(f"invalid {kind} {value!r}: expected e.g. {_EXAMPLES[kind]}")
+            raise UnitError(
+                f"invalid {kind} {value!r}: expected e.g. {_EXAMPLES[kind]}"
+                + (f"; line rates: {', '.join(LINE_RATES)}" if kind == "rate" else "")
+            )
         number = Decimal(match["number"])
         unit = match["unit"]
         if unit:
@@ -200,6 +216,19 @@ def parse_size(value: Any) -> int:
         exact = format(result.normalize(), "f") if isinstance(result, Decimal) else repr(result)
         raise UnitError(f"size must be a whole number of bytes, got {value!r} = {exact} B")
     return int(result)
+
+
+def parse_bits(value: Any) -> int:
+    """Parse an amount of data into whole bits (Frame Relay's Bc and Be): a plain number is
+    bits, as it always was; a string with a unit is a size ("8kB" = 64000, "64kbit")."""
+    match = _NUMBER_WITH_UNIT.fullmatch(value) if isinstance(value, str) else None
+    if match is not None and match["unit"]:
+        bits = Decimal(_parse(value, "size")) * 8
+    else:
+        bits = Decimal(_parse(value, "size"))  # a bare number is bits
+    if bits != int(bits):
+        raise UnitError(f"bits must be a whole number, got {value!r} = {bits.normalize():f} bit")
+    return int(bits)
 
 
 def parse_rate(value: Any) -> float:
@@ -256,6 +285,17 @@ ByteSize = Annotated[
         [8760, "25MB", "64KiB", "1.5kB"],
     ),
     _output_schema("integer", "Size in bytes."),
+]
+Bits = Annotated[
+    int,
+    _validator(parse_bits, "size"),
+    _json_schema(
+        "integer",
+        "Amount of data in bits: a plain number is bits; a string with a unit is a size "
+        "(kbit, Mbit; B, kB, MB are bytes: '8kB' is 64000 bits).",
+        [1544000, "1.544Mbit", "64kbit", "8kB"],
+    ),
+    _output_schema("integer", "Bits."),
 ]
 Rate = Annotated[
     float,

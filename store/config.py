@@ -87,6 +87,10 @@ class Settings(BaseSettings):
     # measures ~400k events/s per process on the 2-core development machine).
     sweep_max_runs: int = Field(default=1000, ge=1)
     engine_events_per_second: float = Field(default=400_000.0, gt=0)
+    # A run's cost beyond its events (engine setup, claim, load, store, hand-over), in
+    # events, so it scales with the machine's measured speed (api/sweeps/speed.py;
+    # bench/estimate_bench.py: about 25,000 events' worth at 70k-184k events/s).
+    sweep_run_overhead_events: int = Field(default=25_000, ge=0)
 
     # API keys (``python -m api.keys``). Off by default so `make run` on a laptop needs no
     # key; the API says so loudly at start-up, and docker-compose.yml turns it on.

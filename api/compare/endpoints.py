@@ -15,7 +15,10 @@ from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
+from api.series.endpoints import AggQuery
 from api.series.service import to_csv
+from api.sweeps import table
+from api.sweeps.schemas import SummaryTable
 from store.models import Run
 
 router = APIRouter(prefix="/v1/compare", tags=["compare"])
@@ -59,8 +62,17 @@ async def _of_succeeded(
 @router.get(
     "",
     operation_id="compare_runs",
-    response_model=RunComparison,
-    responses={304: {"description": "Not modified"}, **ERRORS},
+    response_model=None,
+    responses={
+        200: {
+            "model": RunComparison | SummaryTable,
+            "description": "The comparison; with `format=records` the same figures as a "
+            "table (`SummaryTable`); with `format=csv` or `Accept: text/csv` that table as CSV",
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+        },
+        304: {"description": "Not modified"},
+        **ERRORS,
+    },
 )
 async def compare_runs(
     runs: Runs,
@@ -71,9 +83,13 @@ async def compare_runs(
     baseline: Annotated[
         uuid.UUID | None, Query(description="One of `runs` (default: the first)")
     ] = None,
+    format: table.TableFormat = None,
 ) -> Response:
     """The sweep summary's comparison for any runs: runs of the same scenario are
-    replications of one point; the scenario paths that differ are its parameters."""
+    replications of one point; the scenario paths that differ are its parameters. As a
+    table (`format=csv` or `Accept: text/csv`; `format=records` for JSON): one row per
+    point and flow, a column per differing path and per metric statistic, in base units."""
+    shape = table.wants(request, format)
     ids = service.parse_runs(runs, loc=["query", "runs"])
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
@@ -85,7 +101,17 @@ async def compare_runs(
     if doc is None:
         return Response(status_code=304, headers=headers)
     body = RunComparison.model_validate(doc).model_dump(mode="json")
-    return cache.store(request, tenant_id, OrjsonResponse(body, headers=headers))
+    if shape == "csv":
+        response: Response = Response(
+            table.to_csv(table.build(body)),
+            media_type="text/csv; charset=utf-8",
+            headers={**headers, "Vary": "Accept"},
+        )
+    elif shape == "records":
+        response = OrjsonResponse(table.build(body), headers=headers)
+    else:
+        response = OrjsonResponse(body, headers=headers)
+    return cache.store(request, tenant_id, response)
 
 
 @router.get(
@@ -116,8 +142,11 @@ async def compare_series(
         float | None, Query(allow_inf_nan=False, description="Window end, simulated seconds")
     ] = None,
     format: Annotated[Literal["json", "csv"], Query(description="`csv`: text/csv")] = "json",
+    agg: AggQuery = None,
 ) -> Response:
-    """One metric of several runs on a common time axis, for overlay charts."""
+    """One metric of several runs on a common time axis, for overlay charts. A rate series
+    (goodput, utilisation) is averaged over equal time buckets, the same for every run, so
+    each run's mean rate is kept; a step series is downsampled keeping its peaks."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
     limit = max_points or settings.series_max_points
     if limit > settings.series_max_points_limit:
@@ -134,7 +163,7 @@ async def compare_series(
     etag, body = await _of_succeeded(
         db, request, ids, tenant_id,
         lambda session, found: service.common_series(
-            session, found, key=key, max_points=limit, start=start, end=end
+            session, found, key=key, max_points=limit, start=start, end=end, agg=agg
         ),
     )
     headers = {"ETag": etag, **CACHE_HEADERS}

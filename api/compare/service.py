@@ -11,6 +11,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
+from api.series import downsample
 from api.series import service as series
 from api.sweeps import report, stats
 from store.models import Run, RunStatus
@@ -18,6 +19,9 @@ from store.runs import ResultRepository, RunRepository
 from store.sweeps import SweepRepository
 
 MAX_RUNS = 200
+#: More differing paths than this and two scenarios are not variations of one another.
+MAX_NAMED_PATHS = 8
+MAX_LISTED_PATHS = 50
 #: Not what is simulated (the scenario hash leaves them out too).
 _IGNORED = {"name", "description", "seed"}
 
@@ -94,12 +98,18 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
     flat = [flatten(g[0].scenario) for g in groups.values()]
     paths = list(dict.fromkeys(p for f in flat for p in f))
     varied = [p for p in paths if len({stats.level_key(f.get(p)) for f in flat}) > 1]
+    # Scenarios with different parts (ids of nodes, links, flows) or many differences are
+    # not variations of one another: compare them as wholes, by name, and say so.
+    shapes = {frozenset(f) for f in flat}
+    apart = len(shapes) > 1 or len(varied) > MAX_NAMED_PATHS
+    labels = _labels([g[0] for g in groups.values()])
+    note = _apart_note(labels, varied, len(shapes) > 1) if apart else None
     results = SweepRepository(session).results(r.result_run_id for r in runs)
     points = []
     for i, (group, f) in enumerate(zip(groups.values(), flat, strict=True)):
         point = report.PointData(
             index=i,
-            parameters={p: f.get(p) for p in varied},
+            parameters={"scenario": labels[i]} if apart else {p: f.get(p) for p in varied},
             is_baseline=any(r.id == base_id for r in group),
             runs=len(group),
             run_ids=[r.id for r in group],
@@ -111,9 +121,38 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
                     report.Observation(r.id, r.source_run_id, r.seed, res.flows, res.diagnosis)
                 )
         points.append(point)
-    body = report.build(points, varied)
-    body.update(runs=run_ids, baseline=base_id)
+    body = report.build(points, ["scenario"] if apart else varied, partial_note=note)
+    body.update(
+        runs=run_ids,
+        baseline=base_id,
+        scenarios_differ=apart,
+        differing_paths=varied[:MAX_LISTED_PATHS],
+        differing_path_count=len(varied),
+    )
     return body
+
+
+def _labels(runs: list[Run]) -> list[str]:
+    """Each scenario's name; with its hash's start where two differ under one name."""
+    names = [r.scenario_name or "scenario" for r in runs]
+    return [
+        n if names.count(n) == 1 else f"{n} ({r.scenario_hash.removeprefix('sha256:')[:8]})"
+        for n, r in zip(names, runs, strict=True)
+    ]
+
+
+def _apart_note(labels: list[str], varied: list[str], shapes_differ: bool) -> str:
+    shown = ", ".join(varied[:3]) + (f" and {len(varied) - 3} more" if len(varied) > 3 else "")
+    why = (
+        "they have different nodes, links or flows"
+        if shapes_differ
+        else f"they differ in {len(varied)} settings ({shown})"
+    )
+    return (
+        f"These runs are of {len(labels)} different scenarios ({', '.join(labels[:6])}"
+        f"{' …' if len(labels) > 6 else ''}): {why}, so they are compared as wholes, one "
+        "point per scenario, and no setting is credited with the difference."
+    )
 
 
 def common_series(
@@ -124,9 +163,16 @@ def common_series(
     max_points: int,
     start: float | None,
     end: float | None,
+    agg: str | None = None,
 ) -> dict[str, Any]:
-    """Each run's series downsampled (MinMaxLTTB, its share of `max_points`), held at its
-    last value until the run's end, then step-held onto the union of their times."""
+    """One series of several runs on one time axis. With `agg` (a rate series' default:
+    `mean`), every run is aggregated over the same equal-width time buckets; otherwise each
+    run is downsampled with MinMaxLTTB and the runs are step-held onto the union of times."""
+    agg = agg if agg is not None else downsample.default_agg(key)
+    if agg is not None:
+        return _bucketed_series(
+            session, runs, key=key, max_points=max_points, start=start, end=end, agg=agg
+        )
     per_run = (max_points - len(runs)) // len(runs)
     if per_run < 3:
         raise Unprocessable(
@@ -137,7 +183,8 @@ def common_series(
     windows, info = [], []
     for run in runs:
         (w,) = series.load(
-            session, run, [key], start=start, end=end, max_points=per_run, loc=["query", "key"]
+            session, run, [key], start=start, end=end, max_points=per_run, loc=["query", "key"],
+            agg=None,
         )
         result = results.get(run.result_run_id)
         until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
@@ -169,9 +216,89 @@ def common_series(
         "unit": windows[0].unit if windows else "",
         "runs": info,
         "points": len(grid),
+        "agg": None,
         "method": "each run downsampled with MinMaxLTTB to its share of max_points and held "
         "at its last value until the run's end; then every run step-held (last value at or "
         "before t) onto the union of their times; null before a run's first sample and after "
         "its end",
+        "columns": columns,
+    }
+
+
+def _bucketed_series(
+    session: Session,
+    runs: list[Run],
+    *,
+    key: str,
+    max_points: int,
+    start: float | None,
+    end: float | None,
+    agg: str,
+) -> dict[str, Any]:
+    rate = downsample.is_rate(key)
+    results = ResultRepository(session)
+    loaded = []
+    for run in runs:
+        (w,) = series.load(
+            session, run, [key], start=start, end=end, max_points=2**62, loc=["query", "key"],
+            agg=agg,
+        )
+        result = results.get(run.result_run_id)
+        until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
+        if end is not None:
+            until = min(until, end)
+        if rate:
+            lo, hi = downsample.rate_cover(w.t), float(w.t[-1]) if len(w.t) else 0.0
+        else:
+            lo, hi = (float(w.t[0]) if len(w.t) else until), until
+        loaded.append((run, w, lo, hi))
+    lo = min((x[2] for x in loaded), default=0.0)
+    hi = max((x[3] for x in loaded), default=0.0)
+    if rate:
+        edges = np.linspace(lo, hi, max_points + 1)
+        grid = edges[1:]
+    else:
+        edges = np.linspace(lo, hi, max_points + 1)
+        grid = edges[:-1]
+    columns: dict[str, Any] = {"t": grid}
+    info = []
+    for run, w, a, b in loaded:
+        if not len(w.t):
+            col = np.full(len(grid), np.nan)
+        elif rate:
+            col = downsample.rate_buckets(w.t, w.v, edges, agg)
+        else:
+            # Held at its last value until the run's end; nothing outside [first sample, end].
+            t, v = w.t, w.v
+            if t[-1] < b:
+                t, v = np.append(t, b), np.append(v, v[-1])
+            col = downsample.step_buckets(t, v, edges, agg)
+            col = np.where((edges[1:] > a) & (edges[:-1] < b), col, np.nan)
+        columns[str(run.id)] = col
+        info.append(
+            {
+                "id": run.id,
+                "unit": w.unit,
+                "sim_time": b if not rate else max(b, 0.0),
+                "length": w.length,
+                "points": int(np.count_nonzero(~np.isnan(col))),
+                "downsampled": w.length > len(grid),
+            }
+        )
+    where = "end" if rate else "start"
+    return {
+        "key": key,
+        "unit": loaded[0][1].unit if loaded else "",
+        "runs": info,
+        "points": len(grid),
+        "agg": agg,
+        "method": f"every run aggregated ({agg}) over the same {len(grid)} equal-width time "
+        f"buckets, each row at its bucket's {where}"
+        + (
+            "; a rate's mean is time-weighted (its integral is kept)"
+            if rate and agg == "mean"
+            else ""
+        )
+        + "; null where a run does not cover the bucket",
         "columns": columns,
     }

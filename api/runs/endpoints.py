@@ -72,7 +72,7 @@ SUMMARY_FIELDS = (
 def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
     """A run as `RunOut` has it: with its summary and diagnosis once it succeeded."""
     doc = run_fields(run)
-    doc["summary"] = doc["diagnosis"] = None
+    doc["summary"] = doc["diagnosis"] = doc["warnings"] = None
     if result is not None:
         stored = service.result_document(result)
         doc["summary"] = {key: stored[key] for key in SUMMARY_FIELDS}
@@ -121,9 +121,9 @@ async def create_run(
     elif run.cache_hit:
         code = status.HTTP_201_CREATED
     result = await db.read(service.result_of, run) if run.status is RunStatus.succeeded else None
-    return OrjsonResponse(
-        run_document(run, result), status_code=code, headers={"Location": f"/v1/runs/{run.id}"}
-    )
+    doc = run_document(run, result)
+    doc["warnings"] = service.warnings_of(run) if created else None
+    return OrjsonResponse(doc, status_code=code, headers={"Location": f"/v1/runs/{run.id}"})
 
 
 @router.get("", operation_id="list_runs", response_model=Page[RunListItem],

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import Scenario
+from engine.example import EXAMPLE_SCENARIO
 from store.models import RunStatus
 from store.run_events import EventKind
 
@@ -22,7 +23,12 @@ class RunCreate(BaseModel):
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"preset": "riverbed-t1-8k", "seed": 3}]},
+        json_schema_extra={
+            "examples": [
+                {"preset": "riverbed-t1-8k", "seed": 3},
+                {"scenario": EXAMPLE_SCENARIO},
+            ]
+        },
     )
 
     scenario: Scenario | None = None
@@ -48,7 +54,7 @@ class RunError(BaseModel):
 
 
 class RunSummary(BaseModel):
-    """The Result less its series and diagnosis (see SCENARIO.md)."""
+    """The Result less its series and diagnosis (see docs/scenario.md)."""
 
     sim_time: float
     wall_time: float
@@ -91,6 +97,12 @@ class RunListItem(BaseModel):
 
 
 class RunOut(RunListItem):
+    warnings: list[str] | None = Field(
+        default=None,
+        description="In the response to the POST that created the run: advisory findings "
+        "about its scenario (e.g. a transfer that cannot finish within `duration`); the "
+        "finished run's `summary.warnings` repeats them. Null elsewhere",
+    )
     summary: RunSummary | None = Field(description="When succeeded")
     diagnosis: dict[str, Any] | None = Field(
         description="Per flow: what limits it (receive_window, link_capacity, loss, ...), "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import logging
 import uuid
@@ -38,6 +39,15 @@ def scenario_document(scenario: engine.Scenario) -> dict[str, Any]:
     return scenario.model_dump(mode="json")
 
 
+def warnings_of(run: Run) -> list[str]:
+    """The scenario's advisory warnings (a transfer that cannot finish within `duration`,
+    a window above the BDP without scaling ...): the run is valid and queued regardless."""
+    try:
+        return list(engine.Scenario.model_validate(run.scenario).warnings())
+    except (ValidationError, ValueError, LookupError, ArithmeticError):
+        return []
+
+
 def _resolve(
     session: Session, body: RunCreate, *, tenant_id: uuid.UUID
 ) -> tuple[engine.Scenario, uuid.UUID | None, str | None]:
@@ -65,9 +75,15 @@ def _resolve(
 def preset_scenario(name: str, *, loc: list[str | int]) -> engine.Scenario:
     kinds = {p.name: p.kind for p in list_presets()}
     if name not in kinds:
+        close = difflib.get_close_matches(name, [n for n, k in kinds.items() if k == "scenario"])
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise InvalidScenario(
-            f"unknown preset {name!r}",
-            errors=[field_error(loc, "unknown preset; GET /v1/presets lists them", "not_found")],
+            f"unknown preset {name!r}{hint}",
+            errors=[
+                field_error(
+                    loc, f"unknown preset{hint}; GET /v1/presets lists them", "not_found"
+                )
+            ],
         )
     if kinds[name] != "scenario":
         raise InvalidScenario(

@@ -45,6 +45,15 @@ TimeAxis = Annotated[
         "in simulated seconds",
     ),
 ]
+AggQuery = Annotated[
+    Literal["mean", "min", "max", "last"] | None,
+    Query(
+        description="How a downsampled bucket is summarised. Default per series kind: rates "
+        "(`*_bps`, `*utilization`) `mean`, the time-weighted mean (their integral is kept); "
+        "step series (cwnd, queue, counters…) MinMaxLTTB, which keeps the peaks. `min`, `max`, "
+        "`last`: of each equal-width time bucket"
+    ),
+]
 CSV_RESPONSE = {"content": {"text/csv": {"schema": {"type": "string"}}}}
 DATA_ERRORS = problem_responses(404, 409, 422)
 
@@ -127,9 +136,13 @@ async def get_series(
     max_points: MaxPoints = None,
     format: Format = None,
     time_axis: TimeAxis = "sim",
+    agg: AggQuery = None,
 ) -> Response:
-    """One series in [start, end], downsampled to `max_points` keeping its peaks
-    (MinMaxLTTB). JSON `{t, v}`, or CSV with `Accept: text/csv`."""
+    """One series in [start, end], downsampled to `max_points`: a rate series (goodput,
+    utilisation) by time-weighted bucket means, so its mean rate is unchanged; a step series
+    (cwnd, queue…) by MinMaxLTTB, keeping its peaks; `agg` chooses. A rate point at `t` is
+    the mean rate over the interval ending at `t`. JSON `{t, v}`, or CSV with
+    `Accept: text/csv`."""
     limit = _max_points(settings, max_points)
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
@@ -138,7 +151,8 @@ async def get_series(
     if (cached := not_modified(request, etag)) is not None:
         return cached
     (w,) = await db.read(
-        service.load, run, [key], start=start, end=end, max_points=limit, loc=["path", "key"]
+        service.load, run, [key], start=start, end=end, max_points=limit, loc=["path", "key"],
+        agg=agg,
     )
     body = {
         "key": w.key,
@@ -146,7 +160,7 @@ async def get_series(
         "length": w.length,
         "points": len(w.t),
         "downsampled": w.downsampled,
-        "method": "minmax-lttb" if w.downsampled else "none",
+        "method": w.method,
         "t": (t := _on_axis(w.t, _origin_ms(run, time_axis))),
         "v": w.v,
     }
@@ -174,9 +188,12 @@ async def get_series_frame(
     max_points: MaxPoints = None,
     format: Format = None,
     time_axis: TimeAxis = "sim",
+    agg: AggQuery = None,
 ) -> Response:
-    """Several series at once for a dashboard, each downsampled to `max_points`: a wide
-    frame (one time column) or a long one (time, key, value rows)."""
+    """Several series at once for a dashboard, each downsampled to `max_points` as
+    `GET .../series/{key}` does (rates by time-weighted bucket means, step series keeping
+    their peaks, or `agg`): a wide frame (one time column) or a long one (time, key, value
+    rows)."""
     names = list(dict.fromkeys(k.strip() for k in keys.split(",") if k.strip()))
     if not names:
         raise Unprocessable(
@@ -190,7 +207,8 @@ async def get_series_frame(
     if (cached := not_modified(request, etag)) is not None:
         return cached
     windows = await db.read(
-        service.load, run, names, start=start, end=end, max_points=limit, loc=["query", "keys"]
+        service.load, run, names, start=start, end=end, max_points=limit,
+        loc=["query", "keys"], agg=agg,
     )
     columns = service.frame(windows, shape)
     columns["t"] = _on_axis(columns["t"], _origin_ms(run, time_axis))

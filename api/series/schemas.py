@@ -28,7 +28,9 @@ class SeriesData(BaseModel):
     length: int = Field(description="Samples in [start, end] before downsampling")
     points: int = Field(description="Samples returned")
     downsampled: bool
-    method: Literal["none", "minmax-lttb"]
+    method: str = Field(
+        description="`none`, `minmax-lttb`, or `rate-<agg>` / `step-<agg>` (time buckets)"
+    )
     t: list[float] = Field(
         description="Simulated seconds; epoch milliseconds from the run's start with `time=epoch_ms`"
     )

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 from sqlalchemy.orm import Session
-from tsdownsample import MinMaxLTTBDownsampler, NaNMinMaxLTTBDownsampler
 
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.runs import service as runs
+from api.series import downsample
 from store.codec import decode
 from store.models import Run, RunStatus
 from store.runs import ResultRepository
@@ -29,6 +29,7 @@ class Window:
     t: Array
     v: Array
     downsampled: bool
+    method: str = "none"
 
 
 def finished_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
@@ -56,7 +57,9 @@ def load(
     end: float | None,
     max_points: int,
     loc: list[str | int],
+    agg: str | None = None,
 ) -> list[Window]:
+    """The series' windows; `agg` None is each key's default (`downsample.default_agg`)."""
     if start is not None and end is not None and start > end:
         raise Unprocessable(
             "start is after end", errors=[field_error(["query", "start"], "must be <= end")]
@@ -78,13 +81,21 @@ def load(
             start,
             end,
             max_points,
+            agg if agg is not None else downsample.default_agg(k),
         )
         for k in keys
     ]
 
 
 def _window(
-    key: str, unit: str, t: Array, v: Array, start: float | None, end: float | None, max_points: int
+    key: str,
+    unit: str,
+    t: Array,
+    v: Array,
+    start: float | None,
+    end: float | None,
+    max_points: int,
+    agg: str | None,
 ) -> Window:
     lo = 0 if start is None else int(np.searchsorted(t, start, side="left"))
     hi = len(t) if end is None else int(np.searchsorted(t, end, side="right"))
@@ -92,11 +103,8 @@ def _window(
     n = len(t)
     if n <= max_points:
         return Window(key, unit, n, t, v, downsampled=False)
-    # MinMaxLTTB keeps the peaks a chart must show (LTTB on min/max preselected buckets).
-    downsampler = NaNMinMaxLTTBDownsampler() if np.isnan(v).any() else MinMaxLTTBDownsampler()
-    t, v = (np.require(a, np.float64, ["C_CONTIGUOUS", "ALIGNED"]) for a in (t, v))
-    idx = downsampler.downsample(t, v, n_out=max_points)
-    return Window(key, unit, n, t[idx], v[idx], downsampled=True)
+    t, v = downsample.downsample(key, t, v, max_points, agg)
+    return Window(key, unit, n, t, v, downsampled=True, method=downsample.method(key, agg))
 
 
 def frame(windows: Sequence[Window], shape: str) -> dict[str, np.ndarray | list]:

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import anyio
 from celery import Celery
 from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import BaseModel
@@ -18,8 +19,9 @@ from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
-from api.sweeps import service
+from api.sweeps import service, speed, table
 from api.sweeps.schemas import (
+    SummaryTable,
     SweepCreate,
     SweepListItem,
     SweepOut,
@@ -61,12 +63,16 @@ async def submit(
 ) -> Response:
     """Shared by POST /v1/sweeps and POST /v1/presets/{name}/sweep."""
     if dry_run:
+        measured = await db(speed.speed, settings)
+        if measured.basis == "setting":
+            # Too few runs yet to know this machine's speed: measure it (off the loop).
+            measured = await anyio.to_thread.run_sync(speed.probe, settings)
         plan = await db(
             service.dry_run, tenant_id=tenant_id, body=body, settings=settings,
-            study_preset=study_preset,
+            study_preset=study_preset, measured=measured,
         )
         return OrjsonResponse(SweepPlan.model_validate(plan).model_dump(mode="json"))
-    sweep, created, to_send = await db(
+    sweep, created, to_send, warnings = await db(
         service.create,
         tenant_id=tenant_id,
         body=body,
@@ -76,6 +82,7 @@ async def submit(
     )
     await enqueue(db, celery, to_send)
     out = await db(_detail, sweep.id, settings)
+    out["warnings"] = warnings if created else None
     code = status.HTTP_202_ACCEPTED
     if not created:
         code = status.HTTP_200_OK
@@ -151,6 +158,7 @@ async def _conditional(
     tenant_id: uuid.UUID,
     render: Callable[[Session, Sweep], dict[str, Any]],
     model: type[BaseModel],
+    shape: str = "json",
 ) -> Response:
     """A sweep document, with a 304 or an ETag once the sweep has finished (and then kept
     in the document cache)."""
@@ -170,7 +178,20 @@ async def _conditional(
         assert etag is not None
         return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
     headers = {"ETag": etag, **CACHE_HEADERS} if etag is not None else None
-    response = OrjsonResponse(model.model_validate(doc).model_dump(mode="json"), headers=headers)
+    si = doc.pop("si_parameters", None)
+    out = model.model_validate(doc).model_dump(mode="json")
+    if shape == "json":
+        response: Response = OrjsonResponse(out, headers=headers)
+    else:
+        found = table.build(out, si)
+        if shape == "csv":
+            response = Response(
+                table.to_csv(found),
+                media_type="text/csv; charset=utf-8",
+                headers={**(headers or {}), "Vary": "Accept"},
+            )
+        else:
+            response = OrjsonResponse(found, headers=headers)
     return cache.store(request, tenant_id, response)
 
 
@@ -278,18 +299,39 @@ async def cancel_sweep(
 @router.get(
     "/{sweep_id}/summary",
     operation_id="get_sweep_summary",
-    response_model=SweepSummary,
+    response_model=None,
     responses={
+        200: {
+            "model": SweepSummary | SummaryTable,
+            "description": "The summary; with `format=records` the same figures as a table "
+            "(`SummaryTable`); with `format=csv` or `Accept: text/csv` that table as CSV",
+            "content": {"text/csv": {"schema": {"type": "string"}}},
+        },
         304: {"description": "Not modified (finished sweeps carry an ETag)"},
-        **problem_responses(404),
+        **problem_responses(404, 422),
     },
 )
 async def get_sweep_summary(
-    sweep_id: uuid.UUID, db: DbDep, cache: CacheDep, tenant_id: TenantDep, request: Request
+    sweep_id: uuid.UUID,
+    db: DbDep,
+    cache: CacheDep,
+    tenant_id: TenantDep,
+    request: Request,
+    format: table.TableFormat = None,
 ) -> Response:
     """Per point and metric: mean, sd and 95% interval over replications, the paired change
     against the baseline, the best point, each parameter's share of the variance, and
-    conclusions in words. While runs are still going, a partial summary (`partial: true`)."""
+    conclusions in words. While runs are still going, a partial summary (`partial: true`).
+    As a table (`format=csv` or `Accept: text/csv`; `format=records` for JSON): one row per
+    point and flow, a column per parameter (in base units) and per metric statistic."""
+    shape = table.wants(request, format)
+
+    def render(session: Session, sweep: Sweep) -> dict[str, Any]:
+        doc = service.summary(session, sweep)
+        if shape != "json":
+            doc["si_parameters"] = service.si_parameters(session, sweep)
+        return doc
+
     return await _conditional(
-        db, cache, request, sweep_id, tenant_id, service.summary, SweepSummary
+        db, cache, request, sweep_id, tenant_id, render, SweepSummary, shape
     )

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 import engine
+from api import hints
 from api.exception_handlers import field_errors
 from api.exceptions import InvalidScenario, OverBudget, Unprocessable, field_error
 from api.limits import cost_of
@@ -86,8 +87,10 @@ def plan(
     try:
         points = expand(body, base, max_runs=cap)
     except StudyError as exc:
+        errors = _point_errors(body, base, exc)
         raise InvalidScenario(
-            f"the sweep is rejected whole: {exc.message}", errors=_point_errors(body, base, exc)
+            f"the sweep is rejected whole: {errors[0]['msg'] if errors else exc.message}",
+            errors=errors,
         ) from None
     except (ValueError, TypeError, LookupError) as exc:  # a path the walk cannot take
         msg = f"the sweep is rejected whole: {exc}"
@@ -130,6 +133,30 @@ def plan(
     return Plan(
         name, preset, scenario_id, points, estimates, seeds, baseline, cached, base.scenario_hash()
     )
+
+
+MAX_WARNINGS = 20
+
+
+def warnings(p: Plan) -> list[str]:
+    """Each point's advisory warnings, once each: those of every point as they are, the
+    others with the points they concern."""
+    where: dict[str, list[int]] = {}
+    for pt in p.points:
+        try:
+            found = pt.scenario.warnings()
+        except (ValueError, LookupError, ArithmeticError):  # advisory: never fail a sweep
+            continue
+        for w in dict.fromkeys(found):
+            where.setdefault(w, []).append(pt.index)
+    out = []
+    for w, idx in where.items():
+        if len(idx) == len(p.points):
+            out.append(w)
+        else:
+            shown = ", ".join(map(str, idx[:10])) + (" …" if len(idx) > 10 else "")
+            out.append(f"point{'s' if len(idx) > 1 else ''} {shown}: {w}")
+    return out[:MAX_WARNINGS]
 
 
 def _words(parameters: dict[str, Any]) -> str:
@@ -208,7 +235,7 @@ def _point_errors(body: SweepCreate, base: engine.Scenario, exc: StudyError) -> 
                 ("path", where), field_error(["body", "parameters", where], bad.message)
             )
         except ValidationError as bad:
-            for e in bad.errors(include_url=False):
+            for e in hints.improve(bad.errors(include_url=False), engine.Scenario):
                 dotted = _id_path(data, e["loc"])
                 path = next((p for p in paths if dotted == p or dotted.startswith(p + ".")), None)
                 if path is not None:

@@ -144,6 +144,11 @@ def build(
         if i is not None and b is not None and means[b] == means[i]:
             i = b  # a tie with the baseline: no change is the best
         if i is not None:
+            ties = [
+                points[k].index
+                for k, mk in enumerate(means)
+                if mk is not None and _same(mk, means[i])
+            ]
             best.append(
                 {
                     **_key(info),
@@ -151,6 +156,7 @@ def build(
                     "point_index": points[i].index,
                     "mean": means[i],
                     "parameters": points[i].parameters,
+                    "ties": ties if len(ties) > 1 else [],
                 }
             )
         eff = stats.main_effects(des, [list(_values(p, fid, m).values()) for p in points])
@@ -173,6 +179,11 @@ def build(
     body["conclusions"] = conclusions(points, rows, metrics, des, effects, best, partial_note)
     body["text"] = " ".join(body["conclusions"])
     return body
+
+
+def _same(a: float, b: float) -> bool:
+    """Equal as results are: the same up to floating-point noise."""
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _key(info: dict[str, Any]) -> dict[str, Any]:
@@ -294,6 +305,7 @@ def conclusions(
     out = [partial_note] if partial_note else []
     if not metrics:
         return [*out, "No run has results yet."]
+    out.extend(_variance_sentences(rows, metrics))
     by_key = {(e["flow"], e["metric"]): e for e in effects}
     best_by = {(b["flow"], b["metric"]): b for b in best}
     base_i = next((i for i, p in enumerate(points) if p.is_baseline), None)
@@ -306,7 +318,9 @@ def conclusions(
         elif eff is not None and eff["note"]:
             out.append(f"No split of the variance in {fid}'s {label} yet: {eff['note']}.")
         b = best_by.get((fid, m))
-        if b is not None and len(points) > 1:
+        # A best among one: no comparison (a flow only one of the scenarios has).
+        having = sum(r["metrics"].get(fid, {}).get(m, {}).get("mean") is not None for r in rows)
+        if b is not None and having > 1:
             row = rows[[p.index for p in points].index(b["point_index"])]
             delta = row["metrics"][fid][m]["delta"]
             against = (
@@ -316,10 +330,66 @@ def conclusions(
                 if row["is_baseline"]
                 else ""
             )
-            where = _params(b["parameters"]) or f"point {b['point_index']}"
-            out.append(f"The best {label} of {fid} is at {where}: {fmt(b['mean'], unit)}{against}.")
+            if b.get("ties"):
+                out.append(_tie_sentence(fid, label, unit, b, points, against))
+            else:
+                where = _params(b["parameters"]) or f"point {b['point_index']}"
+                out.append(
+                    f"The best {label} of {fid} is at {where}: {fmt(b['mean'], unit)}{against}."
+                )
         out.extend(_limit_sentences(fid, rows, base_i, b))
     return out
+
+
+def _tie_sentence(
+    fid: str,
+    label: str,
+    unit: str,
+    b: dict[str, Any],
+    points: Sequence[PointData],
+    against: str,
+) -> str:
+    """Several points share the best mean: name them all (what differs between them)."""
+    tied = [p for p in points if p.index in set(b["ties"])]
+    paths = list(dict.fromkeys(k for p in tied for k in p.parameters))
+    differ = [
+        k for k in paths if len({stats.level_key(p.parameters.get(k)) for p in tied}) > 1
+    ]
+    same = {k: tied[0].parameters.get(k) for k in paths if k not in differ}
+    if len(differ) == 1:
+        values = ", ".join(_val(p.parameters.get(differ[0])) for p in tied)
+        where = f"{differ[0]} = {values}"
+    elif differ:
+        where = "; ".join(_params({k: p.parameters.get(k) for k in differ}) for p in tied[:5])
+        if len(tied) > 5:
+            where += f" and {len(tied) - 5} more"
+    else:
+        where = ", ".join(f"point {p.index}" for p in tied)
+    also = f" (with {_params(same)})" if same else ""
+    return (
+        f"The best {label} of {fid}, {fmt(b['mean'], unit)}{against}, is a tie between "
+        f"{len(tied)} points: {where}{also}; any of them is as good."
+    )
+
+
+def _variance_sentences(rows: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> list[str]:
+    """Replications that all gave the same figures: say so, since their intervals then
+    have zero width and tell nothing about uncertainty."""
+    cells = [
+        row["metrics"][info["flow"]][info["metric"]]
+        for row in rows
+        for info in metrics
+        if row["metrics"].get(info["flow"], {}).get(info["metric"])
+    ]
+    replicated = [c for c in cells if c["n"] >= 2 and c["sd"] is not None]
+    if not replicated or any(c["sd"] > 1e-12 * max(abs(c["mean"] or 0), 1) for c in replicated):
+        return []
+    n = sorted({c["n"] for c in replicated})
+    return [
+        f"Every replication of a point gave identical results ({'/'.join(map(str, n))} "
+        "seeds, sd 0): nothing in these scenarios depends on the seed (no random loss or "
+        "traffic), so the intervals have zero width and more replications add nothing."
+    ]
 
 
 def _primary(fid: str, metrics: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict:
@@ -432,6 +502,9 @@ def _change(
     text = f"{moves} {verb} it from {fmt(base_mean, unit)} to {fmt(new_mean, unit)}"
     if delta["pct"] is None:
         return text
+    ci = delta["pct_ci95"]
+    if ci is not None and _same(ci["low"], ci["high"]):
+        return f"{text} ({_pct(delta['pct'])}, the same in every replication)"
     if delta["pct_ci95"] is not None:
         lo, hi = delta["pct_ci95"]["low"], delta["pct_ci95"]["high"]
         sure = "" if lo > 0 or hi < 0 else "; the interval includes no change"

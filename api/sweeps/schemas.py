@@ -17,7 +17,7 @@ Cache = Literal["reuse", "refresh"]
 
 
 class SweepCreate(StudySpec):
-    """SCENARIO.md "Sweep (study)": `base` is `{preset: NAME}`, `{scenario_id: ID}`,
+    """docs/scenario.md "Sweep (study)": `base` is `{preset: NAME}`, `{scenario_id: ID}`,
     `{scenario: {...}}` or an inline scenario; `parameters` maps dotted paths (list items
     by their `id`) to values; `grid` crosses them, `zip` pairs them; every point runs with
     the seeds `seed .. seed + replications - 1` (common random numbers, so differences
@@ -122,17 +122,37 @@ class SweepEstimate(BaseModel):
     to_simulate: int
     events: int = Field(description="Estimated simulation events of the runs to simulate")
     packets: int
-    cpu_seconds: float = Field(description="events / events_per_second")
-    wall_seconds: float = Field(description="cpu_seconds / workers")
+    cpu_seconds: float = Field(
+        description="(events + to_simulate x run_overhead_events) / events_per_second"
+    )
+    wall_seconds: float = Field(
+        description="cpu_seconds / workers (no more workers than runs to simulate)"
+    )
     workers: int = Field(description="Worker processes assumed (TCPFR_WORKER_CONCURRENCY)")
     events_per_second: float = Field(
-        description="One worker's speed (TCPFR_ENGINE_EVENTS_PER_SECOND, from bench/engine_bench.py)"
+        description="One worker's speed: measured over the last runs this service simulated "
+        "(their events / engine seconds), or by a short probe simulation before there are "
+        "enough, or TCPFR_ENGINE_EVENTS_PER_SECOND (`speed_basis`)"
     )
+    run_overhead_events: int = Field(
+        description="A run's cost beyond its events (engine setup, claim, load, store, "
+        "hand-over), in events (TCPFR_SWEEP_RUN_OVERHEAD_EVENTS, bench/estimate_bench.py)"
+    )
+    run_overhead_seconds: float = Field(description="run_overhead_events / events_per_second")
+    speed_basis: Literal["measured", "probe", "setting"] = Field(
+        description="Where events_per_second comes from"
+    )
+    speed_runs: int = Field(description="Runs the measured speed is over (0: the setting)")
 
 
 class SweepPlan(BaseModel):
     """A dry run: what the sweep would do, and nothing created."""
 
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Advisory findings about the points' scenarios (e.g. a transfer that "
+        "cannot finish within `duration`); the sweep is valid",
+    )
     point_count: int
     replications: int
     seeds: list[int]
@@ -194,6 +214,12 @@ class SweepOut(SweepListItem):
     parameters: list[str] = Field(description="The swept paths")
     spec: dict[str, Any] = Field(description="The sweep as submitted")
     points: list[SweepPoint]
+    warnings: list[str] | None = Field(
+        default=None,
+        description="In the response to the POST that created the sweep: advisory findings "
+        "about its points' scenarios (e.g. a transfer that cannot finish within `duration`); "
+        "null elsewhere",
+    )
 
 
 class SweepRunLinks(BaseModel):
@@ -277,6 +303,11 @@ class BestPoint(BaseModel):
     point_index: int
     mean: float
     parameters: dict[str, Any]
+    ties: list[int] = Field(
+        default_factory=list,
+        description="Every point with the same best mean (point_index among them), when "
+        "several tie; empty otherwise",
+    )
 
 
 class FactorOut(BaseModel):
@@ -326,3 +357,17 @@ class SweepSummary(Comparison):
     partial: bool = Field(description="Runs are still to finish: the figures will change")
     finished: int
     run_count: int
+
+
+class TableColumn(BaseModel):
+    name: str = Field(description="A parameter path, or `<metric>.<statistic>`")
+    unit: str | None = Field(description="The column's base unit (s, bytes, bit/s, fraction…)")
+
+
+class SummaryTable(BaseModel):
+    """A comparison as records: one per point and flow; per metric its `mean`, `sd`, 95%
+    interval (`ci95_low`, `ci95_high`), `n` replications and `delta_pct` against the
+    baseline. Parameters and metrics in base units (seconds, bytes, bit/s, fractions)."""
+
+    columns: list[TableColumn]
+    records: list[dict[str, Any]]

@@ -5,6 +5,7 @@ before a sweep exists is in ``api.sweeps.plan``."""
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -16,8 +17,8 @@ from api.exceptions import NotFound
 from api.idempotency import replay
 from api.limits import reserve_runs
 from api.runs.service import scenario_document
-from api.sweeps import report
-from api.sweeps.plan import fingerprint, plan
+from api.sweeps import report, speed
+from api.sweeps.plan import fingerprint, plan, warnings
 from api.sweeps.schemas import SweepCreate, SweepStatus
 from store.config import Settings
 from store.models import Run, RunStatus, Sweep
@@ -37,15 +38,16 @@ def create(
     settings: Settings,
     idempotency_key: str | None,
     study_preset: str | None = None,
-) -> tuple[Sweep, bool, list[uuid.UUID]]:
-    """The sweep, whether this request created it (False: an idempotent replay), and the
-    runs to send, committed and in the order to send them (``api.dispatch.enqueue``)."""
+) -> tuple[Sweep, bool, list[uuid.UUID], list[str]]:
+    """The sweep, whether this request created it (False: an idempotent replay), the
+    runs to send, committed and in the order to send them (``api.dispatch.enqueue``), and
+    the points' validation warnings."""
     repo = SweepRepository(session)
     print_ = fingerprint(body, study_preset)
     if idempotency_key is not None:
         existing = repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
         if existing is not None:
-            return replay(existing, print_), False, []
+            return replay(existing, print_), False, [], []
     p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
     try:
         sweep, runs = _insert(session, p, tenant_id=tenant_id, body=body, settings=settings,
@@ -63,14 +65,14 @@ def create(
         )
         if existing is None:
             raise
-        return replay(existing, print_), False, []
+        return replay(existing, print_), False, [], []
     # Replication-major order: every point gets its first result early, so a partial
     # summary covers the whole design before it gets precise.
     queued = sorted(
         (r for r in runs if r.status is RunStatus.queued),
         key=lambda r: (r.replication or 0, r.point_index or 0),
     )
-    return sweep, True, [r.id for r in queued]
+    return sweep, True, [r.id for r in queued], warnings(p)
 
 
 def _insert(
@@ -175,7 +177,9 @@ def status_of(progress: Progress, total: int) -> SweepStatus:
     return "running"
 
 
-def progress_of(sweep: Sweep, progress: Progress, settings: Settings) -> dict[str, Any]:
+def progress_of(
+    sweep: Sweep, progress: Progress, settings: Settings, measured: speed.Speed | None = None
+) -> dict[str, Any]:
     c = progress.counts
     finished = c[RunStatus.succeeded] + c[RunStatus.failed] + c[RunStatus.cancelled]
     total = max(sweep.run_count, 1)
@@ -192,7 +196,9 @@ def progress_of(sweep: Sweep, progress: Progress, settings: Settings) -> dict[st
         else:
             per_run = sum(p.get("est_events", 0) for p in sweep.points) / max(len(sweep.points), 1)
             workers = max(settings.worker_concurrency, 1)
-            eta = remaining * per_run / settings.engine_events_per_second / workers
+            measured = measured or speed.setting(settings)
+            runs = max(0, math.ceil(remaining))
+            _, eta = speed.wall_seconds(int(per_run * remaining), runs, workers, measured)
             method = "estimate"
     return {
         "counts": {s.value: c[s] for s in RunStatus},
@@ -226,7 +232,12 @@ def item(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
         cache_hits=progress.cache_hits,
         simulations=sweep.run_count - progress.cache_hits,
         created_at=sweep.created_at,
-        progress=progress_of(sweep, progress, settings),
+        progress=progress_of(
+            sweep,
+            progress,
+            settings,
+            speed.speed(session, settings) if progress.simulated_done == 0 else None,
+        ),
         links=links(sweep.id),
     )
 
@@ -273,8 +284,10 @@ def dry_run(
     body: SweepCreate,
     settings: Settings,
     study_preset: str | None = None,
+    measured: speed.Speed | None = None,
 ) -> dict[str, Any]:
-    """What the sweep would run and cost; nothing is created or sent."""
+    """What the sweep would run and cost; nothing is created or sent. `measured`: the
+    engine's speed when the caller has it (`speed.probe`), else from the last runs."""
     p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
     cached = p.cached_count()
     events = packets = 0
@@ -282,9 +295,11 @@ def dry_run(
         new = sum((pt.scenario.scenario_hash(), s) not in p.cached for s in p.seeds)
         events += new * int(est["events"])
         packets += new * int(est["packets"])
-    cpu = events / settings.engine_events_per_second
     workers = max(settings.worker_concurrency, 1)
+    measured = measured or speed.speed(session, settings)
+    cpu, wall = speed.wall_seconds(events, p.run_count - cached, workers, measured)
     return {
+        "warnings": warnings(p),
         "point_count": len(p.points),
         "replications": len(p.seeds),
         "seeds": p.seeds,
@@ -296,9 +311,13 @@ def dry_run(
             "events": events,
             "packets": packets,
             "cpu_seconds": cpu,
-            "wall_seconds": cpu / workers,
+            "wall_seconds": wall,
             "workers": workers,
-            "events_per_second": settings.engine_events_per_second,
+            "events_per_second": measured.events_per_second,
+            "run_overhead_events": measured.run_overhead_events,
+            "run_overhead_seconds": measured.run_overhead_seconds,
+            "speed_basis": measured.basis,
+            "speed_runs": measured.runs,
         },
         "points": [
             {
@@ -362,6 +381,21 @@ def summary(session: Session, sweep: Sweep) -> dict[str, Any]:
         run_count=sweep.run_count,
     )
     return body
+
+
+def si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
+    """Each point's swept values in base units, read from one of its runs' scenarios
+    (stored in SI): "T1" is 1544000.0 here."""
+    from api.compare.service import flatten  # compare builds on sweeps: import late
+
+    paths = paths_of(sweep)
+    out: dict[int, dict[str, Any]] = {}
+    for run in SweepRepository(session).runs(sweep.id):
+        i = run.point_index or 0
+        if i not in out and isinstance(run.scenario, dict):
+            flat = flatten(run.scenario)
+            out[i] = {p: flat[p] for p in paths if p in flat}
+    return out
 
 
 def finished_tag(session: Session, sweep: Sweep) -> tuple[Any, ...] | None:

@@ -1,7 +1,7 @@
 """Presets: the seed studies shipped as YAML scenarios and studies inside this package.
 
 Each `*.yaml` file here is one preset named after its file. A file holding `base:` and
-`parameters:` is a study (a sweep, SCENARIO.md "Sweep (study)"); any other is a scenario.
+`parameters:` is a study (a sweep, docs/scenario.md "Sweep (study)"); any other is a scenario.
 Every file opens with a comment header whose `# source: seed NNN (...)` line names the seed
 study it reproduces; the derivations live beside them (`riverbed.md`, `SEEDS.md`).
 
@@ -152,7 +152,7 @@ def load_preset(name: str) -> Scenario:
 
 
 def load_study(name: str) -> dict[str, Any]:
-    """The study preset `name` as a plain sweep body (SCENARIO.md "Sweep (study)").
+    """The study preset `name` as a plain sweep body (docs/scenario.md "Sweep (study)").
 
     `name` and `description` are dropped (they describe the preset, not the sweep). The
     shape is checked here only as far as a file in this package can get it wrong; the

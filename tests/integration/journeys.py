@@ -49,16 +49,20 @@ def happy_path(stack: Stack, preset: str = "riverbed-t1-8k") -> dict[str, Any]:
         resp = client.get(f"/v1/runs/{run['id']}/series/{key}", params={"max_points": 200})
         assert resp.status_code == 200, resp.text
         series = resp.json()
-        assert series["downsampled"] is True and series["method"] == "minmax-lttb"
+        # A rate: time-weighted bucket means by default (its mean rate is kept).
+        assert series["downsampled"] is True and series["method"] == "rate-mean"
         assert series["points"] == len(series["t"]) == len(series["v"]) <= 200
         assert series["length"] == by_key[key]["length"]
         assert series["t"] == sorted(series["t"])
-        # MinMaxLTTB keeps the extremes: the peak survives downsampling.
+        # agg=max keeps the extremes: the peak survives downsampling.
         full = client.get(
             f"/v1/runs/{run['id']}/series/{key}", params={"max_points": 100_000}
         ).json()
         assert full["downsampled"] is False and len(full["t"]) == by_key[key]["length"]
-        assert max(series["v"]) == max(full["v"])
+        peaks = client.get(
+            f"/v1/runs/{run['id']}/series/{key}", params={"max_points": 200, "agg": "max"}
+        ).json()
+        assert max(peaks["v"]) == max(full["v"])
 
         # Link keys carry '>' ("link.access1.branch>cloud.queue_packets"): fine in a path.
         link_key = next(k for k in by_key if k.startswith("link.") and ">" in k)

@@ -106,8 +106,10 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
         assert plan.status_code == 200, plan.text
         est = plan.json()["estimate"]
         assert (est["runs"], est["cached"], est["to_simulate"]) == (12, 0, 12)
+        # The events and each run's overhead (in events) at the engine's speed.
         assert est["events"] > 0 and est["cpu_seconds"] == pytest.approx(
-            est["events"] / est["events_per_second"], rel=1e-3
+            (est["events"] + 12 * est["run_overhead_events"]) / est["events_per_second"],
+            rel=1e-3,
         )
         assert plan.json()["seeds"] == [seed, seed + 1, seed + 2]
         assert count(pg_stack, "SELECT count(*) FROM runs") == before  # a dry run creates nothing

@@ -15,6 +15,7 @@ from engine.units import (
     format_duration,
     format_rate,
     format_size,
+    parse_bits,
     parse_duration,
     parse_rate,
     parse_size,
@@ -125,6 +126,11 @@ def test_line_rate_table_is_read_only():
         (parse_size, 0.5, "size must be a whole number of bytes, got 0.5 = 0.5 B"),
         (parse_size, "5 xyz", "invalid size '5 xyz': unknown unit 'xyz'"),
         (parse_rate, "fast", "invalid rate 'fast': expected e.g."),
+        # An unknown unit lists the valid ones.
+        (parse_rate, "5 Mbs", "rate units: bps, kbps, Mbps, Gbps"),
+        (parse_rate, "T2", "line rates: DS0, T1, E1"),
+        (parse_duration, "5 jiffies", "duration units: s, ms, us, ns, min, h"),
+        (parse_size, "5 xyz", "size units: B, kB, MB, GB, KiB"),
         (parse_rate, "nan", "invalid rate 'nan'"),
         (parse_duration, "", "invalid duration ''"),
         (parse_duration, True, "expected a number or a string"),
@@ -194,3 +200,25 @@ def test_plain_numbers_and_line_names_do_not_build_the_unit_registry():
 def test_overlong_unit_text_is_rejected_without_parsing():
     with pytest.raises(UnitError, match="unknown unit"):
         parse_duration("5 " + "s*" * 1000)
+
+
+@pytest.mark.parametrize(
+    ("value", "bits"),
+    [(1544000, 1544000), ("1544000", 1544000), ("64kbit", 64000), ("8kB", 64000),
+     ("1.544Mbit", 1544000), ("1KiB", 8192), (0, 0)],
+)
+def test_bits_are_plain_numbers_or_sizes_with_units(value, bits):
+    assert parse_bits(value) == bits
+
+
+def test_pvc_bursts_take_units_and_plain_bits_stay_what_they_were():
+    from engine.scenario import Pvc
+
+    plain = Pvc(id="p", dlci=100, src="a", dst="b", cir="T1", bc=1544000, be=0)
+    with_units = Pvc(id="p", dlci=100, src="a", dst="b", cir="T1", bc="193kB", be="0bit")
+    assert plain.bc == with_units.bc == 1544000 and plain.be == with_units.be == 0
+    assert plain.model_dump(mode="json") == with_units.model_dump(mode="json")
+    with pytest.raises(ValueError, match="bits must be a whole number"):
+        Pvc(id="p", dlci=100, src="a", dst="b", cir="T1", bc="1.5bit")
+    with pytest.raises(ValueError, match="size units"):
+        Pvc(id="p", dlci=100, src="a", dst="b", cir="T1", be="3 parsecs")

@@ -1,0 +1,120 @@
+"""A comparison (a sweep's summary, /v1/compare) as one table: a row per point and flow,
+a column per parameter and per metric statistic, every number in base units (seconds,
+bytes, bit/s, fractions), for a spreadsheet or a data frame. CSV, or JSON records."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from fastapi import Query, Request
+
+from api.series.service import _csv_field
+
+TableFormat = Annotated[
+    Literal["json", "csv", "records"] | None,
+    Query(
+        description="`csv` (text/csv, as `Accept: text/csv` asks) or `records` (JSON): the "
+        "comparison as a table, one row per point and flow; `json`: the document"
+    ),
+]
+STATS = ("mean", "sd", "ci95_low", "ci95_high", "n", "delta_pct")
+STAT_UNITS = {"n": "count", "delta_pct": "percent"}
+POINT_COLUMNS: list[tuple[str, str | None]] = [
+    ("point", None),
+    ("is_baseline", None),
+    ("runs", "count"),
+    ("succeeded", "count"),
+]
+
+
+def wants(request: Request, fmt: str | None) -> str:
+    """`json` (the document), `csv` or `records`: `?format=` first, then the Accept header."""
+    if fmt is not None:
+        return fmt
+    accept = request.headers.get("accept", "")
+    if "text/csv" in accept and "application/json" not in accept.split("text/csv")[0]:
+        return "csv"
+    return "json"
+
+
+def build(
+    body: Mapping[str, Any], si_parameters: Mapping[int, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """`{columns: [{name, unit}], records: [...]}` from a comparison body (report.build).
+    `si_parameters` gives each point's parameter values in base units where the body has
+    them as written (a sweep's "T1"); a comparison's are already."""
+    points = body["points"]
+    paths = list(dict.fromkeys(p for row in points for p in row["parameters"]))
+    metrics = list(dict.fromkeys((m["metric"], m["unit"]) for m in body["metrics"]))
+    kinds = {m["flow"]: m["kind"] for m in body["metrics"]}
+    columns = [{"name": n, "unit": u} for n, u in POINT_COLUMNS]
+    columns += [{"name": p, "unit": None} for p in paths]
+    columns += [{"name": n, "unit": None} for n in ("flow", "kind", "limit")]
+    for m, unit in metrics:
+        columns += [{"name": f"{m}.{s}", "unit": STAT_UNITS.get(s, unit)} for s in STATS]
+    records = []
+    for row in points:
+        si = (si_parameters or {}).get(row["index"], {})
+        for fid, cells in row["metrics"].items():
+            rec: dict[str, Any] = {
+                "point": row["index"],
+                "is_baseline": row["is_baseline"],
+                "runs": row["runs"],
+                "succeeded": row["succeeded"],
+            }
+            for p in paths:
+                rec[p] = si.get(p, row["parameters"].get(p))
+            rec["flow"] = fid
+            rec["kind"] = kinds.get(fid)
+            rec["limit"] = (row["limits"].get(fid) or {}).get("limit")
+            for m, _ in metrics:
+                cell = cells.get(m)
+                ci = (cell or {}).get("ci95") or {}
+                delta = (cell or {}).get("delta") or {}
+                pct = delta.get("pct")
+                rec.update(
+                    {
+                        f"{m}.mean": (cell or {}).get("mean"),
+                        f"{m}.sd": (cell or {}).get("sd"),
+                        f"{m}.ci95_low": ci.get("low"),
+                        f"{m}.ci95_high": ci.get("high"),
+                        f"{m}.n": (cell or {}).get("n"),
+                        f"{m}.delta_pct": None if pct is None else pct,
+                    }
+                )
+            records.append(rec)
+    return {"columns": columns, "records": records}
+
+
+def to_csv(table: Mapping[str, Any]) -> str:
+    """A header line naming each column, with its unit where it has one
+    (`goodput_bps.mean[bit/s]`), then a line per record; empty cells where there is no value."""
+    names = [c["name"] for c in table["columns"]]
+    out = io.StringIO()
+    out.write(
+        ",".join(
+            _csv_field(c["name"] + (f"[{c['unit']}]" if c["unit"] else ""))
+            for c in table["columns"]
+        )
+    )
+    out.write("\n")
+    for rec in table["records"]:
+        out.write(",".join(_cell(rec.get(n)) for n in names))
+        out.write("\n")
+    return out.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return _csv_field(value)
+    return _csv_field(str(value))
