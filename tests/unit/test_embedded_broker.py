@@ -25,6 +25,7 @@ def _connection(folder: Path, scheme: str) -> Connection:
             "data_folder_out": queue,
             "store_processed": True,
             "processed_folder": str(folder / "processed"),
+            "control_folder": str(folder / "control"),
             "polling_interval": 0.0,
         },
     )
