@@ -110,6 +110,7 @@ class RunOut(_Doc):
     links: RunLinks
     summary: RunSummary | None
     diagnosis: dict[str, Any] | None
+    warnings: list[str] | None = None  # in the answer to the POST that created it
 
 
 class SeriesInfo(_Doc):
@@ -134,7 +135,7 @@ class SeriesData(_Doc):
     length: int
     points: int
     downsampled: bool
-    method: Literal["none", "minmax-lttb"]
+    method: str
     t: list[float]
     v: list[float | None]
 
@@ -199,6 +200,7 @@ class SweepOut(_Doc):
     parameters: list[str]
     spec: dict[str, Any]
     points: list[SweepPoint]
+    warnings: list[str] | None = None  # in the answer to the POST that created it
 
 
 #: Every model checked against the OpenAPI document.

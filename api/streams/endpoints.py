@@ -37,11 +37,27 @@ TCPFR_MAX_STREAMS streams; past that a 503 with `Retry-After`. Streams end when 
 stops; a client reconnects to another replica with its Last-Event-ID."""
 
 
+#: One event of the stream, as an SSE parser yields it (the schema each event is read by).
+EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["progress", "status", "done"]},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "description": "A JSON object: the run's or sweep's state after the event",
+        },
+        "id": {"type": "string", "description": "An integer that grows along the stream"},
+        "retry": {"type": "integer", "description": "Milliseconds before reconnecting"},
+    },
+}
+
+
 def _responses(example: str) -> dict[int | str, dict[str, Any]]:
     return {
         200: {
             "description": "The event stream",
-            "content": {MEDIA_TYPE: {"schema": {"type": "string"}, "example": example}},
+            "content": {MEDIA_TYPE: {"schema": EVENT_SCHEMA, "example": example}},
         },
         **problem_responses(404, 422),
     }
