@@ -11,7 +11,7 @@ fills the runs list, and drives with wrk (Debian's ``wrk``):
 - ``uncached``: ``GET /v1/runs/{id}`` of 50 different finished runs in turn, each request
   with a new query string, so the document cache never serves it (wrk's Lua);
 
-and, started in the same run on the same machine, a bare FastAPI app (``bench/bare_app.py``)
+each after one second of warm-up; and, started in the same run on the same machine, a bare FastAPI app (``bench/bare_app.py``)
 that answers constants of the same shape rendered by orjson (``bare-summary``,
 ``bare-series``, ``bare-list``): the yardstick. After each load it checks that the service
 answers one more request at once. Prints figures; asserts nothing.
@@ -287,6 +287,10 @@ def run_mode(mode: str, connections: list[int], duration: float) -> None:
                 print(f"{'target':14} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
                       f"{'errors':>6} {'timeouts':>8}  answers after")
                 results: dict[tuple[str, int], dict] = {}
+                # Warm-up, not reported: each target's first requests fill the document
+                # cache and touch code and data for the first time, for both apps alike.
+                for url, paths in targets.values():
+                    wrk(url, 10, 1, tmp, paths)
                 for c in connections:
                     for name, (url, paths) in targets.items():
                         r = wrk(url, c, duration, tmp, paths)
