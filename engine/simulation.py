@@ -37,7 +37,8 @@ class Network:
         self.env = env = simpy.Environment()
         self.scenario = scenario
         self.seed = seed
-        self.warnings: list[str] = list(scenario.warnings())
+        self.topology = routing.Topology(scenario)  # one per run: every path asks it
+        self.warnings: list[str] = list(scenario.warnings(self.topology))
         self.ports: dict[tuple[str, str, str], Egress] = {}
         for link in scenario.links:
             for src, dst, direction in ((link.a, link.b, "a_to_b"), (link.b, link.a, "b_to_a")):
@@ -71,12 +72,12 @@ class Network:
         env.process(self._sampler(float(scenario.sample_interval)))
 
     def _path(self, src: str, dst: str) -> tuple:
-        hops = routing.route(self.scenario, src, dst)
+        hops = self.topology.route(src, dst)
         if not hops:
             raise ValueError(f"no route from {src} to {dst}")
         ports = tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
         if self.frame_relay is not None:
-            return self.frame_relay.wrap(hops, ports)
+            return self.frame_relay.wrap(self.topology, hops, ports)
         return ports
 
     def _flow_done(self, flow) -> None:
