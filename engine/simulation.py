@@ -18,7 +18,7 @@ from engine.diagnosis import diagnose
 from engine.flows import TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.net import Egress, make_loss, make_queue, stream
-from engine.recorder import LinkProbe, Trace
+from engine.recorder import LinkProbe, RateSampler, Trace
 from engine.result import Result
 from engine.scenario import Scenario
 from engine.version import ENGINE_VERSION
@@ -69,6 +69,9 @@ class Network:
             flow.schedule()
         self.goodput = {f.id: Trace("bit/s", rate=True) for f in self.flows
                         if isinstance(f, TcpFlow)}
+        tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
+        self.sampler = RateSampler(float(scenario.sample_interval), tcp,
+                                   [self.goodput[f.id] for f in tcp], list(self.ports.values()))
         env.process(self._sampler(float(scenario.sample_interval)))
 
     def _path(self, src: str, dst: str) -> tuple:
@@ -87,23 +90,13 @@ class Network:
             self.done.succeed()
 
     def _sampler(self, interval: float):
-        """Rate-type series: goodput per TCP flow and utilisation per port, every interval."""
+        """Rate-type series (goodput per TCP flow, utilisation per port): one beat every
+        interval, read by the RateSampler."""
         env = self.env
-        tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
-        last_bytes = {f.id: 0 for f in tcp}
-        ports = list(self.ports.values())
-        last_busy = [0.0] * len(ports)
+        beat = self.sampler.beat
         while True:
             yield env.timeout(interval)
-            now = env.now
-            for f in tcp:
-                b = f.delivered_bytes
-                self.goodput[f.id].sample(now, (b - last_bytes[f.id]) * 8 / interval)
-                last_bytes[f.id] = b
-            for i, port in enumerate(ports):
-                busy = port.busy_time(now)
-                port.probe.utilization.sample(now, (busy - last_busy[i]) / interval)
-                last_busy[i] = busy
+            beat(env.now)
 
 
 def simulate(
@@ -147,6 +140,7 @@ def _fraction(net: Network, duration: float) -> float:
 def _finalize(net: Network, seed: int, wall: float) -> Result:
     env = net.env
     end = env.now
+    net.sampler.flush()
     flows = {f.id: f.summary(end) for f in net.flows}
     links = {}
     series: dict[str, dict] = {}

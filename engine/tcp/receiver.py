@@ -31,6 +31,11 @@ def advertised_window(spec) -> int:
 
 
 class TcpReceiver:
+    __slots__ = (
+        "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
+        "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent",
+    )
+
     def __init__(self, env, flow, spec, path: tuple):
         self.env = env
         self.flow = flow

@@ -19,6 +19,15 @@ SYN_OPTIONS = 12
 
 
 class TcpSender:
+    # Slotted like the packet: one sender per flow is touched on every ACK, and a
+    # thousand flows' state stays compact in the CPU caches.
+    __slots__ = (
+        "env", "flow", "spec", "path", "cc", "recovery", "st", "limit", "snd_buf", "rwnd",
+        "rtt", "timer", "established", "syn_sent_at", "syn_retries", "dupacks", "rto_una",
+        "timed_seq", "timed_at", "probe", "segments_sent", "retransmissions", "timeouts",
+        "fast_retransmits", "dup_acks",
+    )
+
     def __init__(self, env, flow, spec, limit: float, path: tuple, cc, recovery, rwnd: int):
         self.env = env
         self.flow = flow
