@@ -160,7 +160,8 @@ class TcpProbe:
         now = snd.env.now
         self.seq.add(now, snd.st.snd_max)
         self.inflight.add(now, snd.st.snd_nxt - snd.st.snd_una)
-        self.retransmissions.add(now, snd.retransmissions)
+        if snd.retransmissions != self.retransmissions.last_v:
+            self.retransmissions.add(now, snd.retransmissions)
 
     def on_ack(self, snd) -> None:
         now = snd.env.now
@@ -173,15 +174,20 @@ class TcpProbe:
             if cwnd > self.cwnd_max:
                 self.cwnd_max = cwnd
             self.cwnd.add(now, cwnd)
-        if st.ssthresh < 1 << 40:
+        # Most of these change rarely: Trace.add's own test, saving a call per ACK each.
+        if st.ssthresh < 1 << 40 and st.ssthresh != self.ssthresh.last_v:
             self.ssthresh.add(now, st.ssthresh)
-        self.rwnd.add(now, snd.rwnd)
+        if snd.rwnd != self.rwnd.last_v:
+            self.rwnd.add(now, snd.rwnd)
         self.inflight.add(now, st.snd_nxt - st.snd_una)
         self.ack.add(now, st.snd_una)
-        if snd.rtt.srtt is not None:
-            self.srtt.add(now, snd.rtt.srtt)
-        self.rto.add(now, snd.rtt.rto)
-        self.retransmissions.add(now, snd.retransmissions)
+        rtt = snd.rtt
+        if rtt.srtt is not None and rtt.srtt != self.srtt.last_v:
+            self.srtt.add(now, rtt.srtt)
+        if rtt.rto != self.rto.last_v:
+            self.rto.add(now, rtt.rto)
+        if snd.retransmissions != self.retransmissions.last_v:
+            self.retransmissions.add(now, snd.retransmissions)
 
     def cwnd_mean(self, end: float) -> float | None:
         if self._cwnd_since is None:
