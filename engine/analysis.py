@@ -39,20 +39,6 @@ class PathFacts:
         return asdict(self)
 
 
-class _Routes(routing.Topology):
-    """Routes looked up once per pair of ends: thousands of flows share a few paths, and a
-    dry run (every run request's budget check) must stay cheap for any valid scenario."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        super().__init__(scenario)
-        self._known: dict[tuple[str, str], list[routing.Hop] | None] = {}
-
-    def route(self, src: str, dst: str) -> list[routing.Hop] | None:
-        if (src, dst) not in self._known:
-            self._known[(src, dst)] = super().route(src, dst)
-        return self._known[(src, dst)]
-
-
 def _links(scenario: Scenario) -> dict:
     return {link.id: link for link in scenario.links}
 
@@ -68,13 +54,16 @@ def effective_window(tcp) -> int:
 
 
 def path_facts(scenario: Scenario) -> dict[str, PathFacts]:
-    return _analyse(scenario)[0]
+    return _analyse(scenario, routing.Topology(scenario))[0]
 
 
-def _analyse(scenario: Scenario) -> tuple[dict[str, PathFacts], float]:
-    """Each flow's facts, and when the run is expected to end (simulated seconds)."""
+def _analyse(
+    scenario: Scenario, topo: routing.Topology
+) -> tuple[dict[str, PathFacts], float]:
+    """Each flow's facts, and when the run is expected to end (simulated seconds). Routes
+    come from one `Topology`: thousands of flows share a few paths, and a dry run (every run
+    request's budget check) must stay cheap for any valid scenario."""
     links = _links(scenario)
-    topo = _Routes(scenario)
     routes = {f.id: topo.route(f.src, f.dst) or [] for f in scenario.flows}
     # Who crosses each port, to split a shared bottleneck.
     tcp_on: dict[str, int] = {}
@@ -110,7 +99,7 @@ def _analyse(scenario: Scenario) -> tuple[dict[str, PathFacts], float]:
                 share /= max(tcp_on.get(key, 1), 1)
             if best is None or share < best[3]:
                 best = (key, link.rate, capacity, share)
-        span = routing.pvc_span(scenario, hops)
+        span = topo.pvc_span(hops)
         if span is not None:
             # The PVC's traffic contract caps the flow too: CIR plus the excess burst per
             # Tc (Tc = Bc/CIR), in frame bits on the first link it carries.
@@ -149,11 +138,12 @@ def _analyse(scenario: Scenario) -> tuple[dict[str, PathFacts], float]:
 
 def describe(scenario: Scenario) -> dict:
     """Dry-run facts: per-flow path facts, warnings, and the estimated simulation size."""
-    facts, horizon = _analyse(scenario)
+    topo = routing.Topology(scenario)
+    facts, horizon = _analyse(scenario, topo)
     return {
         "scenario_hash": scenario.scenario_hash(),
         "flows": {k: v.as_dict() for k, v in facts.items()},
-        "warnings": scenario.warnings(),
+        "warnings": scenario.warnings(topo),
         "estimate": _total(scenario, facts, horizon),
     }
 
@@ -161,7 +151,7 @@ def describe(scenario: Scenario) -> dict:
 def estimate(scenario: Scenario) -> dict:
     """The simulation's estimated size: end-to-end packets, SimPy events (the cost of a
     run), and simulated seconds until it ends."""
-    return _total(scenario, *_analyse(scenario))
+    return _total(scenario, *_analyse(scenario, routing.Topology(scenario)))
 
 
 def _total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> dict:

@@ -22,6 +22,9 @@ from engine.tcp.sender import TcpSender
 class Flow:
     """Common bookkeeping: start/stop times, completion, delays, drops."""
 
+    __slots__ = ("env", "spec", "id", "start", "stop_at", "on_done", "done_at", "delays",
+                 "data_dropped", "other_dropped", "arrived")
+
     def __init__(self, env, spec, seed: int, on_done: Callable[[Flow], None]):
         self.env = env
         self.spec = spec
@@ -58,12 +61,14 @@ class Flow:
 
 
 class TcpFlow(Flow):
+    __slots__ = ("total", "delivered_bytes", "rtt_n", "rtt_sum", "rtt_min", "rtt_max",
+                 "sender", "receiver", "probe")
+
     def __init__(self, env, spec, seed: int, fwd: tuple, rev: tuple, on_done):
         super().__init__(env, spec, seed, on_done)
         tcp = spec.tcp
         self.total = spec.bytes
         self.delivered_bytes = 0
-        self.rtts: list[float] = []
         self.rtt_n = 0
         self.rtt_sum = 0.0
         self.rtt_min = math.inf
@@ -148,6 +153,9 @@ class TcpFlow(Flow):
 
 
 class UdpFlow(Flow):
+    __slots__ = ("path", "size", "payload", "interval", "sent", "received_bytes",
+                 "sending_done")
+
     def __init__(self, env, spec, seed: int, fwd: tuple, on_done):
         super().__init__(env, spec, seed, on_done)
         self.path = fwd + (self,)

@@ -355,9 +355,11 @@ class FrameRelay:
                 port.queue = FrQueue(port.queue, port, spec.switch)
         self.circuits = {pvc.id: Circuit(env, pvc, seed) for pvc in spec.pvcs}
 
-    def wrap(self, hops: list[routing.Hop], ports: tuple[Egress, ...]) -> tuple:
+    def wrap(
+        self, topology: routing.Topology, hops: list[routing.Hop], ports: tuple[Egress, ...]
+    ) -> tuple:
         """The path of `ports` (one per hop) with the PVC's entry and exit hops spliced in."""
-        span = routing.pvc_span(self.scenario, hops)
+        span = topology.pvc_span(hops)
         if span is None:
             return ports
         circuit = self.circuits[span.pvc.id]

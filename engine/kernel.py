@@ -1,5 +1,7 @@
-"""The two scheduling primitives the engine builds on: a bare SimPy event that calls one
-function with one value (the hot path: one per packet per hop), and a lazily re-armed timer.
+"""The scheduling primitives the engine builds on: a bare SimPy event that calls one
+function with one value, a line of such deliveries that fall due in order (a link's
+packets: one event per packet per hop, one queue entry per link), and a lazily re-armed
+timer.
 
 SimPy cannot cancel a scheduled event. A TCP retransmission timer restarted on every ACK
 would otherwise leave one dead event per ACK in the heap; `Timer` instead keeps at most
@@ -9,6 +11,7 @@ itself once for the new deadline.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from heapq import heappush
 from typing import Any
@@ -41,6 +44,53 @@ def _invoke(event: Call) -> None:
 
 
 _CALLBACKS = [_invoke]
+
+
+class Line:
+    """Deliveries to objects with an `accept(value)` method that fall due in the order they
+    are added, as the packets leaving one link do: only the first is in the event queue.
+
+    A link carrying a large window has thousands of packets propagating at once; as one
+    event each they would fill the heap that every event of the run pays to pop. Each
+    delivery keeps the (time, priority, id) key it would have had as a `Call`, taken when
+    it is added, and goes into the queue with that key once the one before it is out: the
+    run processes exactly the same events in exactly the same order.
+    """
+
+    __slots__ = ("callbacks", "env", "_items")
+    _ok = True
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self.callbacks: list | None = None
+        self._items: deque = deque()  # (time, id, target, value), in time order
+
+    def add(self, delay: float, target: Any, value: Any) -> None:
+        """Call `target.accept(value)` after `delay`."""
+        env = self.env
+        at = env._now + delay
+        items = self._items
+        if items and at < items[-1][0]:
+            Call(env, delay, target.accept, value)  # out of order: an event of its own
+            return
+        eid = next(env._eid)
+        if not items:
+            self.callbacks = _LINE_CALLBACKS
+            heappush(env._queue, (at, NORMAL, eid, self))
+        items.append((at, eid, target, value))
+
+
+def _deliver(line: Line) -> None:
+    items = line._items
+    _, _, target, value = items.popleft()
+    if items:
+        at, eid, _, _ = items[0]
+        line.callbacks = _LINE_CALLBACKS
+        heappush(line.env._queue, (at, NORMAL, eid, line))
+    target.accept(value)
+
+
+_LINE_CALLBACKS = [_deliver]
 
 
 class Timer:

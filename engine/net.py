@@ -1,8 +1,9 @@
 """Links: one `Egress` port per direction, with framing, an egress queue and a loss model.
 
 A port computes a packet's departure arithmetically (`max(now, busy_until) + bits/rate`)
-and schedules exactly one event: the packet's arrival at the next hop. The queue is never
-a process; it is the list of packets whose transmission has not started yet, trimmed
+and schedules exactly one event: the packet's arrival at the next hop, on the port's
+`Line`, so the packets propagating on a link take one entry of the event queue, not one
+each. The queue is never a process; it is the list of packets whose transmission has not started yet, trimmed
 lazily when the next packet arrives. Queue occupancy, waiting times and busy time follow
 from the same arithmetic, so the time-average queue length is exact (Little's law over
 the recorded waits) without sampling.
@@ -17,7 +18,7 @@ from collections import deque
 
 from simpy import Environment
 
-from engine.kernel import Call
+from engine.kernel import Line
 from engine.packet import Packet
 
 # Framing added to an IP datagram on the wire, in bytes, per encapsulation.
@@ -232,7 +233,7 @@ class Egress:
 
     __slots__ = (
         "env", "key", "link_id", "src", "dst", "rate", "delay", "encap", "queue", "loss",
-        "busy_until", "queued_bytes", "_waiting", "probe",
+        "busy_until", "queued_bytes", "_waiting", "probe", "line",
         "packets", "bytes", "drops", "error_drops", "busy_total", "wait_total", "queue_max",
         "_wire_cache",
     )
@@ -252,6 +253,7 @@ class Egress:
         self.queued_bytes = 0
         self._waiting: deque = deque()  # [start_time, wire_bytes] of packets not yet started
         self.probe = None
+        self.line = Line(env)  # packets propagating to the next hop, in arrival order
         self.packets = self.bytes = self.drops = self.error_drops = 0
         self.busy_total = self.wait_total = 0.0
         self.queue_max = 0
@@ -319,7 +321,7 @@ class Egress:
             return
         hop = pkt.hop + 1
         pkt.hop = hop
-        Call(env, end + self.delay - now, pkt.path[hop].accept, pkt)
+        self.line.add(end + self.delay - now, pkt.path[hop], pkt)
 
     def busy_time(self, now: float) -> float:
         """Seconds spent serialising up to `now` (the scheduled future excluded)."""

@@ -55,6 +55,17 @@ class Trace:
         if len(self.t) >= self.cap:
             self._thin()
 
+    def sample_block(self, t: np.ndarray, v: np.ndarray) -> None:
+        """`sample()` for each (t[i], v[i]) in turn, a run of points at a time."""
+        i, n = 0, len(t)
+        while i < n:
+            k = min(self.cap - len(self.t), n - i)
+            self.t.frombytes(t[i : i + k].tobytes())
+            self.v.frombytes(v[i : i + k].tobytes())
+            i += k
+            if len(self.t) >= self.cap:
+                self._thin()
+
     def _thin(self) -> None:
         if self.rate:
             n = len(self.v) // 2 * 2
@@ -117,6 +128,9 @@ class DelayStats:
 class TcpProbe:
     """Traces a TCP sender's state after each ACK, timeout and transmission burst."""
 
+    __slots__ = ("prefix", "cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
+                 "retransmissions", "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now")
+
     def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
         self.cwnd = Trace("bytes")
@@ -146,7 +160,8 @@ class TcpProbe:
         now = snd.env.now
         self.seq.add(now, snd.st.snd_max)
         self.inflight.add(now, snd.st.snd_nxt - snd.st.snd_una)
-        self.retransmissions.add(now, snd.retransmissions)
+        if snd.retransmissions != self.retransmissions.last_v:
+            self.retransmissions.add(now, snd.retransmissions)
 
     def on_ack(self, snd) -> None:
         now = snd.env.now
@@ -159,15 +174,20 @@ class TcpProbe:
             if cwnd > self.cwnd_max:
                 self.cwnd_max = cwnd
             self.cwnd.add(now, cwnd)
-        if st.ssthresh < 1 << 40:
+        # Most of these change rarely: Trace.add's own test, saving a call per ACK each.
+        if st.ssthresh < 1 << 40 and st.ssthresh != self.ssthresh.last_v:
             self.ssthresh.add(now, st.ssthresh)
-        self.rwnd.add(now, snd.rwnd)
+        if snd.rwnd != self.rwnd.last_v:
+            self.rwnd.add(now, snd.rwnd)
         self.inflight.add(now, st.snd_nxt - st.snd_una)
         self.ack.add(now, st.snd_una)
-        if snd.rtt.srtt is not None:
-            self.srtt.add(now, snd.rtt.srtt)
-        self.rto.add(now, snd.rtt.rto)
-        self.retransmissions.add(now, snd.retransmissions)
+        rtt = snd.rtt
+        if rtt.srtt is not None and rtt.srtt != self.srtt.last_v:
+            self.srtt.add(now, rtt.srtt)
+        if rtt.rto != self.rto.last_v:
+            self.rto.add(now, rtt.rto)
+        if snd.retransmissions != self.retransmissions.last_v:
+            self.retransmissions.add(now, snd.retransmissions)
 
     def cwnd_mean(self, end: float) -> float | None:
         if self._cwnd_since is None:
@@ -210,6 +230,65 @@ class LinkProbe:
             self.prefix + "utilization": self.utilization,
             self.prefix + "drops": self.drops,
         }
+
+
+SAMPLER_BLOCK = 64  # beats read before they become points: bounded memory, numpy per block
+
+
+class RateSampler:
+    """The rate series sampled every `interval`: goodput per TCP flow, utilisation per port.
+
+    A beat only reads each flow's delivered bytes and each port's busy-time counters into a
+    row, at the cost of a list comprehension; every SAMPLER_BLOCK beats, and on `flush()`,
+    numpy turns the rows into rates and each series takes its points in one call. Values
+    and thinning are those of sampling each series point by point: the same IEEE
+    operations on the same numbers, appended in the same order.
+    """
+
+    def __init__(self, interval: float, flows: list, goodput: list[Trace], ports: list):
+        self.interval = interval
+        self.flows = flows  # TcpFlow objects, and their goodput traces in the same order
+        self.goodput = goodput
+        self.ports = ports
+        self.utilization = [port.probe.utilization for port in ports]
+        self.last_bytes = np.zeros(len(flows), dtype=np.int64)
+        self.last_busy = np.zeros(len(ports))
+        self._t: list[float] = []
+        self._delivered: list[list[int]] = []
+        self._busy_total: list[list[float]] = []
+        self._busy_until: list[list[float]] = []
+
+    def beat(self, now: float) -> None:
+        self._t.append(now)
+        self._delivered.append([f.delivered_bytes for f in self.flows])
+        self._busy_total.append([p.busy_total for p in self.ports])
+        self._busy_until.append([p.busy_until for p in self.ports])
+        if len(self._t) >= SAMPLER_BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        """Turn the beats read so far into points of every series."""
+        if not self._t:
+            return
+        t = np.array(self._t)
+        interval = self.interval
+        if self.flows:
+            delivered = np.array(self._delivered, dtype=np.int64)
+            before = np.vstack([self.last_bytes, delivered[:-1]])
+            rates = (delivered - before) * 8 / interval
+            self.last_bytes = delivered[-1]
+            for j, trace in enumerate(self.goodput):
+                trace.sample_block(t, rates[:, j])
+        if self.ports:
+            # Egress.busy_time(now) for every port and beat.
+            until = np.array(self._busy_until) - t[:, None]
+            busy = np.maximum(0.0, np.array(self._busy_total) - np.maximum(0.0, until))
+            before = np.vstack([self.last_busy, busy[:-1]])
+            ratios = (busy - before) / interval
+            self.last_busy = busy[-1]
+            for j, trace in enumerate(self.utilization):
+                trace.sample_block(t, ratios[:, j])
+        self._t, self._delivered, self._busy_total, self._busy_until = [], [], [], []
 
 
 def finite_or_none(x: float | None) -> float | None:

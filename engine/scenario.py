@@ -200,11 +200,9 @@ class LossSpec(_Model):
             errors.add(
                 ("drop",), "missing", "loss model 'script' needs drop: packet indices", self.drop
             )
-        for name in ("rate", "ber", "p_gb", "p_bg", "loss_good", "loss_bad", "drop"):
+        for name, default in _loss_defaults().items():
             value = getattr(self, name)
-            if name not in takes and value != LossSpec.model_fields[name].get_default(
-                call_default_factory=True
-            ):
+            if name not in takes and value != default:
                 accepted = ", ".join(takes) or "no parameters"
                 errors.add(
                     (name,),
@@ -214,6 +212,19 @@ class LossSpec(_Model):
                 )
         errors.raise_if_any()
         return self
+
+
+_LOSS_DEFAULTS: dict[str, Any] = {}
+
+
+def _loss_defaults() -> dict[str, Any]:
+    """Each model-specific LossSpec field's default, computed once: pydantic inspects the
+    factory's signature on every `get_default` call, a third of a millisecond per link."""
+    if not _LOSS_DEFAULTS:
+        for name in ("rate", "ber", "p_gb", "p_bg", "loss_good", "loss_bad", "drop"):
+            field = LossSpec.model_fields[name]
+            _LOSS_DEFAULTS[name] = field.get_default(call_default_factory=True)
+    return _LOSS_DEFAULTS
 
 
 class Link(_Model):
@@ -596,7 +607,7 @@ class Scenario(_Model):
                     flow.dst,
                 )
             elif isinstance(flow, TcpBulkFlow):
-                link = narrowest_link(self, hops)
+                link = topology.narrowest(hops)
                 largest = link.mtu - IP_TCP_HEADERS
                 if flow.tcp.mss > largest:
                     errors.add(
@@ -617,21 +628,25 @@ class Scenario(_Model):
         """Identity of what is simulated: "sha256:" and the hex digest of canonical_json()."""
         return "sha256:" + hashlib.sha256(self.canonical_json().encode()).hexdigest()
 
-    def warnings(self) -> list[str]:
-        """Legal but suspicious settings, and what the engine will do about them."""
-        topology = Topology(self)
+    def warnings(self, topology: Topology | None = None) -> list[str]:
+        """Legal but suspicious settings, and what the engine will do about them; pass the
+        scenario's `Topology` when the caller has one."""
+        if topology is None:
+            topology = Topology(self)
         found: list[str] = []
         for link in self.links:
             found.extend(_queue_warnings(link))
         if self.frame_relay is not None:
             for pvc in self.frame_relay.pvcs:
-                found.extend(_pvc_warnings(self, topology, pvc))
+                found.extend(_pvc_warnings(topology, pvc))
         for flow in self.flows:
             hops = topology.route(flow.src, flow.dst) or []
-            found.extend(self._flow_warnings(flow, hops))
+            found.extend(self._flow_warnings(flow, topology, hops))
         return found
 
-    def _flow_warnings(self, flow: TcpBulkFlow | UdpCbrFlow, hops: list[Hop]) -> list[str]:
+    def _flow_warnings(
+        self, flow: TcpBulkFlow | UdpCbrFlow, topology: Topology, hops: list[Hop]
+    ) -> list[str]:
         """Warnings about one flow on its route."""
         path = f"flows.{flow.id}"
         found: list[str] = []
@@ -644,16 +659,16 @@ class Scenario(_Model):
         if isinstance(flow, TcpBulkFlow):
             found.extend(_tcp_warnings(path, flow.tcp))
             if flow.bytes is not None and hops:
-                found.extend(self._completion_warnings(path, flow, hops))
+                found.extend(self._completion_warnings(path, flow, topology, hops))
         elif hops:
-            bottleneck = bottleneck_link(self, hops)
+            bottleneck = topology.bottleneck(hops)
             if flow.rate > bottleneck.rate:
                 found.append(
                     f"{path}.rate {format_rate(flow.rate)} exceeds the bottleneck "
                     f"{format_rate(bottleneck.rate)} (link {bottleneck.id}): "
                     "its queue will overflow"
                 )
-            link = narrowest_link(self, hops)
+            link = topology.narrowest(hops)
             if flow.packet_size + IP_UDP_HEADERS > link.mtu:
                 found.append(
                     f"{path}.packet_size {format_size(flow.packet_size)} plus "
@@ -662,11 +677,13 @@ class Scenario(_Model):
                 )
         return found
 
-    def _completion_warnings(self, path: str, flow: TcpBulkFlow, hops: list[Hop]) -> list[str]:
+    def _completion_warnings(
+        self, path: str, flow: TcpBulkFlow, topology: Topology, hops: list[Hop]
+    ) -> list[str]:
         """Warn when even an ideal sender cannot move `flow.bytes` before the run ends."""
         assert flow.bytes is not None
-        bottleneck = bottleneck_link(self, hops)
-        rtt = 2 * sum(link.delay for link in (_link(self, hop.link_id) for hop in hops))
+        bottleneck = topology.bottleneck(hops)
+        rtt = 2 * sum(link.delay for link in topology.links_on(hops))
         window = _effective_window(flow.tcp)
         transfer = flow.bytes * 8 / bottleneck.rate
         limits = f"bottleneck {format_rate(bottleneck.rate)} on link {bottleneck.id}"
@@ -686,11 +703,6 @@ class Scenario(_Model):
             f"{path} cannot deliver {format_size(flow.bytes)} by {format_duration(deadline)} "
             f"({reason}): it needs at least {format_duration(needed)} ({limits})"
         ]
-
-
-def _link(scenario: Scenario, link_id: str) -> Link:
-    """The first link with id `link_id`."""
-    return next(link for link in scenario.links if link.id == link_id)
 
 
 def _effective_window(tcp: TcpSpec) -> int:
@@ -746,13 +758,13 @@ def _queue_warnings(link: Link) -> list[str]:
     return []
 
 
-def _pvc_warnings(scenario: Scenario, topology: Topology, pvc: Pvc) -> list[str]:
+def _pvc_warnings(topology: Topology, pvc: Pvc) -> list[str]:
     """Warnings about a PVC's contract against the links it crosses."""
     path = f"frame_relay.pvcs.{pvc.id}"
     found: list[str] = []
     hops = topology.route(pvc.src, pvc.dst)
     if hops:
-        bottleneck = bottleneck_link(scenario, hops)
+        bottleneck = topology.bottleneck(hops)
         if pvc.cir > bottleneck.rate:
             found.append(
                 f"{path}.cir {format_rate(pvc.cir)} exceeds the rate of link {bottleneck.id} "

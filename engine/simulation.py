@@ -18,7 +18,7 @@ from engine.diagnosis import diagnose
 from engine.flows import TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.net import Egress, make_loss, make_queue, stream
-from engine.recorder import LinkProbe, Trace
+from engine.recorder import LinkProbe, RateSampler, Trace
 from engine.result import Result
 from engine.scenario import Scenario
 from engine.version import ENGINE_VERSION
@@ -37,7 +37,8 @@ class Network:
         self.env = env = simpy.Environment()
         self.scenario = scenario
         self.seed = seed
-        self.warnings: list[str] = list(scenario.warnings())
+        self.topology = routing.Topology(scenario)  # one per run: every path asks it
+        self.warnings: list[str] = list(scenario.warnings(self.topology))
         self.ports: dict[tuple[str, str, str], Egress] = {}
         for link in scenario.links:
             for src, dst, direction in ((link.a, link.b, "a_to_b"), (link.b, link.a, "b_to_a")):
@@ -68,15 +69,18 @@ class Network:
             flow.schedule()
         self.goodput = {f.id: Trace("bit/s", rate=True) for f in self.flows
                         if isinstance(f, TcpFlow)}
+        tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
+        self.sampler = RateSampler(float(scenario.sample_interval), tcp,
+                                   [self.goodput[f.id] for f in tcp], list(self.ports.values()))
         env.process(self._sampler(float(scenario.sample_interval)))
 
     def _path(self, src: str, dst: str) -> tuple:
-        hops = routing.route(self.scenario, src, dst)
+        hops = self.topology.route(src, dst)
         if not hops:
             raise ValueError(f"no route from {src} to {dst}")
         ports = tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
         if self.frame_relay is not None:
-            return self.frame_relay.wrap(hops, ports)
+            return self.frame_relay.wrap(self.topology, hops, ports)
         return ports
 
     def _flow_done(self, flow) -> None:
@@ -86,23 +90,13 @@ class Network:
             self.done.succeed()
 
     def _sampler(self, interval: float):
-        """Rate-type series: goodput per TCP flow and utilisation per port, every interval."""
+        """Rate-type series (goodput per TCP flow, utilisation per port): one beat every
+        interval, read by the RateSampler."""
         env = self.env
-        tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
-        last_bytes = {f.id: 0 for f in tcp}
-        ports = list(self.ports.values())
-        last_busy = [0.0] * len(ports)
+        beat = self.sampler.beat
         while True:
             yield env.timeout(interval)
-            now = env.now
-            for f in tcp:
-                b = f.delivered_bytes
-                self.goodput[f.id].sample(now, (b - last_bytes[f.id]) * 8 / interval)
-                last_bytes[f.id] = b
-            for i, port in enumerate(ports):
-                busy = port.busy_time(now)
-                port.probe.utilization.sample(now, (busy - last_busy[i]) / interval)
-                last_busy[i] = busy
+            beat(env.now)
 
 
 def simulate(
@@ -146,6 +140,7 @@ def _fraction(net: Network, duration: float) -> float:
 def _finalize(net: Network, seed: int, wall: float) -> Result:
     env = net.env
     end = env.now
+    net.sampler.flush()
     flows = {f.id: f.summary(end) for f in net.flows}
     links = {}
     series: dict[str, dict] = {}

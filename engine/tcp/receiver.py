@@ -4,10 +4,9 @@ RFC 5681 4.2), the advertised window with RFC 7323 scaling, and SACK blocks (RFC
 
 from __future__ import annotations
 
-from bisect import insort
-
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.tcp.ranges import Ranges
 from engine.tcp.sender import SYN_OPTIONS
 
 MAX_UNSCALED_WINDOW = 65535
@@ -32,6 +31,11 @@ def advertised_window(spec) -> int:
 
 
 class TcpReceiver:
+    __slots__ = (
+        "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
+        "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent",
+    )
+
     def __init__(self, env, flow, spec, path: tuple):
         self.env = env
         self.flow = flow
@@ -43,7 +47,7 @@ class TcpReceiver:
         self.delack_timeout = spec.delayed_ack.timeout
         self.timer = Timer(env, self.send_ack)
         self.rcv_nxt = 0
-        self.ooo: list[list[int]] = []  # sorted, disjoint [start, end) blocks above rcv_nxt
+        self.ooo = Ranges()  # out-of-order data held above rcv_nxt
         self.recent: tuple[int, int] | None = None  # the block of the latest arrival
         self.pending = 0  # in-order segments not yet acknowledged
         self.acks_sent = 0
@@ -59,13 +63,18 @@ class TcpReceiver:
         end = seq + pkt.length
         rcv_nxt = self.rcv_nxt
         if seq <= rcv_nxt < end:
-            filled_gap = bool(self.ooo)
-            rcv_nxt = end
             ooo = self.ooo
-            while ooo and ooo[0][0] <= rcv_nxt:
-                block = ooo.pop(0)
-                if block[1] > rcv_nxt:
-                    rcv_nxt = block[1]
+            filled_gap = bool(ooo)
+            rcv_nxt = end
+            if filled_gap:
+                # The blocks the segment reaches join the in-order data.
+                starts, ends = ooo.starts, ooo.ends
+                k = 0
+                while k < len(starts) and starts[k] <= rcv_nxt:
+                    if ends[k] > rcv_nxt:
+                        rcv_nxt = ends[k]
+                    k += 1
+                ooo.drop_below(rcv_nxt)
             self.rcv_nxt = rcv_nxt
             self.recent = None
             self.flow.delivered(rcv_nxt)
@@ -79,37 +88,27 @@ class TcpReceiver:
                 self.timer.start(self.delack_timeout)
             return
         if end > rcv_nxt:
-            self._store_out_of_order(seq, end)
+            # Out of order: held, and the block holding it is reported first (RFC 2018 4).
+            i = self.ooo.add(seq, end)[0]
+            self.recent = (self.ooo.starts[i], self.ooo.ends[i])
         # Out of order or duplicate: an immediate (duplicate) ACK, RFC 5681 4.2.
         self.send_ack()
 
-    def _store_out_of_order(self, seq: int, end: int) -> None:
-        insort(self.ooo, [seq, end])
-        merged: list[list[int]] = []
-        for block in self.ooo:
-            if merged and block[0] <= merged[-1][1]:
-                if block[1] > merged[-1][1]:
-                    merged[-1][1] = block[1]
-            else:
-                merged.append(block)
-        self.ooo = merged
-        for block in merged:
-            if block[0] <= seq < block[1]:
-                self.recent = (block[0], block[1])
-                break
-
     def sack_blocks(self) -> tuple | None:
-        """RFC 2018 4: the block holding the latest segment first, then the others."""
-        if not self.sack or not self.ooo:
+        """RFC 2018 4: the block holding the latest segment first, then the highest others."""
+        ooo = self.ooo
+        if not self.sack or not ooo:
             return None
         blocks = []
         if self.recent is not None:
             blocks.append(self.recent)
-        for start, end in reversed(self.ooo):
-            if len(blocks) == MAX_SACK_BLOCKS:
-                break
-            if (start, end) != self.recent:
-                blocks.append((start, end))
+        starts, ends = ooo.starts, ooo.ends
+        k = len(starts) - 1
+        while k >= 0 and len(blocks) < MAX_SACK_BLOCKS:
+            block = (starts[k], ends[k])
+            if block != self.recent:
+                blocks.append(block)
+            k -= 1
         return tuple(blocks)
 
     def send_ack(self) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet
-from engine.tcp.recovery import DUPACK_THRESHOLD
+from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
@@ -19,6 +19,15 @@ SYN_OPTIONS = 12
 
 
 class TcpSender:
+    # Slotted like the packet: one sender per flow is touched on every ACK, and a
+    # thousand flows' state stays compact in the CPU caches.
+    __slots__ = (
+        "env", "flow", "spec", "path", "cc", "recovery", "st", "limit", "snd_buf", "rwnd",
+        "rtt", "timer", "established", "syn_sent_at", "syn_retries", "dupacks", "rto_una",
+        "timed_seq", "timed_at", "probe", "segments_sent", "retransmissions", "timeouts",
+        "fast_retransmits", "dup_acks",
+    )
+
     def __init__(self, env, flow, spec, limit: float, path: tuple, cc, recovery, rwnd: int):
         self.env = env
         self.flow = flow
@@ -38,7 +47,6 @@ class TcpSender:
         self.syn_retries = 0
         self.dupacks = 0
         self.rto_una: int | None = None  # snd_una at the last timeout
-        self.keep_rto = False
         self.timed_seq: int | None = None  # one segment timed at a time (Karn's rule)
         self.timed_at = 0.0
         self.probe = None
@@ -75,9 +83,20 @@ class TcpSender:
         return w
 
     def try_send(self, extra: int = 0) -> None:
-        """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
-        if not self.established or self.recovery.transmit(self):
+        """Send what the window and the application allow, or, in an RFC 6675 recovery,
+        what the recovery strategy chooses."""
+        if not self.established:
             return
+        recovery = self.recovery
+        if recovery.paces_recovery and self.st.phase == Phase.RECOVERY:
+            sent = recovery.transmit(self)
+        else:
+            sent = self._send_window(extra)
+        if sent and self.probe is not None:
+            self.probe.on_send(self)
+
+    def _send_window(self, extra: int) -> bool:
+        """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
         st = self.st
         mss = st.mss
         limit = self.limit
@@ -105,8 +124,7 @@ class TcpSender:
             if st.snd_nxt > st.snd_max:
                 st.snd_max = st.snd_nxt
             sent = True
-        if sent and self.probe is not None:
-            self.probe.on_send(self)
+        return sent
 
     def _send_data(self, seq: int, length: int) -> None:
         env = self.env
@@ -126,6 +144,29 @@ class TcpSender:
         if not self.timer.running:
             self.timer.start(self.rtt.rto)  # RFC 6298 5.1
         self.path[0].accept(pkt)
+
+    # --- what recovery strategies ask for (engine.tcp.recovery.base.Sender) ---------------
+
+    def retransmit(self, seq: int, length: int) -> None:
+        self._send_data(seq, length)
+
+    def send_new_data(self, length: int) -> None:
+        st = self.st
+        seq = st.snd_max
+        self._send_data(seq, length)
+        st.snd_nxt = st.snd_max = seq + length
+
+    def new_data_length(self) -> int:
+        st = self.st
+        if st.snd_max >= self.limit:
+            return 0
+        length = int(min(st.mss, self.limit - st.snd_max))
+        window = self.rwnd if self.rwnd < self.snd_buf else self.snd_buf
+        return length if st.snd_max + length <= st.snd_una + window else 0
+
+    def begin_fast_retransmit(self) -> None:
+        self.fast_retransmits += 1
+        self.congestion_event()
 
     def retransmit_first_unacked(self) -> None:
         """Resend the segment at snd_una (fast retransmit, partial ACKs); the caller
@@ -219,14 +260,13 @@ class TcpSender:
             st.limited_sent = 0
             if st.phase == Phase.LOSS and ack >= st.recover:
                 self.set_phase(Phase.OPEN)
-            if not self.recovery.on_new_ack(self, acked):
+            use = self.recovery.on_new_ack(self, acked)
+            if use == AckUse.GROW:
                 self.cc.on_ack(st, acked, st.cwnd < min(self.rwnd, self.snd_buf))
             # RFC 6298 5.2/5.3: stop the timer when all is acknowledged, else restart it.
             if st.snd_una >= st.snd_max:
                 self.timer.stop()
-            elif self.keep_rto:
-                self.keep_rto = False
-            else:
+            elif use != AckUse.RECOVERY_KEEP_TIMER:
                 self.timer.start(self.rtt.rto)
         elif (ack == st.snd_una and st.snd_max > st.snd_una and pkt.wnd == self.rwnd):
             # RFC 5681 section 2: a duplicate ACK (no data, same ACK, same window,

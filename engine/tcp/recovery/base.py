@@ -1,0 +1,95 @@
+"""The loss-recovery strategy interface, and the small protocol through which a strategy
+talks to the TCP sender (ns-3 separates TcpRecoveryOps from the socket the same way).
+
+A strategy reads the sender's `TcpState` and asks the sender, by name, for the few things
+recovery does: start a fast retransmit, resend a segment, send new data, move the phase,
+restart the timer. It never reaches into the sender's own fields; what it wants done with
+an ACK it returns (`AckUse`).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Protocol
+
+from engine.packet import Packet
+from engine.tcp.state import Phase, TcpState
+
+DUPACK_THRESHOLD = 3  # RFC 5681 3.2 (and RFC 6675 DupThresh): the third duplicate ACK
+
+
+class Sender(Protocol):
+    """What a recovery strategy may read from and ask of the sender."""
+
+    st: TcpState
+    #: Duplicate ACKs in a row (reset by an ACK of new data).
+    dupacks: int
+    #: The end of the application's data (infinite for an unlimited transfer).
+    limit: float
+
+    def begin_fast_retransmit(self) -> None:
+        """A loss is detected by duplicate ACKs: count it, let congestion control record
+        it, set ssthresh and the recovery point (RFC 5681 3.2 step 2, RFC 6582 `recover`)."""
+
+    def set_phase(self, phase: Phase) -> None: ...
+
+    def exit_recovery(self) -> None:
+        """cwnd = ssthresh and back to open (RFC 5681 3.2 step 6, RFC 6582, RFC 6675)."""
+
+    def restart_rto(self) -> None: ...
+
+    def go_back_n(self) -> None:
+        """Resume sending from snd_una (Tahoe, timeouts)."""
+
+    def retransmit(self, seq: int, length: int) -> None: ...
+
+    def retransmit_first_unacked(self) -> None: ...
+
+    def send_new_data(self, length: int) -> None:
+        """Send `length` new bytes at snd_max."""
+
+    def new_data_length(self) -> int:
+        """The next new segment's length that the application and the peer's window
+        allow now, or 0 (RFC 6675 NextSeg rule 2)."""
+
+
+class AckUse(IntEnum):
+    """What an ACK of new data is to the sender, as the recovery strategy decides."""
+
+    GROW = 0  # not recovery's: congestion control may grow the window
+    RECOVERY = 1  # consumed by recovery: no window growth
+    RECOVERY_KEEP_TIMER = 2  # consumed, and the retransmission timer is not restarted
+
+
+class NoRecovery:
+    """Variant `none`: duplicate ACKs are ignored; only the timer recovers."""
+
+    name = "none"
+    #: True when the strategy keeps a SACK scoreboard that every ACK must update.
+    scoreboard = False
+    #: True when, in fast recovery, the strategy chooses every segment sent (RFC 6675).
+    paces_recovery = False
+    #: True when the first two duplicate ACKs may release new data (RFC 3042).
+    limited_transmit = False
+
+    def __init__(self, spec) -> None:
+        """`spec` is the flow's TcpSpec."""
+
+    def on_sack(self, snd: Sender, pkt: Packet) -> None:
+        """An ACK arrived, carrying SACK blocks or not (before it is processed)."""
+
+    def transmit(self, snd: Sender) -> bool:
+        """Send what recovery allows now (only when `paces_recovery`, in fast recovery);
+        True when something was sent."""
+        return False
+
+    def skip_sacked(self, seq: int) -> int:
+        """The first byte at or after `seq` that the receiver has not SACKed."""
+        return seq
+
+    def on_dupack(self, snd: Sender) -> None:
+        """A duplicate ACK (RFC 5681 section 2); `snd.dupacks` counts them."""
+
+    def on_new_ack(self, snd: Sender, acked: int) -> AckUse:
+        """An ACK of `acked` new bytes, snd_una already advanced."""
+        return AckUse.GROW

@@ -1,0 +1,97 @@
+"""SACK-based loss recovery, RFC 6675 (over RFC 2018 SACK blocks).
+
+Loss recovery starts on the third duplicate ACK or when IsLost(snd_una) holds; from then
+on the strategy transmits while cwnd - pipe >= 1 SMSS, choosing each segment with
+NextSeg(): first a hole deemed lost (rule 1), then new data (rule 2), then any un-SACKed
+hole above HighRxt (rule 3). Recovery ends when the cumulative ACK reaches RecoveryPoint
+(the `recover` variable). After a timeout the scoreboard is kept and go-back-N skips
+SACKed data (RFC 6675 5.1). The scoreboard (`scoreboard.py`) answers pipe, IsLost and
+NextSeg without walking the window.
+
+Rule 4 of NextSeg (the optional "rescue" retransmission) is left out, as in ns-3: when the
+receive window blocks new data it resends data that is merely in flight, and a lost tail
+segment is then recovered by the retransmission timer.
+"""
+
+from __future__ import annotations
+
+from engine.packet import Packet
+from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
+from engine.tcp.recovery.scoreboard import Scoreboard
+from engine.tcp.state import Phase
+
+
+class SackRecovery(NoRecovery):
+    name = "sack"
+    scoreboard = True
+    paces_recovery = True
+    limited_transmit = True  # RFC 6675 5 step (3): new data on the first two dupacks
+
+    def __init__(self, spec) -> None:
+        super().__init__(spec)
+        self.board = Scoreboard(spec.mss)
+
+    def on_sack(self, snd: Sender, pkt: Packet) -> None:
+        una = pkt.ack if pkt.ack > snd.st.snd_una else snd.st.snd_una
+        self.board.update(una, pkt.sack, snd.limit)
+
+    def skip_sacked(self, seq: int) -> int:
+        return self.board.skip_sacked(seq)
+
+    def on_dupack(self, snd: Sender) -> None:
+        st = snd.st
+        if st.phase == Phase.RECOVERY or st.snd_una < st.recover:
+            return
+        if snd.dupacks >= DUPACK_THRESHOLD or self.board.is_lost(st.snd_una):
+            # RFC 6675 5 step 4: RecoveryPoint = HighData; ssthresh = cwnd = FlightSize/2.
+            snd.begin_fast_retransmit()
+            st.cwnd = st.ssthresh
+            snd.set_phase(Phase.RECOVERY)
+            self.board.high_rxt = st.snd_una
+            self._retransmit(snd, st.snd_una)  # step 4.3: the first segment, at once
+            snd.restart_rto()
+
+    def on_new_ack(self, snd: Sender, acked: int) -> AckUse:
+        st = snd.st
+        if st.phase != Phase.RECOVERY:
+            return AckUse.GROW
+        if st.snd_una >= st.recover:
+            snd.exit_recovery()
+        return AckUse.RECOVERY
+
+    def transmit(self, snd: Sender) -> bool:
+        """RFC 6675 5 step (C): while cwnd - pipe >= 1 SMSS, send what NextSeg() offers."""
+        st = snd.st
+        mss = st.mss
+        pipe = self.board.pipe(st.snd_una, st.snd_max)
+        sent = False
+        while st.cwnd - pipe >= mss:
+            seg = self.next_seg(snd)
+            if seg is None:
+                break
+            seq, length, new = seg
+            if new:
+                snd.send_new_data(length)
+            else:
+                self._retransmit(snd, seq)
+            pipe += length
+            sent = True
+        return sent
+
+    def _retransmit(self, snd: Sender, seq: int) -> None:
+        length = min(snd.st.mss, snd.st.snd_max - seq)
+        snd.retransmit(seq, length)
+        self.board.retransmitted(seq, length)
+
+    def next_seg(self, snd: Sender) -> tuple[int, int, bool] | None:
+        """RFC 6675 NextSeg(): (seq, length, is_new_data) or None."""
+        st = snd.st
+        hole = self.board.first_hole(st.snd_una)
+        if hole is not None and self.board.is_lost(hole):  # rule 1
+            return hole, min(st.mss, st.snd_max - hole), False
+        length = snd.new_data_length()  # rule 2
+        if length:
+            return st.snd_max, length, True
+        if hole is not None:  # rule 3
+            return hole, min(st.mss, st.snd_max - hole), False
+        return None
