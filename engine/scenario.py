@@ -32,7 +32,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from engine.example import EXAMPLE_SCENARIO
-from engine.routing import Hop, Topology, bottleneck_link, narrowest_link
+from engine.routing import Hop, Topology
 from engine.units import Bits, ByteSize, Duration, Rate, format_duration, format_rate, format_size
 
 __all__ = [
