@@ -3,8 +3,8 @@
 A port computes a packet's departure arithmetically (`max(now, busy_until) + bits/rate`)
 and schedules exactly one event: the packet's arrival at the next hop, on the port's
 `Line`, so the packets propagating on a link take one entry of the event queue, not one
-each. The queue is never a process; it is the list of packets whose transmission has not started yet, trimmed
-lazily when the next packet arrives. Queue occupancy, waiting times and busy time follow
+each. The queue is never a process; it is the list of packets whose transmission has not
+started yet, trimmed lazily when the next packet arrives. Queue occupancy, waiting times and busy time follow
 from the same arithmetic, so the time-average queue length is exact (Little's law over
 the recorded waits) without sampling.
 """

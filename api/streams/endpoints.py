@@ -110,11 +110,11 @@ async def stream_run(
 ) -> Response:
     """A run's progress and status changes as Server-Sent Events, until it finishes."""
     after = last_event_id(last_event_id_header, last_event_id_query)
-    await db(service.run_events, run_id, tenant_id=tenant_id)  # a 404 before the stream opens
 
     async def look() -> Any:
-        return await db(service.run_events, run_id, tenant_id=tenant_id)
+        return await db.read(service.run_events, run_id, tenant_id=tenant_id)
 
+    await look()  # a 404 before the stream opens
     return _stream(request, settings, look, after)
 
 
@@ -139,9 +139,9 @@ async def stream_sweep(
 ) -> Response:
     """A sweep's progress (fraction, counts, ETA) and each run's end, until the sweep ends."""
     after = last_event_id(last_event_id_header, last_event_id_query)
-    await db(service.sweep_events, sweep_id, tenant_id=tenant_id, settings=settings)
 
     async def look() -> Any:
-        return await db(service.sweep_events, sweep_id, tenant_id=tenant_id, settings=settings)
+        return await db.read(service.sweep_events, sweep_id, tenant_id=tenant_id, settings=settings)
 
+    await look()  # a 404 before the stream opens
     return _stream(request, settings, look, after)
