@@ -39,8 +39,12 @@ test: $(STAMP) services
 test-unit: $(STAMP)
 	$(PY) -m pytest -q -m unit
 
+# What CI checks before the tests (and .pre-commit-config.yaml on each commit): lint rules,
+# the formatter's layout, types (strict for engine/, the defaults elsewhere).
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 bench: $(STAMP)
 	@for b in bench/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -103,19 +103,19 @@ _UNLIMITED = anyio.CapacityLimiter(10_000)
 
 
 async def get_settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+    return request.app.state.settings
 
 
 async def get_db(request: Request) -> Db:
-    return request.app.state.db  # type: ignore[no-any-return]
+    return request.app.state.db
 
 
 async def get_celery(request: Request) -> Celery:
-    return request.app.state.celery  # type: ignore[no-any-return]
+    return request.app.state.celery
 
 
 async def get_cache(request: Request) -> DocumentCache:
-    return request.app.state.cache  # type: ignore[no-any-return]
+    return request.app.state.cache
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]

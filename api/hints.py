@@ -12,7 +12,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
@@ -131,7 +131,7 @@ def _quoted(values: Sequence[Any]) -> str:
     return ", ".join(repr(v) for v in values)
 
 
-def improve(errors: list[dict[str, Any]], root: Any) -> list[dict[str, Any]]:
+def improve(errors: Sequence[Mapping[str, Any]], root: Any) -> list[dict[str, Any]]:
     """Pydantic error dicts (`loc` without the leading "body") with clearer `msg`s."""
     out = []
     for err in errors:

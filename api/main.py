@@ -202,6 +202,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+app: FastAPI  # built by __getattr__ on first use
+
+
 def __getattr__(name: str) -> FastAPI:
     # `api.main:app` is built on first use, so importing this module (for create_app in
     # tests, or the OpenAPI export) does not read the environment.

@@ -212,7 +212,7 @@ class Client:
 
     def sweep_summary(self, sweep_id: str | uuid.UUID) -> dict[str, Any]:
         """The sweep's comparison (schema ``SweepSummary``), as a dict."""
-        return self._json("GET", f"/v1/sweeps/{sweep_id}/summary")  # type: ignore[no-any-return]
+        return self._json("GET", f"/v1/sweeps/{sweep_id}/summary")
 
     # --- comparisons --------------------------------------------------------------------
 
@@ -221,7 +221,7 @@ class Client:
     ) -> dict[str, Any]:
         """The comparison of succeeded runs (schema ``RunComparison``), as a dict."""
         params = _params(runs=",".join(map(str, run_ids)), baseline=baseline)
-        return self._json("GET", "/v1/compare", params=params)  # type: ignore[no-any-return]
+        return self._json("GET", "/v1/compare", params=params)
 
 
 class Run:

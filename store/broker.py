@@ -22,8 +22,8 @@ from kombu.utils.json import dumps
 SCHEME = "tcpfr-filesystem"
 
 
-class Channel(filesystem.Channel):  # type: ignore[misc]
-    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+class Channel(filesystem.Channel):
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]
         """Put a message on `queue`: written in the staging folder, renamed into the queue."""
         name = f"{int(round(monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
         staging = os.path.join(os.path.dirname(self.data_folder_out.rstrip(os.sep)), "staging")
@@ -37,7 +37,7 @@ class Channel(filesystem.Channel):  # type: ignore[misc]
             raise filesystem.ChannelError(f"Cannot add file {name!r} to the queue") from exc
 
 
-class Transport(filesystem.Transport):  # type: ignore[misc]
+class Transport(filesystem.Transport):
     Channel = Channel
 
 

@@ -9,12 +9,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
-from sqlalchemy import Select, select
+from sqlalchemy import CursorResult, Executable, Select, select
 from sqlalchemy.orm import Session
 
 from store.models import Base
 
 M = TypeVar("M", bound=Base)
+
+
+def affected(session: Session, statement: Executable) -> int:
+    """Rows an UPDATE or DELETE changed: the statement's cursor result's rowcount."""
+    result = session.execute(statement)
+    assert isinstance(result, CursorResult)
+    return result.rowcount
 
 
 class InvalidCursor(ValueError):

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from store.db import BINARY_RESULTS
 from store.models import Run, RunResult, RunSeries, RunStatus, Tenant
-from store.repository import Page, Repository
+from store.repository import Page, Repository, affected
 from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
 
@@ -93,7 +93,7 @@ class RunRepository(Repository[Run]):
         stmt = (
             select(Run)
             .where(
-                Run.tenant_id == tenant_id if tenant_id is not None else True,
+                Run.tenant_id == tenant_id if tenant_id is not None else true(),
                 Run.scenario_hash == scenario_hash,
                 Run.seed == seed,
                 Run.engine_version == engine_version,
@@ -131,7 +131,7 @@ class RunRepository(Repository[Run]):
 
     def _transition(self, run_id: uuid.UUID, *where: Any, **values: Any) -> bool:
         stmt = update(Run).where(Run.id == run_id, *where).values(**values)
-        return self.session.execute(stmt.execution_options(synchronize_session=False)).rowcount == 1
+        return affected(self.session, stmt.execution_options(synchronize_session=False)) == 1
 
     def mark_enqueued(self, run_id: uuid.UUID, **detail: Any) -> bool:
         """Its message reached the broker (sent by the API, or again by the reconciler)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, true, update
 from sqlalchemy.orm import defer
 
 from store.models import Run, RunResult, RunStatus, Sweep
@@ -97,7 +97,7 @@ class SweepRepository(Repository[Sweep]):
             stmt = select(Run.id, Run.scenario_hash, Run.seed).where(
                 Run.tenant_id == tenant_id,
                 Run.scenario_hash.in_(hashes[i : i + _CHUNK]),
-                Run.seed.in_(seeds) if len(seeds) <= _CHUNK else True,
+                Run.seed.in_(seeds) if len(seeds) <= _CHUNK else true(),
                 Run.engine_version == engine_version,
                 Run.status == RunStatus.succeeded,
                 Run.source_run_id.is_(None),

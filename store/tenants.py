@@ -10,6 +10,7 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from store.models import ApiKey, Tenant
+from store.repository import affected
 from store.types import utcnow
 
 
@@ -63,7 +64,7 @@ class ApiKeyRepository:
             .where(ApiKey.id == key_id, ApiKey.revoked_at.is_(None))
             .values(revoked_at=utcnow())
         )
-        return self.session.execute(stmt).rowcount == 1
+        return affected(self.session, stmt) == 1
 
     def touch(self, key_id: uuid.UUID, *, now: datetime, every: timedelta) -> bool:
         """Record a use, at most once per `every`: the condition makes concurrent API
@@ -78,4 +79,4 @@ class ApiKeyRepository:
             .values(last_used_at=now)
             .execution_options(synchronize_session=False)
         )
-        return self.session.execute(stmt).rowcount == 1
+        return affected(self.session, stmt) == 1

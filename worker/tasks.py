@@ -33,7 +33,7 @@ def _runner() -> Runner:
     retry_backoff_max=60,
     max_retries=5,
 )
-def run_simulation(self, run_id: str) -> str | None:  # type: ignore[no-untyped-def]
+def run_simulation(self, run_id: str) -> str | None:
     """Simulate one run; a redelivered or duplicate message for a finished run does nothing."""
     # The pool process, not only the node: one node runs several simulations at once.
     worker = f"{self.request.hostname}:{os.getpid()}"

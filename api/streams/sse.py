@@ -98,10 +98,10 @@ class Stopping:
             yield
         finally:
             self.event.set()
-            for sig, previous in self._previous.items():
+            for signum, previous in self._previous.items():
                 with contextlib.suppress(ValueError, TypeError):
-                    if signal.getsignal(sig) is handler:
-                        signal.signal(sig, previous)
+                    if signal.getsignal(signum) is handler:
+                        signal.signal(signum, previous)
 
 
 def last_event_id(header: str | None, query: int | None) -> int:

@@ -237,10 +237,10 @@ def _point_errors(body: SweepCreate, base: engine.Scenario, exc: StudyError) -> 
         except ValidationError as bad:
             for e in hints.improve(bad.errors(include_url=False), engine.Scenario):
                 dotted = _id_path(data, e["loc"])
-                path = next((p for p in paths if dotted == p or dotted.startswith(p + ".")), None)
-                if path is not None:
-                    i = body.parameters[path].index(params[path])
-                    loc: list[str | int] = ["body", "parameters", path, i]
+                swept = next((p for p in paths if dotted == p or dotted.startswith(p + ".")), None)
+                if swept is not None:
+                    i = body.parameters[swept].index(params[swept])
+                    loc: list[str | int] = ["body", "parameters", swept, i]
                     msg = f"{dotted}: {e['msg']}"
                 else:
                     loc, msg = (

@@ -9,7 +9,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from api.sweeps import stats
 
@@ -92,7 +92,7 @@ class PointData:
     observations: list[Observation] = field(default_factory=list)
 
 
-def _finite(x: Any) -> bool:
+def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -162,7 +162,7 @@ def build(
         eff = stats.main_effects(des, [list(_values(p, fid, m).values()) for p in points])
         if eff is not None:
             effects.append(_effects(info, des, eff))
-    body = {
+    body: dict[str, Any] = {
         "metrics": metrics,
         "points": rows,
         "best": best,

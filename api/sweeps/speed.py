@@ -62,7 +62,7 @@ def setting(settings: Settings) -> Speed:
 
 def speed(session: Session, settings: Settings) -> Speed:
     """Measured over the last runs, or the setting (see `probe`) when there are too few."""
-    key = str(session.get_bind().url)
+    key = str(session.get_bind().engine.url)
     hit = _cache.get(key)
     if hit is not None and time.monotonic() - hit[0] < TTL:
         return hit[1]

@@ -50,7 +50,7 @@ def t_quantile(df: int) -> float:
     return float(sps.t.ppf(0.5 + CONFIDENCE / 2, df))
 
 
-def estimate(values: Sequence[float]) -> Estimate:
+def estimate(values: Sequence[float] | np.ndarray) -> Estimate:
     x = np.asarray(values, dtype=float)
     n = len(x)
     if n == 0:
@@ -190,14 +190,15 @@ def main_effects(des: Design, values: Sequence[Sequence[float]]) -> Effects | No
     if not des.factors:
         return None
     cells: dict[tuple[int, ...], list[float]] = {}
-    for cell, obs in zip(des.cells, values, strict=True):
-        cells.setdefault(cell, []).extend(obs)
+    for cell, seen in zip(des.cells, values, strict=True):
+        cells.setdefault(cell, []).extend(seen)
     cells = {c: v for c, v in cells.items() if v}
     if len(cells) < 2:
         return None
     full = math.prod(len(f.levels) for f in des.factors)
     sizes = {len(v) for v in cells.values()}
     note = None
+    obs: dict[tuple[int, ...], list[float]]
     if des.factorial and (len(des.factors) == 1 or len(cells) == full):
         if len(des.factors) == 1 or len(sizes) == 1:
             basis, obs = "replications", cells
@@ -252,7 +253,7 @@ def _sequential(
         beta, *_ = np.linalg.lstsq(x, y, rcond=None)
         return float(((x @ beta - grand) ** 2).sum())
 
-    ss, chosen, base = [0.0] * k, [], 0.0
+    ss, chosen, base = [0.0] * k, list[int](), 0.0
     while len(chosen) < k:
         gains = {j: explained([*chosen, j]) - base for j in range(k) if j not in chosen}
         j = max(gains, key=gains.__getitem__)
