@@ -3,9 +3,12 @@ with the request it was first used for."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Protocol, TypeVar
 
 from fastapi import Header
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from api.exceptions import IdempotencyKeyReused, field_error
 
@@ -38,3 +41,34 @@ def replay(existing: K, fingerprint: str) -> K:
             ],
         )
     return existing
+
+
+R = TypeVar("R")
+
+
+def create_once(
+    session: Session,
+    *,
+    key: str | None,
+    fingerprint: str,
+    lookup: Callable[[str], K | None],
+    insert: Callable[[], R],
+) -> tuple[R | K, bool]:
+    """Create what a POST asks for, once per Idempotency-Key: `(made, True)` when `insert`
+    made it (committed here), `(earlier, False)` when the key already made it.
+
+    Concurrent retries of one request race on the key's unique index: the loser's commit
+    raises IntegrityError, and it replays what the winner made. `insert` may raise
+    anything else (a bad request, a limit); that propagates and nothing is stored.
+    """
+    if key is not None and (existing := lookup(key)) is not None:
+        return replay(existing, fingerprint), False
+    try:
+        made = insert()
+        session.commit()
+    except IntegrityError:
+        session.rollback()
+        if key is None or (existing := lookup(key)) is None:
+            raise
+        return replay(existing, fingerprint), False
+    return made, True

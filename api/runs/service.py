@@ -6,17 +6,17 @@ import difflib
 import hashlib
 import logging
 import uuid
+from functools import partial
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 import engine
 from api.exception_handlers import field_errors
 from api.exceptions import Conflict, InvalidScenario, NotFound, field_error
-from api.idempotency import replay
+from api.idempotency import create_once
 from api.limits import enforce_budget, reserve_runs
 from api.runs.schemas import RunCreate
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
@@ -110,70 +110,60 @@ def create(
     A created run that is queued is committed but not sent: the caller sends it
     (``api.dispatch.enqueue``), off the event loop."""
     runs = RunRepository(session)
-    print_ = fingerprint(body)
-    if idempotency_key is not None:
-        existing = runs.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
-        if existing is not None:
-            return replay(existing, print_), False
 
-    scenario, scenario_id, preset = _resolve(session, body, tenant_id=tenant_id)
-    # Over the budget is refused before anything is stored, a cache hit included: whether
-    # a request is accepted must not depend on what someone ran before.
-    source = next(f for f in ("scenario", "scenario_id", "preset") if getattr(body, f) is not None)
-    enforce_budget(scenario, settings, loc=("body", source))
-    seed = body.seed if body.seed is not None else scenario.seed
-    fields: dict[str, Any] = dict(
-        tenant_id=tenant_id,
-        scenario_id=scenario_id,
-        preset=preset,
-        scenario_name=scenario.name,
-        scenario_hash=scenario.scenario_hash(),
-        scenario=scenario_document(scenario),
-        seed=seed,
-        engine_version=engine.ENGINE_VERSION,
-        idempotency_key=idempotency_key,
-        request_fingerprint=print_,
-    )
-    cached = None
-    if body.cache == "reuse":
-        # The cache is per tenant. A hit across tenants would tell B that someone already
-        # simulated this exact network (a scenario describes a customer's WAN), hand B the
-        # id of A's run as source_run_id, and let B's reads of results and series go through
-        # A's run. Re-simulating is the price of that isolation; the results are the same
-        # to the bit anyway.
-        cached = runs.find_cached(
-            scenario_hash=fields["scenario_hash"],
+    def insert() -> Run:
+        scenario, scenario_id, preset = _resolve(session, body, tenant_id=tenant_id)
+        # Over the budget is refused before anything is stored, a cache hit included:
+        # whether a request is accepted must not depend on what someone ran before.
+        source = next(
+            f for f in ("scenario", "scenario_id", "preset") if getattr(body, f) is not None
+        )
+        enforce_budget(scenario, settings, loc=("body", source))
+        seed = body.seed if body.seed is not None else scenario.seed
+        fields: dict[str, Any] = dict(
+            tenant_id=tenant_id,
+            scenario_id=scenario_id,
+            preset=preset,
+            scenario_name=scenario.name,
+            scenario_hash=scenario.scenario_hash(),
+            scenario=scenario_document(scenario),
             seed=seed,
             engine_version=engine.ENGINE_VERSION,
-            tenant_id=tenant_id,
+            idempotency_key=idempotency_key,
+            request_fingerprint=print_,
         )
-    if cached is not None:
-        now = utcnow()
-        fields.update(
-            status=RunStatus.succeeded,
-            cache_hit=True,
-            source_run_id=cached.id,
-            progress=1.0,
-            started_at=now,
-            finished_at=now,
-        )
-    try:
-        if cached is None:
+        cached = None
+        if body.cache == "reuse":
+            # The cache is per tenant. A hit across tenants would tell B that someone
+            # already simulated this exact network (a scenario describes a customer's WAN),
+            # hand B the id of A's run as source_run_id, and let B's reads of results and
+            # series go through A's run. Re-simulating is the price of that isolation; the
+            # results are the same to the bit anyway.
+            cached = runs.find_cached(
+                scenario_hash=fields["scenario_hash"],
+                seed=seed,
+                engine_version=engine.ENGINE_VERSION,
+                tenant_id=tenant_id,
+            )
+        if cached is not None:
+            now = utcnow()
+            fields.update(
+                status=RunStatus.succeeded,
+                cache_hit=True,
+                source_run_id=cached.id,
+                progress=1.0,
+                started_at=now,
+                finished_at=now,
+            )
+        else:
             reserve_runs(session, tenant_id=tenant_id, count=1, settings=settings)
-        run = runs.create(**fields)
-        session.commit()
-    except IntegrityError:
-        # Two retries of one request raced on the Idempotency-Key: the first one won.
-        session.rollback()
-        existing = (
-            runs.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
-            if idempotency_key
-            else None
-        )
-        if existing is None:
-            raise
-        return replay(existing, print_), False
-    return run, True
+        return runs.create(**fields)
+
+    print_ = fingerprint(body)
+    lookup = partial(runs.by_idempotency_key, tenant_id=tenant_id)
+    return create_once(
+        session, key=idempotency_key, fingerprint=print_, lookup=lookup, insert=insert
+    )
 
 
 def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:

@@ -7,14 +7,14 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from functools import partial
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 import engine
 from api.exceptions import NotFound
-from api.idempotency import replay
+from api.idempotency import create_once
 from api.limits import reserve_runs
 from api.runs.service import scenario_document
 from api.sweeps import report, speed
@@ -44,35 +44,34 @@ def create(
     the points' validation warnings."""
     repo = SweepRepository(session)
     print_ = fingerprint(body, study_preset)
-    if idempotency_key is not None:
-        existing = repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
-        if existing is not None:
-            return replay(existing, print_), False, [], []
-    p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
-    try:
+    made: list[Run] = []
+    warned: list[str] = []
+
+    def insert() -> Sweep:
+        p = plan(session, tenant_id=tenant_id, body=body, settings=settings,
+                 study_preset=study_preset)
         sweep, runs = _insert(session, p, tenant_id=tenant_id, body=body, settings=settings,
                               idempotency_key=idempotency_key, study_preset=study_preset,
                               fingerprint=print_)
-        session.commit()
-    except IntegrityError:
-        # Concurrent retries of one request raced on the Idempotency-Key (the sweep's insert
-        # or the runs' may be where it shows): the first one won; this one replays it.
-        session.rollback()
-        existing = (
-            repo.by_idempotency_key(idempotency_key, tenant_id=tenant_id)
-            if idempotency_key
-            else None
-        )
-        if existing is None:
-            raise
-        return replay(existing, print_), False, [], []
+        made.extend(runs)
+        warned.extend(warnings(p))
+        return sweep
+
+    # The key's race may show at the sweep's insert or at its runs'; either way the first
+    # request won and this one replays it.
+    lookup = partial(repo.by_idempotency_key, tenant_id=tenant_id)
+    sweep, created = create_once(
+        session, key=idempotency_key, fingerprint=print_, lookup=lookup, insert=insert
+    )
+    if not created:
+        return sweep, False, [], []
     # Replication-major order: every point gets its first result early, so a partial
     # summary covers the whole design before it gets precise.
     queued = sorted(
-        (r for r in runs if r.status is RunStatus.queued),
+        (r for r in made if r.status is RunStatus.queued),
         key=lambda r: (r.replication or 0, r.point_index or 0),
     )
-    return sweep, True, [r.id for r in queued], warnings(p)
+    return sweep, True, [r.id for r in queued], warned
 
 
 def _insert(
