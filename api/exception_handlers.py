@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
@@ -15,7 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import compile_path
 
 from api import hints
-from api.exceptions import TcpfrError, json_pointer
+from api.exceptions import TcpfrError, field_errors
 from api.responses import ProblemResponse
 from engine import Scenario
 from store.db import database_unavailable
@@ -24,21 +24,6 @@ from store.repository import InvalidCursor
 log = logging.getLogger(__name__)
 
 PROBLEM_BASE = "urn:tcpfr:problem:"
-
-
-def field_errors(
-    errors: Iterable[Any], *, prefix: Sequence[str | int] = ()
-) -> list[dict[str, Any]]:
-    """Pydantic errors as ``{loc, msg, type, pointer}``, without the echoed input."""
-    out = []
-    for err in errors:
-        loc = [*prefix, *err.get("loc", ())]
-        item: dict[str, Any] = {"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")}
-        item.update({k: err[k] for k in ("line", "column") if k in err})
-        if loc and loc[0] == "body":
-            item["pointer"] = json_pointer(loc[1:])
-        out.append(item)
-    return out
 
 
 def problem(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 
@@ -74,12 +74,6 @@ class PayloadTooLarge(TcpfrError):
     slug = "payload-too-large"
 
 
-class NotAcceptable(TcpfrError):
-    status = 406
-    title = "Not acceptable"
-    slug = "not-acceptable"
-
-
 class UnsupportedMediaType(TcpfrError):
     status = 415
     title = "Unsupported media type"
@@ -115,3 +109,18 @@ def field_error(loc: Sequence[str | int], msg: str, type: str = "value_error") -
     if loc and loc[0] == "body":
         err["pointer"] = json_pointer(list(loc[1:]))
     return err
+
+
+def field_errors(
+    errors: Iterable[Any], *, prefix: Sequence[str | int] = ()
+) -> list[dict[str, Any]]:
+    """Pydantic errors as ``{loc, msg, type, pointer}``, without the echoed input."""
+    out = []
+    for err in errors:
+        loc = [*prefix, *err.get("loc", ())]
+        item: dict[str, Any] = {"loc": loc, "msg": err.get("msg", ""), "type": err.get("type", "")}
+        item.update({k: err[k] for k in ("line", "column") if k in err})
+        if loc and loc[0] == "body":
+            item["pointer"] = json_pointer(loc[1:])
+        out.append(item)
+    return out

@@ -28,6 +28,7 @@ from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
 from api.streams.endpoints import router as streams_router
 from api.streams.sse import Stopping, StreamSlots
+from api.sweeps.endpoints import preset_router as preset_sweeps_router
 from api.sweeps.endpoints import router as sweeps_router
 from api.ui import endpoints as ui
 from store.config import Settings, get_settings
@@ -184,7 +185,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ServeCached, owner=app)  # outermost: a hit skips everything else
     # Every route needs a key (when auth is on) but these: liveness and readiness, and the
     # presets, a public catalogue shipped with the engine that holds no tenant's data.
-    for router in (presets_router, health_router):
+    for router in (presets_router, preset_sweeps_router, health_router):
         app.include_router(router)
     for router in (
         runs_router,

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -23,6 +23,9 @@ from store.config import Settings
 from store.db import database_unavailable, make_engine, make_sessionmaker, session_scope
 from store.models import RunResult, RunSeries, RunStatus
 from store.runs import ResultRepository, RunRepository
+
+if TYPE_CHECKING:  # the engine itself is imported when a run starts (see Runner.run)
+    from engine.result import Result, Series
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -151,8 +154,6 @@ class Runner:
                     "traceback": traceback.format_exc(limit=20)[-4000:],
                 }
                 return self._finish(run_id, task_id, RunStatus.failed, error=error, beat=beat)
-            if getattr(result, "cancelled", False):
-                return self._finish(run_id, task_id, RunStatus.cancelled, beat=beat)
             # The heartbeat goes on while the result is stored, retries included: the run
             # stays visibly alive, so the reconciler does not hand it to another worker.
             beat.report(1.0)
@@ -206,10 +207,10 @@ class Runner:
         return status if self._persist(run_id, write, beat) else None
 
     def _store(
-        self, run_id: uuid.UUID, task_id: str, result: object, beat: Heartbeat
+        self, run_id: uuid.UUID, task_id: str, result: Result, beat: Heartbeat
     ) -> RunStatus | None:
         """The result, its series and the status change in one transaction, or none of them."""
-        data = result.model_dump(mode="python", exclude={"series"})  # type: ignore[attr-defined]
+        data = result.model_dump(mode="python", exclude={"series"})
         row = dict(
             run_id=run_id,
             engine_version=data["engine_version"],
@@ -225,7 +226,7 @@ class Runner:
             diagnosis=data.get("diagnosis") or {},
             extra={k: v for k, v in data.items() if k not in _RESULT_COLUMNS},
         )
-        series = result.series  # type: ignore[attr-defined]
+        series = result.series
 
         def write(session: Session, attempt: int) -> bool:
             # The rows are built afresh each try: a failed flush leaves its objects spent.
@@ -248,16 +249,16 @@ class Runner:
         return RunStatus.succeeded
 
 
-def _series_row(run_id: uuid.UUID, key: str, series: object) -> RunSeries:
-    t = list(series.t)  # type: ignore[attr-defined]
+def _series_row(run_id: uuid.UUID, key: str, series: Series) -> RunSeries:
+    t = list(series.t)
     return RunSeries(
         run_id=run_id,
         key=key,
-        unit=series.unit,  # type: ignore[attr-defined]
+        unit=series.unit,
         length=len(t),
         t_start=t[0] if t else None,
         t_end=t[-1] if t else None,
         codec=CODEC,
         t=encode(t),
-        v=encode(series.v),  # type: ignore[attr-defined]
+        v=encode(series.v),
     )

@@ -11,14 +11,14 @@ from sqlalchemy.orm import Session
 
 from api.compare import service
 from api.compare.schemas import CommonSeries, RunComparison
+from api.comparison import table
+from api.comparison.schemas import SummaryTable
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
 from api.series.endpoints import AggQuery
 from api.series.service import to_csv
-from api.sweeps import table
-from api.sweeps.schemas import SummaryTable
 from store.models import Run
 
 router = APIRouter(prefix="/v1/compare", tags=["compare"])

@@ -6,7 +6,7 @@ import uuid
 
 from pydantic import BaseModel, Field
 
-from api.sweeps.schemas import Comparison
+from api.comparison.schemas import Comparison
 
 
 class RunComparison(Comparison):

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from api.comparison import report, stats
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.series import downsample
 from api.series import service as series
-from api.sweeps import report, stats
 from store.models import Run, RunStatus
 from store.runs import ResultRepository, RunRepository
 from store.sweeps import SweepRepository

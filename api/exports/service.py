@@ -21,10 +21,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
+from api.comparison.report import METRICS
 from api.exceptions import Conflict
 from api.runs import service as runs
 from api.sweeps import service as sweeps
-from api.sweeps.report import METRICS
 from store.codec import decode
 from store.models import Run, RunStatus
 from store.runs import ResultRepository

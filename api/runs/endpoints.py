@@ -15,7 +15,7 @@ from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
 from api.runs import service
-from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut
+from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut, run_error
 from store.models import Run, RunResult, RunStatus
 from store.run_events import RunEventRepository
 from store.runs import RunRepository
@@ -28,12 +28,6 @@ def run_fields(run: Run) -> dict[str, Any]:
     """A run as `RunListItem` has it, JSON-ready: rendered once by orjson, with no second
     validation pass (the schema documents it; tests check documents against it)."""
     base = f"/v1/runs/{run.id}"
-    error = None
-    if run.error:
-        error = {
-            "type": str(run.error.get("type", "Error")),
-            "message": str(run.error.get("message", "")),
-        }
     return {
         "id": run.id,
         "status": run.status,
@@ -52,7 +46,7 @@ def run_fields(run: Run) -> dict[str, Any]:
         "started_at": run.started_at,
         "heartbeat_at": run.heartbeat_at,
         "finished_at": run.finished_at,
-        "error": error,
+        "error": run_error(run.error),
         "links": {
             "self": base,
             "series": f"{base}/series",

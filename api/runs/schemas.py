@@ -53,6 +53,13 @@ class RunError(BaseModel):
     message: str
 
 
+def run_error(stored: dict[str, Any] | None) -> dict[str, str] | None:
+    """A run's stored error as `RunError` shows it, JSON-ready (None when it has none)."""
+    if not stored:
+        return None
+    return {"type": str(stored.get("type", "Error")), "message": str(stored.get("message", ""))}
+
+
 class RunSummary(BaseModel):
     """The Result less its series and diagnosis (see docs/scenario.md)."""
 

@@ -14,8 +14,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 import engine
-from api.exception_handlers import field_errors
-from api.exceptions import Conflict, InvalidScenario, NotFound, field_error
+from api.exceptions import Conflict, InvalidScenario, NotFound, field_error, field_errors
 from api.idempotency import create_once
 from api.limits import enforce_budget, reserve_runs
 from api.runs.schemas import RunCreate

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 from sqlalchemy.orm import Session
 
+from api import csv_text
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.runs import service as runs
 from api.series import downsample
@@ -126,21 +126,6 @@ def frame(windows: Sequence[Window], shape: str) -> dict[str, np.ndarray | list]
 
 
 def to_csv(columns: dict[str, np.ndarray | list]) -> str:
-    names = list(columns)
-    out = io.StringIO()
-    out.write(",".join(_csv_field(n) for n in names) + "\n")
-    cols = [_csv_column(columns[n]) for n in names]
-    for row in zip(*cols, strict=True):
-        out.write(",".join(row))
-        out.write("\n")
-    return out.getvalue()
-
-
-def _csv_column(values: np.ndarray | list) -> list[str]:
-    if isinstance(values, np.ndarray):
-        return ["" if np.isnan(x) else repr(float(x)) for x in values.tolist()]
-    return [_csv_field(str(x)) for x in values]
-
-
-def _csv_field(s: str) -> str:
-    return '"' + s.replace('"', '""') + '"' if any(c in s for c in ',"\n') else s
+    """Columns of equal length as CSV: a header of their names, a line per index."""
+    cols = [c.tolist() if isinstance(c, np.ndarray) else c for c in columns.values()]
+    return csv_text.write(list(columns), zip(*cols, strict=True))

@@ -8,20 +8,24 @@ from typing import Annotated, Any
 
 import anyio
 from celery import Celery
-from fastapi import APIRouter, Query, Request, Response, status
+from fastapi import APIRouter, Body, Query, Request, Response, status
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from api.cache import DocumentCache
+from api.comparison import table
+from api.comparison.schemas import SummaryTable
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CacheDep, CeleryDep, Db, DbDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
+from api.exceptions import InvalidScenario, NotFound, field_error
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
-from api.sweeps import service, speed, table
+from api.runs.schemas import run_error
+from api.sweeps import service, speed
 from api.sweeps.schemas import (
-    SummaryTable,
+    PresetSweepCreate,
     SweepCreate,
     SweepListItem,
     SweepOut,
@@ -29,11 +33,14 @@ from api.sweeps.schemas import (
     SweepRun,
     SweepSummary,
 )
+from engine.presets import list_presets, load_study
 from store.config import Settings
 from store.models import Run, RunStatus, Sweep
 from store.sweeps import SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
+#: POST /v1/presets/{name}/sweep: a study preset launched as a sweep.
+preset_router = APIRouter(prefix="/v1/presets", tags=["presets"])
 
 DryRun = Annotated[
     bool,
@@ -220,12 +227,6 @@ async def get_sweep(
 
 
 def _run_item(run: Run) -> dict[str, Any]:
-    error = None
-    if run.error:
-        error = {
-            "type": str(run.error.get("type", "Error")),
-            "message": str(run.error.get("message", "")),
-        }
     return {
         "id": run.id,
         "point_index": run.point_index or 0,
@@ -238,7 +239,7 @@ def _run_item(run: Run) -> dict[str, Any]:
         "scenario_hash": run.scenario_hash,
         "started_at": run.started_at,
         "finished_at": run.finished_at,
-        "error": error,
+        "error": run_error(run.error),
         "links": {"self": f"/v1/runs/{run.id}"},
     }
 
@@ -334,4 +335,46 @@ async def get_sweep_summary(
 
     return await _conditional(
         db, cache, request, sweep_id, tenant_id, render, SweepSummary, shape
+    )
+
+
+@preset_router.post(
+    "/{name}/sweep",
+    operation_id="create_preset_sweep",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=SweepOut,
+    responses={**CREATE_RESPONSES, **problem_responses(401, 404, 422)},
+)
+async def create_preset_sweep(
+    name: str,
+    db: DbDep,
+    celery: CeleryDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+    body: Annotated[PresetSweepCreate | None, Body()] = None,
+    idempotency_key: IdempotencyKey = None,
+    dry_run: DryRun = False,
+) -> Response:
+    """Launch a study preset (`*-study`, e.g. `riverbed-study`) as a sweep, optionally with
+    other replications, seed or cache policy; `dry_run=true` prices it. Same answers as
+    POST /v1/sweeps."""
+    info = next((p for p in list_presets() if p.name == name), None)
+    if info is None:
+        raise NotFound(f"no preset named {name!r}")
+    if info.kind != "study":
+        raise InvalidScenario(
+            f"preset {name!r} is a single scenario: run it with POST /v1/runs",
+            errors=[field_error(["path", "name"], "not a study preset", "not_a_study")],
+        )
+    overrides = (body or PresetSweepCreate()).model_dump(exclude_none=True)
+    sweep = SweepCreate.model_validate({**load_study(name), **overrides})
+    return await submit(
+        db=db,
+        celery=celery,
+        settings=settings,
+        tenant_id=tenant_id,
+        body=sweep,
+        idempotency_key=idempotency_key,
+        dry_run=dry_run,
+        study_preset=name,
     )

@@ -16,8 +16,7 @@ from sqlalchemy.orm import Session
 
 import engine
 from api import hints
-from api.exception_handlers import field_errors
-from api.exceptions import InvalidScenario, OverBudget, Unprocessable, field_error
+from api.exceptions import InvalidScenario, OverBudget, Unprocessable, field_error, field_errors
 from api.limits import cost_of
 from api.runs.service import preset_scenario
 from api.sweeps.schemas import SweepCreate

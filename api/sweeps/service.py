@@ -13,11 +13,12 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 import engine
+from api.comparison import report
 from api.exceptions import NotFound
 from api.idempotency import create_once
 from api.limits import reserve_runs
 from api.runs.service import scenario_document
-from api.sweeps import report, speed
+from api.sweeps import speed
 from api.sweeps.plan import fingerprint, plan, warnings
 from api.sweeps.schemas import SweepCreate, SweepStatus
 from store.config import Settings

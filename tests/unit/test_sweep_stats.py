@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from api.sweeps import stats
+from api.comparison import stats
 
 pytestmark = pytest.mark.unit
 

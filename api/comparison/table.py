@@ -4,13 +4,12 @@ bytes, bit/s, fractions), for a spreadsheet or a data frame. CSV, or JSON record
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from fastapi import Query, Request
 
-from api.series.service import _csv_field
+from api import csv_text
 
 TableFormat = Annotated[
     Literal["json", "csv", "records"] | None,
@@ -92,29 +91,5 @@ def to_csv(table: Mapping[str, Any]) -> str:
     """A header line naming each column, with its unit where it has one
     (`goodput_bps.mean[bit/s]`), then a line per record; empty cells where there is no value."""
     names = [c["name"] for c in table["columns"]]
-    out = io.StringIO()
-    out.write(
-        ",".join(
-            _csv_field(c["name"] + (f"[{c['unit']}]" if c["unit"] else ""))
-            for c in table["columns"]
-        )
-    )
-    out.write("\n")
-    for rec in table["records"]:
-        out.write(",".join(_cell(rec.get(n)) for n in names))
-        out.write("\n")
-    return out.getvalue()
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return _csv_field(value)
-    return _csv_field(str(value))
+    header = [c["name"] + (f"[{c['unit']}]" if c["unit"] else "") for c in table["columns"]]
+    return csv_text.write(header, ([rec.get(n) for n in names] for rec in table["records"]))

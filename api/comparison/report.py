@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from api.sweeps import stats
+from api.comparison import stats
 
 # (metric, unit, better when) per flow kind: the figures a comparison is about.
 METRICS: dict[str, list[tuple[str, str, str]]] = {
