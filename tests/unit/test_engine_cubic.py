@@ -15,11 +15,11 @@ cubic region of RFC 9438 4.2 applies, not the Reno-friendly one (4.3).
 from types import SimpleNamespace
 
 import pytest
+from engine_helpers import bulk, one_link, run, script_loss, series, value_at
 
 from engine.recorder import TRACE_CAP
 from engine.tcp.cc.cubic import Cubic
 from engine.tcp.state import Phase, TcpState
-from tests.unit.engine_helpers import bulk, one_link, run, script_loss, series, value_at
 
 pytestmark = pytest.mark.unit
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from engine_helpers import link, tcp_opts
 
 from engine import Scenario, simulate
 from engine.framerelay import FrQueue, PvcDirection, PvcExit
 from engine.net import DropTail, Egress
 from engine.result import Result
 from engine.simulation import Network
-from tests.unit.engine_helpers import link, tcp_opts
 
 pytestmark = pytest.mark.unit
 

@@ -17,9 +17,9 @@ goodput lands between the two models.
 import math
 
 import pytest
+from engine_helpers import bulk, one_link, run
 
 from engine.diagnosis import mathis_bps
-from tests.unit.engine_helpers import bulk, one_link, run
 
 pytestmark = pytest.mark.unit
 

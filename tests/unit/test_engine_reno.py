@@ -40,8 +40,9 @@ def reno_state(cwnd: int, ssthresh: int = INFINITE_WINDOW) -> tuple[RenoGrowth, 
 
 
 def test_initial_window_and_ssthresh():
+    """The state record itself starts at IW = initial_cwnd segments (Reno's init adds
+    nothing to it)."""
     st = TcpState(MSS, 3)
-    RenoGrowth(None).init(st)
     assert st.cwnd == 3 * MSS
     assert st.ssthresh >= 1 << 40  # "arbitrarily high" (RFC 5681 3.1)
 

@@ -10,10 +10,7 @@ empty path; "one RTT" below is that loaded round trip, measured from the traces.
 from types import SimpleNamespace
 
 import pytest
-
-from engine.tcp.recovery.sack import SackRecovery
-from engine.tcp.state import TcpState
-from tests.unit.engine_helpers import (
+from engine_helpers import (
     LOSS_DELAY,
     LOSS_RATE,
     W,
@@ -25,6 +22,9 @@ from tests.unit.engine_helpers import (
     time_ack_reaches,
     value_at,
 )
+
+from engine.tcp.recovery.sack import SackRecovery
+from engine.tcp.state import TcpState
 
 pytestmark = pytest.mark.unit
 

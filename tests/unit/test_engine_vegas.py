@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from engine_helpers import bulk, dumbbell, run, series
 
 from engine.tcp.cc.vegas import Vegas
 from engine.tcp.state import TcpState
-from tests.unit.engine_helpers import bulk, dumbbell, run, series
 
 pytestmark = pytest.mark.unit
 
