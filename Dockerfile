@@ -13,6 +13,8 @@ WORKDIR /app
 COPY --chown=tcpfr pyproject.toml README.md ./
 COPY --chown=tcpfr engine ./engine
 COPY --chown=tcpfr store ./store
+COPY --chown=tcpfr settings ./settings
+COPY --chown=tcpfr messaging ./messaging
 COPY --chown=tcpfr api ./api
 COPY --chown=tcpfr worker ./worker
 COPY --chown=tcpfr client ./client

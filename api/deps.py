@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from api.auth import PresentedKey, tenant_for
 from api.cache import DocumentCache
 from api.ratelimit import RateLimiter
-from store.config import Settings
+from settings import Settings
 from store.models import DEFAULT_TENANT_ID
 
 P = ParamSpec("P")

@@ -17,7 +17,7 @@ from celery import Celery
 from sqlalchemy.orm import Session
 
 from api.deps import Db
-from store.dispatch import send_run
+from messaging import send_run
 from store.runs import RunRepository
 
 log = logging.getLogger(__name__)

@@ -7,7 +7,7 @@ import sys
 import orjson
 
 from api.main import create_app
-from store.config import Settings
+from settings import Settings
 
 
 def document() -> bytes:

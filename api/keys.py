@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from api.auth import KEY_PREFIX, new_key, prefix_of
-from store.config import Settings, get_settings
+from settings import Settings, get_settings
 from store.db import make_engine, make_sessionmaker
 from store.models import ApiKey
 from store.tenants import ApiKeyRepository, TenantRepository

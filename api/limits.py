@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from api.exceptions import InvalidScenario, OverBudget, TooManyRequests, field_error
 from engine import Scenario
 from engine.analysis import estimate
-from store.config import Settings
+from settings import Settings
 from store.runs import RunRepository
 
 Loc = Sequence[str | int]

@@ -31,14 +31,14 @@ from api.streams.sse import Stopping, StreamSlots
 from api.sweeps.endpoints import preset_router as preset_sweeps_router
 from api.sweeps.endpoints import router as sweeps_router
 from api.ui import endpoints as ui
-from store.config import Settings, get_settings
+from messaging import make_celery
+from settings import Settings, get_settings
 from store.db import (
     make_async_engine,
     make_async_sessionmaker,
     make_engine,
     make_sessionmaker,
 )
-from store.dispatch import make_celery
 
 DESCRIPTION = """\
 Packet-level simulation of TCP over Frame Relay and other WAN links, as a service.

@@ -12,7 +12,7 @@ from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 
 from api.exceptions import TooManyRequests
-from store.config import Settings
+from settings import Settings
 
 
 class RateLimiter:

@@ -24,9 +24,9 @@ import anyio
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 
-from store.config import Settings
+from messaging import queue_depth, send_run
+from settings import Settings
 from store.db import database_unavailable, session_scope
-from store.dispatch import queue_depth, send_run
 from store.models import Run, RunStatus
 from store.run_events import EventKind
 from store.runs import RunRepository

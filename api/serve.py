@@ -21,7 +21,7 @@ from types import FrameType
 from alembic import command
 from alembic.config import Config
 
-from store.config import Settings, get_settings
+from settings import Settings, get_settings
 
 log = logging.getLogger("tcpfr.serve")
 ROOT = Path(__file__).resolve().parent.parent

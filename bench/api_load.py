@@ -153,8 +153,8 @@ def prepare(base: str, env: dict[str, str]) -> dict[str, str]:
 def add_series(env: dict[str, str], run_id: uuid.UUID, n: int = 100_000) -> None:
     """A 100k-sample series on the run, written as a worker writes its series: the engine
     caps its own traces at 20k points, so this one is synthetic (a sawtooth with noise)."""
+    from settings import Settings
     from store.codec import CODEC, encode
-    from store.config import Settings
     from store.db import make_engine, make_sessionmaker
     from store.models import RunSeries
 

@@ -89,7 +89,7 @@ def serve(label: str, env: dict[str, str]) -> None:
 
     from api.main import create_app
     from api.serve import migrate
-    from store.config import Settings, get_settings
+    from settings import Settings, get_settings
     from store.db import make_engine, make_sessionmaker, session_scope
     from store.models import Run, RunResult, RunSeries, RunStatus
 

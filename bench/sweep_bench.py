@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from servicekit import PG_URL, REDIS_URL, ROOT, Stack, _base_env, _with_db, free_port  # noqa: E402
 
 from api.serve import api_command, worker_command  # noqa: E402
-from store.config import Settings  # noqa: E402
+from settings import Settings  # noqa: E402
 
 
 def sweep_body(replications: int) -> dict[str, Any]:

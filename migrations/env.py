@@ -6,7 +6,7 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from store.config import get_settings
+from settings import get_settings
 from store.db import make_engine
 from store.models import Base
 

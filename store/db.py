@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import (
 )
 from sqlalchemy.orm import Session, sessionmaker
 
-from store.config import Settings
+from settings import Settings
 
 
 def _json_dumps(value: Any) -> str:

@@ -182,7 +182,7 @@ def pg_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             capture_output=True,
         )
         from api.serve import api_command, worker_command
-        from store.config import Settings
+        from settings import Settings
 
         settings = Settings(
             _env_file=None,
@@ -216,7 +216,7 @@ def api_beside(base: Stack, name: str, **settings: str) -> Iterator[Stack]:
     env = {**base.env, "PORT": str(port), **settings}
     stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
     from api.serve import api_command
-    from store.config import Settings
+    from settings import Settings
 
     config = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
     try:

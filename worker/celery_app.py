@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from store.config import get_settings
-from store.dispatch import make_celery
+from messaging import make_celery
+from settings import get_settings
 
 settings = get_settings()
 logging.basicConfig(

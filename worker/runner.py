@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from settings import Settings
 from store.codec import CODEC, encode
-from store.config import Settings
 from store.db import database_unavailable, make_engine, make_sessionmaker, session_scope
 from store.models import RunResult, RunSeries, RunStatus
 from store.runs import ResultRepository, RunRepository

@@ -8,8 +8,8 @@ from functools import cache
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from store.config import get_settings
-from store.dispatch import TaskName
+from messaging import TaskName
+from settings import get_settings
 from worker.celery_app import app
 from worker.runner import Runner
 
@@ -23,7 +23,7 @@ def _runner() -> Runner:
     name=str(TaskName.run_simulation),
     bind=True,
     # Acknowledged when done, given back to the queue when the process running it dies
-    # (store.dispatch says why); the database decides who may run it.
+    # (messaging says why); the database decides who may run it.
     acks_late=True,
     reject_on_worker_lost=True,
     # Only a database that is away is worth retrying here: before the claim (nothing is

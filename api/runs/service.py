@@ -19,7 +19,7 @@ from api.idempotency import create_once
 from api.limits import enforce_budget, reserve_runs
 from api.runs.schemas import RunCreate
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
-from store.config import Settings
+from settings import Settings
 from store.models import Run, RunResult, RunStatus
 from store.runs import ResultRepository, RunRepository
 from store.scenarios import ScenarioRepository

@@ -15,7 +15,7 @@ from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
 from api.series import service
 from api.series.schemas import SeriesData, SeriesFrame, SeriesIndex
-from store.config import Settings
+from settings import Settings
 from store.models import Run
 
 router = APIRouter(prefix="/v1/runs/{run_id}", tags=["series"])

@@ -20,7 +20,7 @@ from api.runs import service as runs
 from api.runs.endpoints import run_fields
 from api.streams.sse import Event
 from api.sweeps import service as sweeps
-from store.config import Settings
+from settings import Settings
 from store.models import Run, RunEvent, RunStatus
 from store.run_events import EventKind, RunEventRepository
 

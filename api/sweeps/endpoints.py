@@ -34,7 +34,7 @@ from api.sweeps.schemas import (
     SweepSummary,
 )
 from engine.presets import list_presets, load_study
-from store.config import Settings
+from settings import Settings
 from store.models import Run, RunStatus, Sweep
 from store.sweeps import SweepRepository
 

@@ -21,7 +21,7 @@ from api.limits import cost_of
 from api.runs.service import preset_scenario
 from api.sweeps.schemas import SweepCreate
 from engine.study import Point, StudyError, expand, resolve_base, set_path
-from store.config import Settings
+from settings import Settings
 from store.scenarios import ScenarioRepository
 from store.sweeps import SweepRepository
 

@@ -21,7 +21,7 @@ from api.runs.service import scenario_document
 from api.sweeps import speed
 from api.sweeps.plan import fingerprint, plan, warnings
 from api.sweeps.schemas import SweepCreate, SweepStatus
-from store.config import Settings
+from settings import Settings
 from store.models import Run, RunStatus, Sweep
 from store.sweeps import Progress, SweepRepository
 from store.types import utcnow

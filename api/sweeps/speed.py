@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from store.config import Settings
+from settings import Settings
 from store.models import RunResult
 
 RECENT = 200  # runs the speed is measured over

@@ -105,7 +105,7 @@ def test_stalled_connections_do_not_hold_the_api_up(tmp_path: Path) -> None:
     import socket
 
     from api.serve import GRACEFUL_SHUTDOWN_SECONDS, api_command
-    from store.config import Settings
+    from settings import Settings
 
     port = free_port()
     env = {**os.environ, "TCPFR_DATA_DIR": str(tmp_path / "data"), "TCPFR_RECONCILE_INTERVAL": "0"}

@@ -177,7 +177,7 @@ def private_services() -> Iterator[tuple[PrivatePostgres, PrivateRedis]]:
 def worker_argv(env: dict[str, str], node: str, concurrency: int = 1) -> list[str]:
     """One ``celery worker`` process with its own node name (so a run's worker says which)."""
     from api.serve import worker_command
-    from store.config import Settings
+    from settings import Settings
 
     settings = Settings(_env_file=None, queue=env["TCPFR_QUEUE"], log_level="INFO")
     argv = worker_command(settings, concurrency=concurrency)
@@ -217,7 +217,7 @@ def private_stack(
         capture_output=True,
     )
     from api.serve import api_command
-    from store.config import Settings
+    from settings import Settings
 
     stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
     for node, concurrency in workers.items():

@@ -261,8 +261,8 @@ def test_a_run_never_sent_is_sent_by_the_reconciler(pg_stack: Stack) -> None:
 
 
 def test_a_redelivered_message_for_a_finished_run_does_nothing(pg_stack: Stack) -> None:
-    from store.config import Settings
-    from store.dispatch import make_celery, send_run
+    from messaging import make_celery, send_run
+    from settings import Settings
 
     with pg_stack.client as client:
         run = client.post("/v1/runs", json={"preset": "riverbed-t1-8k", "seed": 13}).json()

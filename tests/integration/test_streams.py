@@ -157,7 +157,7 @@ def idle_api(pg_stack: Stack) -> Iterator[Stack]:
     }
     stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
     from api.serve import api_command
-    from store.config import Settings
+    from settings import Settings
 
     try:
         stack.start("api", api_command(Settings(_env_file=None, port=port)))

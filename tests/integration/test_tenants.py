@@ -308,7 +308,7 @@ def test_auth_on_says_so(pg_auth_stack: Stack) -> None:
 def test_compose_runs_with_auth_on(monkeypatch: pytest.MonkeyPatch) -> None:
     import yaml
 
-    from store.config import Settings
+    from settings import Settings
 
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     for service in ("api", "migrate"):  # `docker compose run --rm api python -m api.keys`
@@ -320,7 +320,7 @@ def test_compose_runs_with_auth_on(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_route_but_the_public_ones_needs_a_key() -> None:
     """A router added later (sweeps, compare, ...) is protected unless made public on purpose."""
     from api.main import create_app
-    from store.config import Settings
+    from settings import Settings
 
     public = {"/healthz", "/readyz", "/v1/presets", "/v1/presets/{name}"}
     doc = create_app(Settings(_env_file=None)).openapi()

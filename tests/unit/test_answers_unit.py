@@ -66,7 +66,7 @@ def test_line_and_column() -> None:
 
 def test_a_sweeps_time_is_events_and_per_run_overhead_at_the_engine_speed() -> None:
     from api.sweeps.speed import Speed, probe, wall_seconds
-    from store.config import Settings
+    from settings import Settings
 
     s = Speed(events_per_second=100_000.0, run_overhead_events=25_000, basis="measured", runs=9)
     # 66 small runs (gupta-study): the overhead dominates; 2 workers share them.

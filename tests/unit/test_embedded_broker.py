@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kombu import Connection
 
-from store import broker
+from messaging import filesystem as broker
 
 pytestmark = pytest.mark.unit
 

@@ -2,11 +2,12 @@
 modules (function-level imports included: a cycle hidden inside a function is still a
 cycle), and the layers import only downwards.
 
-    engine  <-  store  <-  api, worker        client talks HTTP only
+    engine, settings  <-  store, messaging  <-  api, worker        client talks HTTP only
 
-`engine/` is the simulator and imports nothing of the service; `store/` (the database and
-the message contract) knows the engine's Result but no web code; `client/` is a separate
-program over the public API.
+`engine/` is the simulator and imports nothing of the service; `settings/` reads the
+environment; `store/` (the database) knows the engine's Result but no web code;
+`messaging/` is the message contract between the API and the workers (Celery, the embedded
+broker); `client/` is a separate program over the public API.
 """
 
 from __future__ import annotations
@@ -19,13 +20,15 @@ import pytest
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("engine", "store", "api", "worker", "client")
+PACKAGES = ("engine", "settings", "store", "messaging", "api", "worker", "client")
 #: What each package may import of the others (itself always).
 ALLOWED = {
     "engine": set(),
-    "store": {"engine"},
-    "worker": {"engine", "store"},
-    "api": {"engine", "store"},
+    "settings": set(),
+    "store": {"engine", "settings"},
+    "messaging": {"settings"},
+    "worker": {"engine", "settings", "store", "messaging"},
+    "api": {"engine", "settings", "store", "messaging"},
     "client": set(),
 }
 #: Third-party packages that would put web, broker or database code in the simulator.

@@ -11,8 +11,8 @@ import uuid
 
 from celery import Celery
 
-from store import broker  # noqa: F401  (registers the embedded broker's transport)
-from store.config import Settings
+from messaging import filesystem  # noqa: F401  (registers the embedded broker's transport)
+from settings import Settings
 
 
 class TaskName(enum.StrEnum):
@@ -38,7 +38,7 @@ def make_celery(settings: Settings, *, name: str = "tcpfr") -> Celery:
         # process dies under it (SIGKILL, out of memory), the worker gives the message back
         # to the queue for another process (reject_on_worker_lost) instead of acking it as
         # failed. A whole worker gone (host lost) acks nothing: Redis hands its message out
-        # again after the visibility timeout (store.config), and long before that the
+        # again after the visibility timeout (settings), and long before that the
         # reconciler sees the run's heartbeat stop and sends it again. Redelivery can
         # therefore repeat a run, never lose one; the database's conditional claim makes
         # the repeat a no-op (see store.runs).

@@ -5,7 +5,7 @@ the worker, and with it `make run`); here a message is written beside the folder
 renamed into it, which the file system does at once.
 
 Registered as the kombu transport ``tcpfr-filesystem`` when this module is imported;
-``store.dispatch`` imports it, so the API and the workers both know it.
+``messaging`` imports it, so the API and the workers both know it.
 """
 
 from __future__ import annotations

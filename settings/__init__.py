@@ -153,7 +153,7 @@ class Settings(BaseSettings):
 
     @property
     def celery_broker_url(self) -> str:
-        return self.broker_url or "tcpfr-filesystem://"  # store.broker
+        return self.broker_url or "tcpfr-filesystem://"  # messaging.filesystem
 
     @property
     def celery_transport_options(self) -> dict[str, Any]:
