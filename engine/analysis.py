@@ -30,7 +30,8 @@ class PathFacts:
     link_bps: float  # payload (goodput) capacity of the bottleneck for this flow alone
     share_bps: float  # the same, less CBR cross traffic, divided among TCP flows on it
     window_bytes: int | None
-    window_bps: float | None
+    window_bps: float | None  # effective window / base_rtt
+    pvc: str | None  # the PVC carrying the flow's data, if any
     bdp_bytes: float | None
     est_packets: int
     est_events: int
@@ -100,6 +101,7 @@ def _analyse(
             if best is None or share < best[3]:
                 best = (key, link.rate, capacity, share)
         span = topo.pvc_span(hops)
+        pvc_id = span.pvc.id if span is not None else None
         if span is not None:
             # The PVC's traffic contract caps the flow too: CIR plus the excess burst per
             # Tc (Tc = Bc/CIR), in frame bits on the first link it carries.
@@ -121,15 +123,20 @@ def _analyse(
             ack_way = sum(links[h.link_id].delay
                           + wire_bytes(links[h.link_id].encap, TCP_IP_HEADERS) * 8
                           / links[h.link_id].rate for h in back)
-            base_rtt = one_way + ack_way
             window = effective_window(f.tcp)
+            if window < payload:
+                # Segments are cut to the window: the round trip of the smaller packet.
+                one_way = sum(links[h.link_id].delay
+                              + wire_bytes(links[h.link_id].encap, window + TCP_IP_HEADERS)
+                              * 8 / links[h.link_id].rate for h in hops)
+            base_rtt = one_way + ack_way
             window_bps = window * 8 / base_rtt if base_rtt > 0 else math.inf
             bdp = capacity * base_rtt / 8
         facts[f.id] = PathFacts(
             flow=f.id, kind=f.kind, path=[_port_key(h) for h in hops], hops=len(hops),
             base_rtt=base_rtt, one_way_delay=one_way, bottleneck=key,
             bottleneck_rate_bps=rate, link_bps=capacity, share_bps=share,
-            window_bytes=window, window_bps=window_bps, bdp_bytes=bdp,
+            window_bytes=window, window_bps=window_bps, pvc=pvc_id, bdp_bytes=bdp,
             est_packets=0, est_events=0,
         )
     horizon = _estimate(scenario, facts, routes, topo)

@@ -123,6 +123,7 @@ class PvcDirection:
     __slots__ = (
         "env", "circuit", "forward", "opposite", "exit", "egress_at", "shaper",
         "cir", "bc", "be", "excess_rate", "committed", "excess", "refilled_at",
+        "admitted_bits", "first_port",
     )
 
     def __init__(self, env: Environment, circuit: Circuit, forward: bool):
@@ -140,13 +141,32 @@ class PvcDirection:
         self.excess_rate = self.be * self.cir / self.bc  # Be per Tc, Tc = Bc / CIR
         self.committed, self.excess = self.bc, self.be
         self.refilled_at = 0.0
+        self.admitted_bits = 0  # frame bits let through (committed or DE), for engine/usage
+        self.first_port: Egress | None = None
         self.shaper: Shaper | None = None
         if pvc.becn_shaping:
             floor = float(pvc.min_cir) if pvc.min_cir is not None else self.cir / 2
             self.shaper = Shaper(self.cir, floor, self.bc / self.cir)
 
+    @property
+    def long_run_rate(self) -> float:
+        """Frame bit/s the contract admits in the long run: CIR plus Be per Tc."""
+        return self.cir + self.excess_rate
+
+    def tokens(self, now: float) -> float:
+        """Frame bits the buckets would admit at once at `now` (read-only)."""
+        elapsed = now - self.refilled_at
+        return (min(self.bc, self.committed + elapsed * self.cir)
+                + min(self.be, self.excess + elapsed * self.excess_rate))
+
+    def allowance(self, t0: float, t1: float, tokens0: float) -> float:
+        """Most frame bits the policer can admit in [t0, t1] with `tokens0` at t0."""
+        return tokens0 + (t1 - t0) * self.long_run_rate + 2 * TOKEN_SLACK
+
     def attach(self, port: Egress) -> None:
         """Size the shaper's queue like the entry port's queue (first port seen wins)."""
+        if self.first_port is None:
+            self.first_port = port
         if self.shaper is not None and self.shaper.limit_packets is None \
                 and self.shaper.limit_bytes is None:
             queue = port.queue
@@ -196,6 +216,7 @@ class PvcDirection:
             self.circuit.excess_dropped += 1
             pkt.flow.dropped(pkt)
             return
+        self.admitted_bits += bits
         pkt.pvc = self
         port.accept(pkt)
 

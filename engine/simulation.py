@@ -21,6 +21,7 @@ from engine.net import Egress, make_loss, make_queue, stream
 from engine.recorder import LinkProbe, RateSampler, Trace
 from engine.result import Result
 from engine.scenario import Scenario
+from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
 
 SLICES = 100  # progress callbacks per run, at most
@@ -67,6 +68,7 @@ class Network:
             if flow.finite:
                 self.pending.add(flow.id)
             flow.schedule()
+        self.usage = {f.id: FlowUsage(env, f) for f in self.flows if isinstance(f, TcpFlow)}
         self.goodput = {f.id: Trace("bit/s", rate=True) for f in self.flows
                         if isinstance(f, TcpFlow)}
         tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
@@ -84,6 +86,9 @@ class Network:
         return ports
 
     def _flow_done(self, flow) -> None:
+        usage = self.usage.get(flow.id)
+        if usage is not None:
+            usage.on_done()
         self.pending.discard(flow.id)
         if not self.pending and self.scenario.stop_when_done and not self.finished:
             self.finished = True
@@ -186,5 +191,6 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         series=series,
         diagnosis={},
     )
-    result.diagnosis = diagnose(net.scenario, result)
+    shares = {fid: u.shares(end, result.flows[fid]) for fid, u in net.usage.items()}
+    result.diagnosis = diagnose(net.scenario, result, shares)
     return result
