@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 
 from engine.analysis import PathFacts, path_facts
+from engine.net import wire_bytes
+from engine.packet import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.units import format_rate
@@ -63,7 +65,7 @@ def diagnose(
             link = min(measured, key=lambda s: s.bound_bps)
         else:
             link = Share(f.bottleneck, f.share_bps, f.link_bps, 0.0)
-        policing = _policing(f, result, pvcs)
+        policing = _policing(f, result, pvcs, scenario, flow)
         out[flow.id] = _diagnose_tcp(flow, summary, f, link, policing, result.sim_time)
     return out
 
@@ -71,14 +73,15 @@ def diagnose(
 class _Policing:
     """A PVC whose policer discarded more of the path's frames than the links did."""
 
-    def __init__(self, pvc: Pvc, counters: PvcSummary, link_drops: int):
+    def __init__(self, pvc: Pvc, counters: PvcSummary, link_drops: int, frame_bits: int):
         self.pvc = pvc
         self.counters = counters
-        self.discards = counters.excess_dropped + counters.de_dropped
         self.link_drops = link_drops
+        self.frame_bits = frame_bits  # a full segment's frame on the PVC's first link
 
 
-def _policing(f: PathFacts, result: Result, pvcs: dict[str, Pvc]) -> _Policing | None:
+def _policing(f: PathFacts, result: Result, pvcs: dict[str, Pvc], scenario: Scenario,
+              flow: TcpBulkFlow) -> _Policing | None:
     if f.pvc is None or f.pvc not in result.pvcs:
         return None
     counters = result.pvcs[f.pvc]
@@ -86,7 +89,15 @@ def _policing(f: PathFacts, result: Result, pvcs: dict[str, Pvc]) -> _Policing |
                      for key in f.path if key in result.links)
     if counters.excess_dropped == 0 or counters.excess_dropped <= link_drops:
         return None
-    return _Policing(pvcs[f.pvc], counters, link_drops)
+    pvc = pvcs[f.pvc]
+    links = {link.id: link for link in scenario.links}
+    frame_bits = 0
+    for key in f.path:  # the first link the PVC carries leaves one of its routers
+        link_id, ends = key.split(":")
+        if ends.split(">")[0] in (pvc.src, pvc.dst):
+            frame_bits = wire_bytes(links[link_id].encap, flow.tcp.mss + TCP_IP_HEADERS) * 8
+            break
+    return _Policing(pvc, counters, link_drops, frame_bits)
 
 
 def _window_bound(f: PathFacts, flow: TcpBulkFlow, active: float) -> float | None:
@@ -193,6 +204,12 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link:
         assert pvc.bc is not None
         c = policing.counters
         burst = pvc.bc + pvc.be
+        if burst < policing.frame_bits:
+            return (f"PVC {pvc.id}'s contract ({_contract(pvc)}) discarded "
+                    f"{c.excess_dropped:,} frames: Bc + Be ({burst:,.0f} bit) is smaller than "
+                    f"one full frame ({policing.frame_bits:,} bit), so no full-sized segment "
+                    f"can ever pass. Raise Bc (or Be) to at least {policing.frame_bits:,} bit, "
+                    "or lower the MSS.")
         window_bits = w * 8
         raise_to = (f"; raise Be so that Bc + Be covers the window ({window_bits:,} bit), "
                     "letting the bursts through marked DE") if burst < window_bits else ""

@@ -55,3 +55,52 @@ def test_two_flows_running_together_are_each_bounded_by_what_the_other_left():
         assert d.bounds.link_bps == pytest.approx(rest, rel=0.05)
         assert d.limit == "link_capacity"
         assert "other traffic took" in d.advice
+
+
+# --- losses to a PVC's policer -------------------------------------------------------------
+
+
+def policed(bc: float, be: float = 0.0):
+    from tests.unit.test_engine_framerelay import fr_net, greedy, pvc
+
+    return run(fr_net(pvcs=[pvc(cir=256e3, bc=bc, be=be)], flows=[greedy(rcv_buf=65535)],
+                      duration=100.0))
+
+
+def test_losses_to_the_pvc_policer_are_attributed_to_its_contract():
+    """Bc = 32,000 bit (Tc = 125 ms) is under three 12,064-bit frames while TCP sends a
+    window of up to 44: the policer discards, no link drops anything. The diagnosis names
+    the PVC's contract and what to change, not "find and remove the loss"."""
+    result = policed(bc=32000)
+    p = result.pvcs["p"]
+    assert p.excess_dropped > 0
+    assert all(link.drops == 0 and link.error_drops == 0 for link in result.links.values())
+    d = result.diagnosis["f"]
+    assert d.limit == "pvc_policing"
+    for words in ("PVC p", "CIR 256 kbit/s", "Bc 32,000 bit", "Be 0 bit", "Tc 125 ms",
+                  f"discarded {p.excess_dropped:,} frames", "becn_shaping"):
+        assert words in d.advice
+    assert "remove the loss" not in d.advice
+
+
+def test_a_contract_smaller_than_one_frame_is_named_as_such():
+    result = policed(bc=8000)
+    assert result.flows["f"].bytes_delivered == 0
+    d = result.diagnosis["f"]
+    assert d.limit == "pvc_policing"
+    assert "smaller than one full frame (12,064 bit)" in d.advice
+
+
+def test_the_engine_cli_prints_pvc_statistics():
+    import io
+
+    from engine.cli import print_result
+
+    result = policed(bc=32000)
+    out = io.StringIO()
+    print_result(result, out)
+    text = out.getvalue()
+    p = result.pvcs["p"]
+    assert "\nPVCs\n" in text
+    assert f"excess_dropped={p.excess_dropped:,}" in text
+    assert f"frames={p.frames:,}" in text and f"de_marked={p.de_marked:,}" in text
