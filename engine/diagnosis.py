@@ -101,13 +101,15 @@ def _policing(f: PathFacts, result: Result, pvcs: dict[str, Pvc], scenario: Scen
 
 
 def _window_bound(f: PathFacts, flow: TcpBulkFlow, active: float) -> float | None:
-    """At most one window per base round trip; without a handshake the first window
-    leaves at the start, one round trip ahead of that pace."""
+    """At most one window per base round trip, plus the edges of a finite transfer: the
+    first window leaves at once (without a handshake to wait for) and a last segment
+    shorter than the others crosses faster. Both fade as the transfer lengthens."""
     if f.window_bps is None or f.base_rtt is None:
         return None
-    if flow.tcp.handshake or active <= 0:
+    if active <= 0:
         return f.window_bps
-    return f.window_bps * (1 + f.base_rtt / active)
+    edges = f.window_bps * f.base_rtt / active + flow.tcp.mss * 8 / active
+    return f.window_bps + edges
 
 
 def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Share,

@@ -6,10 +6,11 @@ nothing here exists and the packet path is untouched (zero cost).
 
 How it hooks in (all without extra events, except a delayed shaped frame):
 
-- A flow's path through a PVC gets two extra hops (`FrameRelay.wrap`): the PVC direction
-  object (`PvcDirection`) just before the first port the PVC carries, at the entry router,
-  and its `PvcExit` just after the last one, at the exit router. Both forward the packet by
-  calling the next hop's `accept` directly. The forward direction of a PVC runs from its
+- A flow's path through a PVC gets three extra hops (`FrameRelay.wrap`): the PVC direction
+  object (`PvcDirection`, the shaper) just before the first port the PVC carries, at the
+  entry router; its policer (`PvcIngress`) just after that port, where the access link
+  delivers the frame to the first switch; and its `PvcExit` just after the last port, at
+  the exit router. Each forwards the packet by calling the next hop's `accept` directly. The forward direction of a PVC runs from its
   `src` to its `dst` router; a flow's ACKs use the reverse direction of the same PVC.
 - Ports leaving an `fr_switch` node, and both directions of every `frame_relay` link, get
   `FrQueue`, a queue discipline wrapping the configured one (DropTail or RED).
@@ -19,13 +20,16 @@ What the model does:
 - **Counting.** CIR, Bc and Be count *frame bits*: the frame as serialised on the first
   link the PVC carries (`port.wire(size) * 8`; on a `frame_relay` link the IP datagram plus
   8 bytes of flags, Q.922 address, control, NLPID and FCS-16).
-- **Policing** (ITU-T I.370 / Q.922 contract, Tc = Bc / CIR), as two continuous token
-  buckets computed arithmetically at each frame's arrival (no timer): a committed bucket of
-  depth Bc refilled at CIR and an excess bucket of depth Be refilled at Be / Tc. A frame
-  that fits the committed bucket passes; else one that fits the excess bucket passes marked
-  DE; else it is discarded (`excess_dropped`). Both buckets start full. Over any interval
-  T the PVC admits at most Bc + CIR*T committed bits and Be + (Be/Tc)*T DE bits, which is
-  I.370's "Bc (Be) per Tc" as a sliding window rather than fixed, aligned Tc windows.
+- **Policing** (ITU-T I.370 / Q.922 contract, Tc = Bc / CIR) at the network's ingress:
+  the first switch judges each frame as it arrives from the access link, so the network
+  never sees more than the access rate and a burst waiting in the customer router's queue
+  is charged to the contract as the access link delivers it (a PVC whose CIR is the port
+  speed never discards). A frame within the committed allowance passes; else one within
+  the excess allowance passes marked DE; else it is discarded (`excess_dropped`). Two
+  disciplines count the allowances (`Pvc.policing`), both arithmetic at each arrival, no
+  timer: `token_bucket` (default), two continuous buckets (`TokenBucket`), and `interval`,
+  fixed consecutive Tc windows (`IntervalPolicer`). They agree in the long run only when
+  Bc and Be are whole numbers of frames; see their docstrings.
 - **Switch queues.** The queue's fill is measured when a frame arrives: packets waiting
   (the one being serialised excluded) / `limit_packets`, or queued bytes / `limit_bytes`.
   At or above `de_discard_threshold` a DE frame is discarded before the configured
@@ -41,7 +45,7 @@ What the model does:
   most once per Tc, not below `min_cir` (default CIR / 2). After 16 Tc without BECN the
   rate is divided by 0.75 once per Tc until it is back at CIR; those steps are applied
   lazily at the next frame or BECN and traced at the time they were due. A delayed frame
-  costs one event (its release to the policer and port); the shaper holds at most as
+  costs one event (its release to the access port); the shaper holds at most as
   many frames (or bytes) as the entry port's queue limit, and counts the overflow in
   `shaper_dropped`.
 - **Residual errors.** At the PVC's exit each frame is lost with probability
@@ -50,9 +54,7 @@ What the model does:
 
 What it simplifies:
 
-- The policer sits at the entry router, ahead of the access link's queue, rather than at
-  the network's UNI after the access link: a burst is policed before the access link
-  spreads it out. The same contract polices both directions of a PVC.
+- The same contract polices both directions of a PVC.
 - A frame larger than Bc (Bc + Be) can never be committed (sent at all): no debt is
   allowed in the buckets.
 - The shaper has no Bc/Be burst allowance (a pure rate spacer) and ignores FECN, as Cisco
@@ -117,13 +119,103 @@ class Circuit:
         return out
 
 
+COMMITTED, EXCESS, DISCARD = 0, 1, 2  # a policer's verdict on one frame
+
+
+class TokenBucket:
+    """Policing by two continuous token buckets (`policing: token_bucket`): a committed
+    bucket of depth Bc refilled at CIR and an excess bucket of depth Be refilled at Be / Tc,
+    computed arithmetically at each frame's arrival. Over any interval T it admits at most
+    Bc + CIR*T committed and Be + (Be/Tc)*T excess bits: I.370's "Bc (Be) per Tc" as a
+    sliding window. Tokens left over by a frame carry to the next, so the long-run rate is
+    CIR + Be/Tc whatever the frame size."""
+
+    __slots__ = ("cir", "bc", "be", "excess_rate", "committed", "excess", "refilled_at")
+
+    def __init__(self, cir: float, bc: float, be: float):
+        self.cir, self.bc, self.be = cir, bc, be
+        self.excess_rate = be * cir / bc  # Be per Tc, Tc = Bc / CIR
+        self.committed, self.excess = bc, be  # both start full
+        self.refilled_at = 0.0
+
+    def police(self, bits: int, now: float) -> int:
+        elapsed = now - self.refilled_at
+        if elapsed > 0:
+            self.refilled_at = now
+            c = self.committed + elapsed * self.cir
+            self.committed = c if c < self.bc else self.bc
+            e = self.excess + elapsed * self.excess_rate
+            self.excess = e if e < self.be else self.be
+        if self.committed + TOKEN_SLACK >= bits:
+            self.committed -= bits
+            return COMMITTED
+        if self.excess + TOKEN_SLACK >= bits:
+            self.excess -= bits
+            return EXCESS
+        return DISCARD
+
+    def tokens(self, now: float) -> float:
+        """Frame bits the buckets would admit at once at `now` (read-only)."""
+        elapsed = max(0.0, now - self.refilled_at)
+        return (min(self.bc, self.committed + elapsed * self.cir)
+                + min(self.be, self.excess + elapsed * self.excess_rate))
+
+    def allowance(self, t0: float, t1: float, tokens0: float) -> float:
+        """Most frame bits admitted in [t0, t1] with `tokens0` at t0."""
+        return tokens0 + (t1 - t0) * (self.cir + self.excess_rate) + 2 * TOKEN_SLACK
+
+
+class IntervalPolicer:
+    """Policing by fixed, consecutive measurement intervals Tc = Bc / CIR from t = 0
+    (`policing: interval`), as ITU-T I.370 states the contract: within each interval the
+    first Bc bits of frames pass, the next Be bits pass marked DE, the rest is discarded;
+    counts start afresh at each interval. A frame is admitted only whole, so what a frame
+    leaves unused of Bc (or Be) in an interval is lost: the long-run rate is
+    (floor(Bc / F) + floor(Be / F)) * F / Tc for frames of F bits, the token bucket's
+    CIR + Be/Tc only when Bc and Be are whole numbers of frames."""
+
+    __slots__ = ("bc", "be", "tc", "index", "committed", "excess")
+
+    def __init__(self, cir: float, bc: float, be: float):
+        self.bc, self.be = bc, be
+        self.tc = bc / cir
+        self.index = 0  # the interval the counts below belong to
+        self.committed, self.excess = bc, be  # what is left of Bc and Be in it
+
+    def _roll(self, now: float) -> None:
+        index = int(now / self.tc)
+        if index != self.index:
+            self.index = index
+            self.committed, self.excess = self.bc, self.be
+
+    def police(self, bits: int, now: float) -> int:
+        self._roll(now)
+        if self.committed + TOKEN_SLACK >= bits:
+            self.committed -= bits
+            return COMMITTED
+        if self.excess + TOKEN_SLACK >= bits:
+            self.excess -= bits
+            return EXCESS
+        return DISCARD
+
+    def tokens(self, now: float) -> float:
+        if int(now / self.tc) != self.index:
+            return self.bc + self.be
+        return self.committed + self.excess
+
+    def allowance(self, t0: float, t1: float, tokens0: float) -> float:
+        """What is left of the interval holding t0, then Bc + Be per interval begun."""
+        begun = int(t1 / self.tc) - int(t0 / self.tc)
+        return tokens0 + begun * (self.bc + self.be) + 2 * TOKEN_SLACK
+
+
 class PvcDirection:
-    """The entry hop of one PVC direction: optional BECN shaper, then the policer."""
+    """The entry hop of one PVC direction at its entry router (the optional BECN shaper),
+    and, through `ingress`, its policer at the network's edge."""
 
     __slots__ = (
-        "env", "circuit", "forward", "opposite", "exit", "egress_at", "shaper",
-        "cir", "bc", "be", "excess_rate", "committed", "excess", "refilled_at",
-        "admitted_bits", "first_port",
+        "env", "circuit", "forward", "opposite", "exit", "ingress", "egress_at", "shaper",
+        "cir", "policer", "long_run_rate", "admitted_bits", "first_port",
     )
 
     def __init__(self, env: Environment, circuit: Circuit, forward: bool):
@@ -133,35 +225,26 @@ class PvcDirection:
         self.forward = forward
         self.opposite: PvcDirection | None = None
         self.exit = PvcExit(self)
+        self.ingress = PvcIngress(self)
         # The FrQueue of the port this direction leaves each node by (for BECN lookups).
         self.egress_at: dict[str, FrQueue] = {}
-        self.cir = float(pvc.cir)
-        self.bc = float(pvc.bc)
-        self.be = float(pvc.be)
-        self.excess_rate = self.be * self.cir / self.bc  # Be per Tc, Tc = Bc / CIR
-        self.committed, self.excess = self.bc, self.be
-        self.refilled_at = 0.0
+        self.cir = cir = float(pvc.cir)
+        bc, be = float(pvc.bc), float(pvc.be)
+        kind = IntervalPolicer if pvc.policing == "interval" else TokenBucket
+        self.policer = kind(cir, bc, be)
+        self.long_run_rate = cir + be * cir / bc  # frame bit/s: CIR plus Be per Tc
         self.admitted_bits = 0  # frame bits let through (committed or DE), for engine/usage
         self.first_port: Egress | None = None
         self.shaper: Shaper | None = None
         if pvc.becn_shaping:
-            floor = float(pvc.min_cir) if pvc.min_cir is not None else self.cir / 2
-            self.shaper = Shaper(self.cir, floor, self.bc / self.cir)
-
-    @property
-    def long_run_rate(self) -> float:
-        """Frame bit/s the contract admits in the long run: CIR plus Be per Tc."""
-        return self.cir + self.excess_rate
+            floor = float(pvc.min_cir) if pvc.min_cir is not None else cir / 2
+            self.shaper = Shaper(cir, floor, bc / cir, bc + be)
 
     def tokens(self, now: float) -> float:
-        """Frame bits the buckets would admit at once at `now` (read-only)."""
-        elapsed = now - self.refilled_at
-        return (min(self.bc, self.committed + elapsed * self.cir)
-                + min(self.be, self.excess + elapsed * self.excess_rate))
+        return self.policer.tokens(now)
 
     def allowance(self, t0: float, t1: float, tokens0: float) -> float:
-        """Most frame bits the policer can admit in [t0, t1] with `tokens0` at t0."""
-        return tokens0 + (t1 - t0) * self.long_run_rate + 2 * TOKEN_SLACK
+        return self.policer.allowance(t0, t1, tokens0)
 
     def attach(self, port: Egress) -> None:
         """Size the shaper's queue like the entry port's queue (first port seen wins)."""
@@ -174,51 +257,58 @@ class PvcDirection:
             self.shaper.limit_bytes = queue.limit_bytes
 
     def accept(self, pkt: Packet) -> None:
-        """A frame enters the PVC at its entry router, heading for the next port."""
+        """A frame enters the PVC at its entry router, heading for the access link."""
         self.circuit.frames += 1
         pkt.hop += 1
+        pkt.pvc = self
         shaper = self.shaper
         if shaper is None:
-            self._police(pkt)
+            pkt.path[pkt.hop].accept(pkt)
             return
         env = self.env
         now = env._now
-        bits = pkt.path[pkt.hop].wire(pkt.size) * 8
-        release = shaper.release_time(bits, now)
+        port = pkt.path[pkt.hop]
+        release = shaper.release_time(port.wire(pkt.size) * 8, now)
         if release is None:
             self.circuit.shaper_dropped += 1
             pkt.flow.dropped(pkt)
         elif release > now:
-            Call(env, release - now, self._police, pkt)
+            Call(env, release - now, port.accept, pkt)
         else:
-            self._police(pkt)
+            port.accept(pkt)
 
-    def _police(self, pkt: Packet) -> None:
-        port = pkt.path[pkt.hop]
-        bits = port.wire(pkt.size) * 8
-        now = self.env._now
-        elapsed = now - self.refilled_at
-        if elapsed > 0:
-            self.refilled_at = now
-            c = self.committed + elapsed * self.cir
-            self.committed = c if c < self.bc else self.bc
-            e = self.excess + elapsed * self.excess_rate
-            self.excess = e if e < self.be else self.be
-        if self.committed + TOKEN_SLACK >= bits:
-            self.committed -= bits
-        elif self.excess + TOKEN_SLACK >= bits:
-            self.excess -= bits
-            pkt.de = True
-            circuit = self.circuit
-            circuit.de_marked += 1
-            circuit.de_trace.add(now, circuit.de_marked)
-        else:
-            self.circuit.excess_dropped += 1
+
+class PvcIngress:
+    """Where the network polices a PVC direction: at the far end of the first link the
+    PVC carries (the access link into the first switch), as each frame arrives from it.
+    The network can never receive more than the access rate, so a burst queued at the
+    customer's router is charged to the buckets as the access link delivers it."""
+
+    __slots__ = ("direction",)
+
+    def __init__(self, direction: PvcDirection):
+        self.direction = direction
+
+    def accept(self, pkt: Packet) -> None:
+        direction = self.direction
+        path = pkt.path
+        hop = pkt.hop
+        bits = path[hop - 1].wire(pkt.size) * 8  # the frame as the access link carried it
+        now = direction.env._now
+        verdict = direction.policer.police(bits, now)
+        if verdict == DISCARD:
+            direction.circuit.excess_dropped += 1
             pkt.flow.dropped(pkt)
             return
-        self.admitted_bits += bits
-        pkt.pvc = self
-        port.accept(pkt)
+        if verdict == EXCESS and not pkt.de:
+            pkt.de = True
+            circuit = direction.circuit
+            circuit.de_marked += 1
+            circuit.de_trace.add(now, circuit.de_marked)
+        direction.admitted_bits += bits
+        hop += 1
+        pkt.hop = hop
+        path[hop].accept(pkt)
 
 
 class PvcExit:
@@ -255,10 +345,12 @@ class Shaper:
     __slots__ = (
         "cir", "floor", "tc", "rate", "free_at", "_waiting", "queued_bytes",
         "limit_packets", "limit_bytes", "last_down", "quiet_from", "up_steps", "trace",
+        "burst",
     )
 
-    def __init__(self, cir: float, floor: float, tc: float):
+    def __init__(self, cir: float, floor: float, tc: float, burst: float):
         self.cir, self.floor, self.tc = cir, floor, tc
+        self.burst = burst  # Bc + Be
         self.rate = cir
         self.free_at = 0.0
         self._waiting: deque = deque()  # (release time, bytes) of frames not yet released
@@ -391,7 +483,8 @@ class FrameRelay:
         for port in carried:
             if isinstance(port.queue, FrQueue):
                 direction.egress_at.setdefault(port.src, port.queue)
-        return (*ports[:first], direction, *carried, direction.exit, *ports[last:])
+        return (*ports[:first], direction, carried[0], direction.ingress, *carried[1:],
+                direction.exit, *ports[last:])
 
     def summaries(self) -> dict[str, PvcSummary]:
         return {cid: c.summary() for cid, c in self.circuits.items()}

@@ -286,6 +286,14 @@ class Pvc(_Model):
     size with a unit: "64kbit", "8kB"); default cir x 1 s."""
     be: Annotated[Bits, Field(le=MAX_INT)] = Field(default=0, ge=0)
     """Excess burst in bits per Tc, as bc: sent marked DE; beyond bc + be frames are dropped."""
+    policing: Literal["token_bucket", "interval"] = "token_bucket"
+    """How the network's ingress (the first switch, as frames arrive from the access link)
+    counts Bc and Be. `token_bucket`: two continuous buckets (depth bc refilled at cir,
+    depth be refilled at be / Tc), leftover tokens carry over, so the long-run rate is
+    cir + be / Tc for any frame size. `interval`: fixed consecutive Tc windows from t = 0,
+    the first bc bits of whole frames committed, the next be bits DE, counts reset each
+    window; a part of bc or be smaller than the next frame is lost, so the long-run rate
+    is lower unless bc and be are whole numbers of frames."""
     becn_shaping: bool = False
     """Shape to CIR and step the rate down by 0.75 on BECN (at most once per Tc) toward
     min_cir; step back up after 16 Tc without BECN (adaptive shaping)."""

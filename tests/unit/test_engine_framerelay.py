@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from engine import Scenario, simulate
-from engine.framerelay import FrQueue, PvcDirection, PvcExit
+from engine.framerelay import FrQueue, PvcDirection, PvcExit, PvcIngress
 from engine.net import DropTail, Egress
 from engine.result import Result
 from engine.simulation import Network
@@ -36,13 +36,14 @@ def fr_net(
     third_router: bool = False,
     duration: float = 100.0,
     seed: int = 1,
+    delay: float = 0.02,
 ) -> Scenario:
     nodes = [("h1", "host"), ("r1", "router"), ("sw", "fr_switch"), ("r2", "router"),
              ("h2", "host")]
     links = [
         link("lan1", "h1", "r1", rate=10e6, delay=0.0001, encap="ethernet"),
-        link("a1", "r1", "sw", rate=T1, delay=0.02, encap="frame_relay"),
-        link("a2", "sw", "r2", rate=a2_rate, delay=0.02, encap="frame_relay",
+        link("a1", "r1", "sw", rate=T1, delay=delay, encap="frame_relay"),
+        link("a2", "sw", "r2", rate=a2_rate, delay=delay, encap="frame_relay",
              limit_packets=a2_limit),
         link("lan2", "r2", "h2", rate=10e6, delay=0.0001, encap="ethernet"),
     ]
@@ -103,7 +104,8 @@ def test_be_zero_holds_a_greedy_tcp_flow_to_cir():
                       flows=[greedy(rcv_buf=65535)], duration=300.0)
     result = simulate(scenario)
     p = result.pvcs["p"]
-    rate = frame_rate_on(result, "a1:r1>sw")  # only the policed data direction crosses it
+    # The switch polices frames as they arrive from a1: what it admits leaves by a2.
+    rate = frame_rate_on(result, "a2:sw>r2")
     assert rate <= cir * 1.02
     assert rate > 0.5 * cir  # the cap binds; TCP is not starved
     assert result.flows["f"].goodput_bps < cir
@@ -114,7 +116,7 @@ def test_be_zero_passes_exactly_cir_of_a_cbr_stream_above_it():
     cir = 256e3
     result = simulate(fr_net(pvcs=[pvc(cir=cir, bc=32000, be=0)],
                              flows=[cbr("u", frame_rate=2 * cir)], duration=200.0))
-    assert frame_rate_on(result, "a1:r1>sw") == pytest.approx(cir, rel=0.02)
+    assert frame_rate_on(result, "a2:sw>r2") == pytest.approx(cir, rel=0.02)
     p = result.pvcs["p"]
     assert p.excess_dropped == pytest.approx(p.frames / 2, rel=0.02)
     assert result.flows["u"].packets_dropped == p.excess_dropped
@@ -136,6 +138,59 @@ def test_frames_beyond_bc_are_marked_de_and_beyond_bc_plus_be_dropped(frame_rate
         assert p.excess_dropped == 0
     t, v = result.series["pvc.p.de_marked"].t, result.series["pvc.p.de_marked"].v
     assert v[-1] == p.de_marked and t == sorted(t)
+
+
+@pytest.mark.parametrize("delay", [0.02, 0.05])
+@pytest.mark.parametrize("be", [0, 193_000])
+def test_a_pvc_whose_cir_is_the_port_speed_never_polices_a_single_transfer(delay, be):
+    """The switch polices frames as they arrive from the access link, which delivers at
+    most the port speed: with CIR = the T1 port speed the committed bucket (Bc = CIR / 8)
+    refills during each frame's own serialisation as fast as the frame drains it. So a TCP
+    transfer whose window bursts faster than that into the router's queue loses nothing
+    and is marked nothing, and gets the T1's payload rate (1460 of each 1508 frame bytes)
+    less slow start, even with Be = 0 and 50 ms access links."""
+    scenario = fr_net(pvcs=[pvc(cir=T1, bc=T1 / 8, be=be)],
+                      flows=[greedy(rcv_buf=65535)], duration=60.0, delay=delay)
+    result = simulate(scenario)
+    p = result.pvcs["p"]
+    assert p.excess_dropped == 0 and p.de_marked == 0
+    assert result.links["a1:r1>sw"].queue_max > 10  # the window did burst into the router
+    payload_rate = T1 * 1460 / 1508
+    assert result.flows["f"].goodput_bps > 0.95 * payload_rate
+
+
+# --- policing discipline: Tc intervals or token buckets ----------------------------------
+
+
+def policed_rate(policing: str, bc: float, be: float = 0.0) -> float:
+    """Frame bit/s a CBR stream at twice the CIR gets through a PVC (the switch -> r2 port
+    carries only what the policer admits)."""
+    cir = 256e3
+    result = simulate(fr_net(pvcs=[pvc(cir=cir, bc=bc, be=be, policing=policing)],
+                             flows=[cbr("u", frame_rate=2 * cir)], duration=100.0))
+    return frame_rate_on(result, "a2:sw>r2")
+
+
+def test_interval_and_token_bucket_policing_agree_when_bc_is_whole_frames():
+    """Bc = 8 frames of 4,384 bits: each Tc interval passes exactly Bc, and the bucket
+    refills exactly Bc per Tc: both give CIR in the long run."""
+    bc = 8 * FRAME_BITS
+    bucket, interval = policed_rate("token_bucket", bc), policed_rate("interval", bc)
+    assert bucket == pytest.approx(256e3, rel=0.01)
+    assert interval == pytest.approx(bucket, rel=0.01)
+
+
+@pytest.mark.parametrize("be_frames", [0, 1.5])
+def test_interval_policing_loses_the_part_of_bc_and_be_smaller_than_a_frame(be_frames):
+    """Bc = 2.5 frames, Be = 0 or 1.5 frames. Per Tc interval the switch commits the 2
+    whole frames that fit Bc and marks DE the 1 that fits Be; the half frame left of each
+    is lost when the interval ends: (floor(Bc/F) + floor(Be/F)) * F / Tc = 0.8 x CIR (1.2 x
+    with Be). The token bucket carries it over: CIR + Be/Tc = 1 x CIR (1.6 x)."""
+    cir, bc, be = 256e3, 2.5 * FRAME_BITS, be_frames * FRAME_BITS
+    tc = bc / cir
+    whole = (2 + int(be_frames)) * FRAME_BITS / tc
+    assert policed_rate("interval", bc, be) == pytest.approx(whole, rel=0.01)
+    assert policed_rate("token_bucket", bc, be) == pytest.approx(cir + be / tc, rel=0.01)
 
 
 # --- switch queues ------------------------------------------------------------------------
@@ -259,8 +314,10 @@ def test_pvc_entry_and_exit_are_spliced_around_the_hops_it_carries():
     scenario = fr_net(pvcs=[pvc(cir=T1)], flows=[greedy()])
     net = Network(scenario, 1)
     fwd = net._path("h1", "h2")
-    assert [type(h) for h in fwd] == [Egress, PvcDirection, Egress, Egress, PvcExit, Egress]
-    assert fwd[1].forward and [fwd[2].key, fwd[3].key] == ["a1:r1>sw", "a2:sw>r2"]
+    assert [type(h) for h in fwd] == [Egress, PvcDirection, Egress, PvcIngress, Egress,
+                                      PvcExit, Egress]
+    assert fwd[1].forward and [fwd[2].key, fwd[4].key] == ["a1:r1>sw", "a2:sw>r2"]
+    assert fwd[3] is fwd[1].ingress  # policed at the switch, after the access link
     rev = net._path("h2", "h1")
     assert not rev[1].forward and rev[1].opposite is fwd[1]
     assert isinstance(net.ports[("a2", "sw", "r2")].queue, FrQueue)
