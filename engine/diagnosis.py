@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 from engine.analysis import PathFacts, path_facts
-from engine.net import wire_bytes
+from engine.net import link_wire
 from engine.packet import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
@@ -95,7 +95,7 @@ def _policing(f: PathFacts, result: Result, pvcs: dict[str, Pvc], scenario: Scen
     for key in f.path:  # the first link the PVC carries leaves one of its routers
         link_id, ends = key.split(":")
         if ends.split(">")[0] in (pvc.src, pvc.dst):
-            frame_bits = wire_bytes(links[link_id].encap, flow.tcp.mss + TCP_IP_HEADERS) * 8
+            frame_bits = link_wire(links[link_id], flow.tcp.mss + TCP_IP_HEADERS) * 8
             break
     return _Policing(pvc, counters, link_drops, frame_bits)
 

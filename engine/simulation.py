@@ -46,8 +46,9 @@ class Network:
                 name = f"link:{link.id}:{src}>{dst}"
                 loss = None
                 if link.loss.direction in (direction, "both"):
-                    loss = make_loss(link.loss, stream(seed, name + ":loss"), link.encap)
-                queue = make_queue(link.queue, stream(seed, name + ":queue"))
+                    loss = make_loss(link.loss, stream(seed, name + ":loss"), link.encap,
+                                     link.overhead_bytes)
+                queue = make_queue(link.queue_of(direction), stream(seed, name + ":queue"))
                 port = Egress(env, link, src, dst, queue, loss)
                 port.probe = LinkProbe(port)
                 self.ports[(link.id, src, dst)] = port
