@@ -33,18 +33,21 @@ What the model does:
 - **Switch queues.** The queue's fill is measured when a frame arrives: packets waiting
   (the one being serialised excluded) / `limit_packets`, or queued bytes / `limit_bytes`.
   At or above `de_discard_threshold` a DE frame is discarded before the configured
-  discipline is asked (`de_dropped`); a frame the discipline admits while the fill is at or
-  above `congestion_threshold` is marked FECN. A frame of a PVC leaving a node where the
-  port carrying the *opposite* direction of that PVC is at or above `congestion_threshold`
-  at that moment is marked BECN. Each frame is counted once per mark however many
+  discipline is asked (`de_dropped`). Congestion marking judges, by default, the queue
+  length averaged over regeneration cycles as ANSI T1.618 Annex A describes it
+  (`CycleAverage`; `congestion_measure: instantaneous` judges the fill above instead): a
+  frame the discipline admits while that fill is at or above `congestion_threshold` is
+  marked FECN, and a frame of a PVC leaving a node where the port carrying the *opposite*
+  direction of that PVC is at or above it at that moment is marked BECN. Each frame is counted once per mark however many
   switches mark it.
 - **BECN-adaptive shaping** (`becn_shaping: true`), per direction at the entry router,
-  Cisco-like: the shaper spaces frames at a current rate starting at CIR (frame i leaves
-  at max(arrival, previous departure + previous bits / rate)). When a BECN-marked frame of
-  the opposite direction leaves the PVC at this router, the rate is multiplied by 0.75, at
-  most once per Tc, not below `min_cir` (default CIR / 2). After 16 Tc without BECN the
-  rate is divided by 0.75 once per Tc until it is back at CIR; those steps are applied
-  lazily at the next frame or BECN and traced at the time they were due. A delayed frame
+  as Cisco IOS Frame Relay traffic shaping with `frame-relay adaptive-shaping becn` does
+  it: the shaper spaces frames at a current rate starting at CIR (frame i leaves at
+  max(arrival, previous departure + previous bits / rate)). When a BECN-marked frame of
+  the opposite direction leaves the PVC at this router, the rate is cut by 25%, at most
+  once per Tc, not below `min_cir` (default CIR / 2, Cisco's mincir default). After 16 Tc
+  without BECN the rate grows by (Bc + Be) / 16 bits per Tc, once per Tc, until it is
+  back at CIR (from CIR / 2 with Be = 0, 8 steps). Those steps are applied lazily at the next frame or BECN and traced at the time they were due. A delayed frame
   costs one event (its release to the access port); the shaper holds at most as
   many frames (or bytes) as the entry port's queue limit, and counts the overflow in
   `shaper_dropped`.
@@ -79,6 +82,7 @@ from engine.scenario import FrSwitchSpec, Pvc, Scenario
 
 STEP_DOWN = 0.75  # rate multiplier per BECN step (Cisco adaptive shaping)
 QUIET_INTERVALS = 16  # Tc intervals without BECN before the rate steps back up
+STEP_UP_SHARE = 16  # each step back up adds (Bc + Be) / 16 per Tc to the rate
 TOKEN_SLACK = 1e-6  # bits: absorbs rounding of refill * rate == frame bits
 
 
@@ -403,15 +407,78 @@ class Shaper:
         while self.up_steps < due and self.rate < self.cir:
             at = self.quiet_from + self.up_steps * self.tc
             self.up_steps += 1
-            self.rate = min(self.cir, self.rate / STEP_DOWN)
+            self.rate = min(self.cir, self.rate + self.burst / STEP_UP_SHARE / self.tc)
             self.trace.add(at, self.rate)
+
+
+class CycleAverage:
+    """A port's queue length averaged over regeneration cycles, as ANSI T1.618 Annex A
+    has a frame relay switch judge incipient congestion (the algorithm DECbit introduced):
+    a cycle begins when the outgoing circuit goes from idle to busy and runs through the
+    busy period and the idle period after it; at any moment the average is the area under
+    the queue length (frames or bytes in the port, the one being sent included) over the
+    previous cycle and the current one so far, divided by their duration. Averaging over
+    whole cycles ignores a burst that the port is about to clear. (The standard's text is
+    not public; the algorithm is as Stallings, "Data and Computer Communications", ch.
+    "Congestion Control", figure "A Frame Relay Algorithm", and Jain & Ramakrishnan's
+    DECbit papers describe it.)
+
+    O(1) per frame: the area of the frames still in the port is booked in full when they
+    are admitted (each stays from its arrival to the end of its transmission, which the
+    port's arithmetic fixes then) and the part after `now` is subtracted with running sums
+    of their end times.
+    """
+
+    __slots__ = ("by_bytes", "prev_start", "prev_area", "start", "booked", "ends",
+                 "end_sum", "weight_sum")
+
+    def __init__(self, by_bytes: bool):
+        self.by_bytes = by_bytes
+        self.prev_start = self.start = 0.0
+        self.prev_area = 0.0
+        self.booked = 0.0  # sum of weight * (end - arrival) over the current cycle's frames
+        self.ends: deque = deque()  # (end of transmission, weight) of the frames in the port
+        self.end_sum = 0.0  # sum of weight * end over `ends`
+        self.weight_sum = 0.0  # sum of weight over `ends`: the queue length
+
+    def _trim(self, now: float) -> None:
+        ends = self.ends
+        while ends and ends[0][0] <= now:
+            end, weight = ends.popleft()
+            self.end_sum -= weight * end
+            self.weight_sum -= weight
+        if not ends:
+            self.end_sum = self.weight_sum = 0.0  # no rounding left behind when idle
+
+    def arrival(self, now: float) -> None:
+        """A frame arrives: an idle port starts a new cycle here."""
+        self._trim(now)
+        if not self.ends and now > self.start and self.booked > 0:
+            self.prev_start, self.prev_area = self.start, self.booked
+            self.start, self.booked = now, 0.0
+
+    def add(self, now: float, end: float, wire: int) -> None:
+        """A frame admitted at `now` stays in the port until `end`."""
+        weight = wire if self.by_bytes else 1
+        self.booked += weight * (end - now)
+        self.ends.append((end, weight))
+        self.end_sum += weight * end
+        self.weight_sum += weight
+
+    def average(self, now: float) -> float:
+        self._trim(now)
+        span = now - self.prev_start
+        if span <= 0:
+            return self.weight_sum
+        future = self.end_sum - now * self.weight_sum
+        return (self.prev_area + self.booked - future) / span
 
 
 class FrQueue:
     """A Frame Relay port's discipline: DE-first discard and FECN/BECN around `inner`."""
 
     __slots__ = ("inner", "port", "node", "congestion", "de_discard", "limit_packets",
-                 "limit_bytes")
+                 "limit_bytes", "cycle")
 
     def __init__(self, inner: DropTail, port: Egress, switch: FrSwitchSpec):
         self.inner = inner
@@ -421,6 +488,9 @@ class FrQueue:
         self.de_discard = switch.de_discard_threshold
         self.limit_packets = inner.limit_packets
         self.limit_bytes = inner.limit_bytes
+        self.cycle: CycleAverage | None = None
+        if switch.congestion_measure == "cycle_average":
+            self.cycle = CycleAverage(by_bytes=inner.limit_packets is None)
 
     def fill(self, waiting: int) -> float:
         """Fraction of the queue's limit in use (the frame being serialised excluded)."""
@@ -428,10 +498,28 @@ class FrQueue:
             return waiting / self.limit_packets
         return self.port.queued_bytes / self.limit_bytes
 
+    def congestion_fill(self, now: float) -> float:
+        """The fill that FECN/BECN marking compares with the congestion threshold."""
+        cycle = self.cycle
+        if cycle is None:
+            return self.fill(self.port.waiting(now))
+        limit = self.limit_packets if self.limit_packets is not None else self.limit_bytes
+        return cycle.average(now) / limit
+
     def congested(self, now: float) -> bool:
-        return self.fill(self.port.waiting(now)) >= self.congestion
+        return self.congestion_fill(now) >= self.congestion
 
     def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
+        cycle = self.cycle
+        if cycle is not None:
+            cycle.arrival(now)
+        admitted = self._admit(port, waiting, wire, now, pkt)
+        if admitted and cycle is not None:
+            start = port.busy_until if port.busy_until > now else now
+            cycle.add(now, start + wire * 8 / port.rate, wire)
+        return admitted
+
+    def _admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
         direction = pkt.pvc
         if direction is None:
             return self.inner.admit(port, waiting, wire, now, pkt)
@@ -443,7 +531,8 @@ class FrQueue:
             return False
         if not self.inner.admit(port, waiting, wire, now, pkt):
             return False
-        if fill >= self.congestion and not pkt.fecn:
+        if not pkt.fecn and (fill if self.cycle is None else self.congestion_fill(now)) \
+                >= self.congestion:
             pkt.fecn = True
             circuit.fecn_marked += 1
         if not pkt.becn:

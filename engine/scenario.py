@@ -273,6 +273,12 @@ class FrSwitchSpec(_Model):
     """Queue fill above which frames are marked FECN (forward) and BECN (backward)."""
     de_discard_threshold: float = Field(default=0.75, gt=0, le=1)
     """Queue fill above which frames marked DE (discard eligible) are dropped first."""
+    congestion_measure: Literal["cycle_average", "instantaneous"] = "cycle_average"
+    """The queue fill that FECN/BECN marking judges. `cycle_average`: as ANSI T1.618 Annex
+    A has it, the queue length (the frame being sent included) averaged over the previous
+    regeneration cycle (a busy period and the idle period after it) and the current one.
+    `instantaneous`: the frames waiting when the frame arrives. DE discard always judges
+    the instantaneous fill (it protects the buffer)."""
 
     @model_validator(mode="after")
     def _check(self) -> FrSwitchSpec:
@@ -316,8 +322,9 @@ class Pvc(_Model):
     window; a part of bc or be smaller than the next frame is lost, so the long-run rate
     is lower unless bc and be are whole numbers of frames."""
     becn_shaping: bool = False
-    """Shape to CIR and step the rate down by 0.75 on BECN (at most once per Tc) toward
-    min_cir; step back up after 16 Tc without BECN (adaptive shaping)."""
+    """Shape to CIR at the entry router, as Cisco IOS adaptive shaping does: the rate steps
+    down by 0.75 on BECN (at most once per Tc) toward min_cir; after 16 Tc without BECN it
+    steps back up by (bc + be) / 16 per Tc until it is back at cir."""
     min_cir: PositiveRate | None = None
     """Floor of BECN shaping; None means cir / 2."""
     residual_error_rate: float = Field(default=0.0, ge=0, lt=1)
