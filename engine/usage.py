@@ -15,7 +15,9 @@ levels are read at the flow's start and at its end. Over that window:
   window, so its payload is at most (T - others) x rate x MSS / wire(MSS + 40) bits;
 - a PVC direction admitted A frame bits, at most own of them the flow's; the contract let
   through at most the tokens in the buckets at the start plus what they earned during the
-  window (see `PvcDirection.allowance`), and the flow got what the others left of it.
+  window (see `PvcDirection.allowance`), and the flow got what the others left of it;
+- a flow that stops sending at `stop` still delivers what was in flight: its window ends
+  at `stop` and those late bits are added to each bound as they are.
 
 Both are true upper bounds whatever the flows did: the property test
 (tests/unit/test_diagnosis_properties.py) checks them against generated scenarios.
@@ -92,9 +94,10 @@ class FlowUsage:
         start = self.start
         if start is None:
             return []
-        last = self.end
-        if last is None or self.flow.delivered_bytes != last.delivered:
-            last = self._read()  # data arrived after the flow stopped sending: count it all
+        last = self.end if self.end is not None else self._read()
+        # A flow that stops sending (`stop`) still delivers what was in flight: those bits
+        # may cross a resource after its window, so they are added to what it allowed.
+        late = (self.flow.delivered_bytes - last.delivered) * 8
         window = last.time - start.time
         active = self.flow.active_time(end)
         if window <= 0 or active <= 0:
@@ -113,7 +116,7 @@ class FlowUsage:
             ratio = mss / wire
             out.append(Share(
                 resource=port.key,
-                bound_bps=(window - others) * port.rate * ratio / active,
+                bound_bps=((window - others) * port.rate * ratio + late) / active,
                 capacity_bps=port.rate * ratio,
                 others_fraction=others / window,
             ))
@@ -126,7 +129,7 @@ class FlowUsage:
             ratio = mss / wire
             out.append(Share(
                 resource=f"pvc:{direction.circuit.id}",
-                bound_bps=max(0.0, allowed - others) * ratio / active,
+                bound_bps=(max(0.0, allowed - others) * ratio + late) / active,
                 capacity_bps=direction.long_run_rate * ratio,
                 others_fraction=others / allowed if allowed > 0 else 0.0,
             ))

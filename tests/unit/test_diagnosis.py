@@ -104,3 +104,17 @@ def test_the_engine_cli_prints_pvc_statistics():
     assert "\nPVCs\n" in text
     assert f"excess_dropped={p.excess_dropped:,}" in text
     assert f"frames={p.frames:,}" in text and f"de_marked={p.de_marked:,}" in text
+
+
+def test_a_flow_that_stops_sending_is_bounded_over_its_own_time_not_the_run():
+    """A greedy flow from 0 to 20 s in a 60 s run: what was in flight at 20 s still arrives
+    (and counts in its goodput), but its bound stays the link's payload rate over those
+    20 s plus that flight, not the link over the whole run."""
+    scenario = one_link(rate=RATE, delay=0.05, duration=60.0, stop_when_done=False,
+                        flows=[bulk("f", nbytes=None, stop=20.0, rcv_buf=65535)])
+    result = run(scenario)
+    d = result.diagnosis["f"]
+    achieved = result.flows["f"].goodput_bps
+    flight = 65535 * 8 / 20.0  # at most one window arrives after the stop
+    assert achieved <= d.bounds.link_bps <= PAYLOAD_CAPACITY + flight
+    assert d.limit == "link_capacity"
