@@ -154,6 +154,8 @@ def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Shar
             name = "congestion_window"
         elif p > 0 and tcp.variant != "none":
             name = "loss"
+    if name == "loss" and policing is not None:
+        name = "pvc_policing"  # the losses that set the pace are the policer's discards
     advice = _advice(name, flow, s, f, link, policing, bounds, p)
     return Diagnosis(limit=name, bounds=bounds, bdp_bytes=f.bdp_bytes, rtt=rtt,
                      bottleneck=link.resource, advice=advice)

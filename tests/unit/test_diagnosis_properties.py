@@ -1,7 +1,8 @@
 """The diagnosis is never wrong about what was possible: on generated small scenarios
 (flows that overlap or not, start apart, of any size, over lossy or clean links, with
 cross traffic and Frame Relay PVCs that police), every bound it reports is at least the
-goodput the flow achieved (hypothesis).
+goodput the flow achieved, and losses that are the PVC policer's are not blamed on the
+links (hypothesis).
 
 Rounding: the bounds are computed from the same floating-point counters as the goodput,
 so they may only fall short by relative 1e-9.
@@ -32,6 +33,19 @@ def check_bounds(result) -> None:
                 assert bound >= achieved * (1 - ROUNDING), (fid, name, bound, achieved, d)
 
 
+def check_policing_attributed(result) -> None:
+    """When the PVC's policer discarded more than every link dropped, no flow's losses are
+    blamed on the links ("loss"): they are the PVC's."""
+    pvc = result.pvcs.get("p")
+    link_drops = sum(link.drops + link.error_drops for link in result.links.values())
+    if pvc is None or pvc.excess_dropped <= link_drops:
+        return
+    for fid, d in result.diagnosis.items():
+        assert d.limit != "loss", (fid, d)
+        if d.limit == "pvc_policing":
+            assert "PVC p" in d.advice and "Bc" in d.advice and "CIR" in d.advice
+
+
 @st.composite
 def scenarios(draw) -> Scenario:
     """h1 -[lan1]- r1 -[wan]- r2 -[lan2]- h2, or the same through an fr_switch with a PVC."""
@@ -39,7 +53,8 @@ def scenarios(draw) -> Scenario:
     wan_rate = draw(st.sampled_from([256e3, 1e6, 1.544e6]))
     delay = draw(st.sampled_from([0.001, 0.02, 0.08]))
     limit = draw(st.integers(min_value=3, max_value=60))
-    encap = "frame_relay" if fr else draw(st.sampled_from(["ppp", "ethernet", "atm_aal5"]))
+    encap = "frame_relay" if fr else draw(st.sampled_from(["ppp", "ethernet", "atm_aal5",
+                                                           "none"]))
     loss = None
     if draw(st.booleans()):
         loss = {"model": "bernoulli", "rate": draw(st.sampled_from([0.005, 0.02, 0.05])),
@@ -87,11 +102,16 @@ def scenarios(draw) -> Scenario:
             "id": "p", "dlci": 100, "src": "r1", "dst": "r2", "cir": cir,
             "bc": draw(st.sampled_from([0.05, 0.25, 1.0])) * cir,
             "be": draw(st.sampled_from([0.0, 0.5])) * cir,
-        }]}
+            "policing": draw(st.sampled_from(["token_bucket", "interval"])),
+            "becn_shaping": draw(st.booleans()),
+        }], "switch": {"congestion_measure": draw(st.sampled_from(["cycle_average",
+                                                                   "instantaneous"]))}}
     return Scenario.model_validate(d)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_every_bound_is_at_least_the_achieved_goodput(scenario: Scenario):
-    check_bounds(simulate(scenario))
+    result = simulate(scenario)
+    check_bounds(result)
+    check_policing_attributed(result)
