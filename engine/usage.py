@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine.framerelay import PvcDirection
 from engine.kernel import Call
 from engine.net import Egress
 from engine.packet import TCP_IP_HEADERS
@@ -64,9 +65,7 @@ class FlowUsage:
         self.flow = flow
         path = flow.sender.path
         self.ports = [hop for hop in path if isinstance(hop, Egress)]
-        # PVC entry hops (framerelay.PvcDirection) have an `allowance`; imported lazily
-        # would be a cycle, so they are recognised by what they offer.
-        self.pvcs = [hop for hop in path if hasattr(hop, "allowance")]
+        self.pvcs = [hop for hop in path if isinstance(hop, PvcDirection)]
         self.start: _Snapshot | None = None
         self.end: _Snapshot | None = None
         self.allowance_at_start: list[float] = []
@@ -110,7 +109,8 @@ class FlowUsage:
         own_packets = summary.segments_sent + sender.syn_retries + 1
         out = []
         for i, port in enumerate(self.ports):
-            wire, tx = port._framing(size)
+            wire = port.wire(size)
+            tx = wire * 8 / port.rate
             busy = last.busy[i] - start.busy[i]
             others = max(0.0, busy - own_packets * tx)
             ratio = mss / wire
