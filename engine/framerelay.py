@@ -430,43 +430,60 @@ class CycleAverage:
     """
 
     __slots__ = ("by_bytes", "prev_start", "prev_area", "start", "booked", "ends",
-                 "end_sum", "weight_sum")
+                 "weights", "end_sum", "weight_sum")
 
     def __init__(self, by_bytes: bool):
         self.by_bytes = by_bytes
         self.prev_start = self.start = 0.0
         self.prev_area = 0.0
         self.booked = 0.0  # sum of weight * (end - arrival) over the current cycle's frames
-        self.ends: deque = deque()  # (end of transmission, weight) of the frames in the port
+        self.ends: deque = deque()  # end of transmission of each frame in the port
+        self.weights: deque = deque()  # their bytes (by_bytes only; else each weighs 1)
         self.end_sum = 0.0  # sum of weight * end over `ends`
-        self.weight_sum = 0.0  # sum of weight over `ends`: the queue length
+        self.weight_sum = 0  # sum of weight over `ends`: the queue length
 
     def _trim(self, now: float) -> None:
+        """Forget the frames sent by `now` (callers test `ends[0] <= now` first)."""
         ends = self.ends
-        while ends and ends[0][0] <= now:
-            end, weight = ends.popleft()
-            self.end_sum -= weight * end
-            self.weight_sum -= weight
+        if self.by_bytes:
+            weights = self.weights
+            while ends and ends[0] <= now:
+                weight = weights.popleft()
+                self.end_sum -= weight * ends.popleft()
+                self.weight_sum -= weight
+        else:
+            while ends and ends[0] <= now:
+                self.end_sum -= ends.popleft()
+            self.weight_sum = len(ends)
         if not ends:
-            self.end_sum = self.weight_sum = 0.0  # no rounding left behind when idle
+            self.end_sum = 0.0  # no rounding left behind when idle
 
     def arrival(self, now: float) -> None:
         """A frame arrives: an idle port starts a new cycle here."""
-        self._trim(now)
-        if not self.ends and now > self.start and self.booked > 0:
+        ends = self.ends
+        if ends and ends[0] <= now:
+            self._trim(now)
+        if not ends and now > self.start and self.booked > 0:
             self.prev_start, self.prev_area = self.start, self.booked
             self.start, self.booked = now, 0.0
 
     def add(self, now: float, end: float, wire: int) -> None:
         """A frame admitted at `now` stays in the port until `end`."""
-        weight = wire if self.by_bytes else 1
-        self.booked += weight * (end - now)
-        self.ends.append((end, weight))
-        self.end_sum += weight * end
-        self.weight_sum += weight
+        self.ends.append(end)
+        if self.by_bytes:
+            self.weights.append(wire)
+            self.booked += wire * (end - now)
+            self.end_sum += wire * end
+            self.weight_sum += wire
+        else:
+            self.booked += end - now
+            self.end_sum += end
+            self.weight_sum += 1
 
     def average(self, now: float) -> float:
-        self._trim(now)
+        ends = self.ends
+        if ends and ends[0] <= now:
+            self._trim(now)
         span = now - self.prev_start
         if span <= 0:
             return self.weight_sum
@@ -478,7 +495,7 @@ class FrQueue:
     """A Frame Relay port's discipline: DE-first discard and FECN/BECN around `inner`."""
 
     __slots__ = ("inner", "port", "node", "congestion", "de_discard", "limit_packets",
-                 "limit_bytes", "cycle")
+                 "limit_bytes", "limit", "cycle")
 
     def __init__(self, inner: DropTail, port: Egress, switch: FrSwitchSpec):
         self.inner = inner
@@ -488,6 +505,7 @@ class FrQueue:
         self.de_discard = switch.de_discard_threshold
         self.limit_packets = inner.limit_packets
         self.limit_bytes = inner.limit_bytes
+        self.limit = inner.limit_packets if inner.limit_packets is not None else inner.limit_bytes
         self.cycle: CycleAverage | None = None
         if switch.congestion_measure == "cycle_average":
             self.cycle = CycleAverage(by_bytes=inner.limit_packets is None)
@@ -503,26 +521,30 @@ class FrQueue:
         cycle = self.cycle
         if cycle is None:
             return self.fill(self.port.waiting(now))
-        limit = self.limit_packets if self.limit_packets is not None else self.limit_bytes
-        return cycle.average(now) / limit
+        return cycle.average(now) / self.limit
 
     def congested(self, now: float) -> bool:
-        return self.congestion_fill(now) >= self.congestion
+        cycle = self.cycle
+        if cycle is not None:
+            return cycle.average(now) >= self.congestion * self.limit
+        return self.fill(self.port.waiting(now)) >= self.congestion
 
     def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
         cycle = self.cycle
         if cycle is not None:
             cycle.arrival(now)
-        admitted = self._admit(port, waiting, wire, now, pkt)
+        direction = pkt.pvc
+        if direction is None:
+            admitted = self.inner.admit(port, waiting, wire, now, pkt)
+        else:
+            admitted = self._admit_pvc(port, waiting, wire, now, pkt, direction)
         if admitted and cycle is not None:
             start = port.busy_until if port.busy_until > now else now
             cycle.add(now, start + wire * 8 / port.rate, wire)
         return admitted
 
-    def _admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
-        direction = pkt.pvc
-        if direction is None:
-            return self.inner.admit(port, waiting, wire, now, pkt)
+    def _admit_pvc(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet,
+                   direction: PvcDirection) -> bool:
         circuit = direction.circuit
         limit = self.limit_packets
         fill = waiting / limit if limit is not None else port.queued_bytes / self.limit_bytes
@@ -531,10 +553,13 @@ class FrQueue:
             return False
         if not self.inner.admit(port, waiting, wire, now, pkt):
             return False
-        if not pkt.fecn and (fill if self.cycle is None else self.congestion_fill(now)) \
-                >= self.congestion:
-            pkt.fecn = True
-            circuit.fecn_marked += 1
+        if not pkt.fecn:
+            cycle = self.cycle
+            if cycle is not None:
+                fill = cycle.average(now) / self.limit
+            if fill >= self.congestion:
+                pkt.fecn = True
+                circuit.fecn_marked += 1
         if not pkt.becn:
             partner = direction.opposite.egress_at.get(self.node)
             if partner is not None and partner.congested(now):
