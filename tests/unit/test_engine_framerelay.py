@@ -362,3 +362,18 @@ def test_without_pvcs_the_path_is_bare_ports():
     assert net.frame_relay is None
     assert all(type(h) is Egress for h in net._path("h1", "h2"))
     assert all(type(port.queue) is DropTail for port in net.ports.values())
+
+
+def test_a_pvc_at_port_speed_changes_nothing_in_the_riverbed_lab():
+    """riverbed.md: the presets carry no PVC because a contract at the port speed (CIR = T1,
+    Be = 0) would be equivalent. With the policer at the switch it is, to the bit: the
+    64 KB window's bursts wait in the router's queue and reach the switch at the T1 rate."""
+    from engine.presets import load_preset
+
+    plain = load_preset("riverbed-t1-64k")
+    d = plain.model_dump(mode="json")
+    d["frame_relay"] = {"pvcs": [pvc("pvc1", src="branch", dst="dc", cir="T1", be=0)]}
+    with_pvc = simulate(Scenario.model_validate(d))
+    assert with_pvc.pvcs["pvc1"].excess_dropped == 0 and with_pvc.pvcs["pvc1"].de_marked == 0
+    a, b = simulate(plain).flows["backup"], with_pvc.flows["backup"]
+    assert b.completion_time == a.completion_time and b.bytes_delivered == a.bytes_delivered
