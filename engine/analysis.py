@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from engine import routing
-from engine.net import wire_bytes
+from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Scenario, TcpBulkFlow
 from engine.tcp.receiver import advertised_window
@@ -30,7 +30,8 @@ class PathFacts:
     link_bps: float  # payload (goodput) capacity of the bottleneck for this flow alone
     share_bps: float  # the same, less CBR cross traffic, divided among TCP flows on it
     window_bytes: int | None
-    window_bps: float | None
+    window_bps: float | None  # effective window / base_rtt
+    pvc: str | None  # the PVC carrying the flow's data, if any
     bdp_bytes: float | None
     est_packets: int
     est_events: int
@@ -75,7 +76,7 @@ def _analyse(
                 tcp_on[key] = tcp_on.get(key, 0) + 1
             else:
                 size = f.packet_size + UDP_HEADER + IP_HEADER
-                wire = wire_bytes(links[hop.link_id].encap, size)
+                wire = link_wire(links[hop.link_id], size)
                 cbr_on[key] = cbr_on.get(key, 0.0) + f.rate * wire / f.packet_size
     facts = {}
     for f in scenario.flows:
@@ -90,7 +91,7 @@ def _analyse(
         best = None
         for hop in hops:
             link = links[hop.link_id]
-            wire = wire_bytes(link.encap, size)
+            wire = link_wire(link, size)
             one_way += link.delay + wire * 8 / link.rate
             capacity = link.rate * payload / wire
             key = _port_key(hop)
@@ -100,6 +101,7 @@ def _analyse(
             if best is None or share < best[3]:
                 best = (key, link.rate, capacity, share)
         span = topo.pvc_span(hops)
+        pvc_id = span.pvc.id if span is not None else None
         if span is not None:
             # The PVC's traffic contract caps the flow too: CIR plus the excess burst per
             # Tc (Tc = Bc/CIR), in frame bits on the first link it carries.
@@ -107,7 +109,7 @@ def _analyse(
             bc = pvc.bc or pvc.cir
             policed = pvc.cir + pvc.be * pvc.cir / bc
             first = links[hops[span.first].link_id]
-            wire = wire_bytes(first.encap, size)
+            wire = link_wire(first, size)
             pvc_capacity = policed * payload / wire
             pvc_share = pvc_capacity
             if isinstance(f, TcpBulkFlow):
@@ -119,17 +121,22 @@ def _analyse(
         if isinstance(f, TcpBulkFlow):
             back = topo.route(f.dst, f.src) or []
             ack_way = sum(links[h.link_id].delay
-                          + wire_bytes(links[h.link_id].encap, TCP_IP_HEADERS) * 8
+                          + link_wire(links[h.link_id], TCP_IP_HEADERS) * 8
                           / links[h.link_id].rate for h in back)
-            base_rtt = one_way + ack_way
             window = effective_window(f.tcp)
+            if window < payload:
+                # Segments are cut to the window: the round trip of the smaller packet.
+                one_way = sum(links[h.link_id].delay
+                              + link_wire(links[h.link_id], window + TCP_IP_HEADERS)
+                              * 8 / links[h.link_id].rate for h in hops)
+            base_rtt = one_way + ack_way
             window_bps = window * 8 / base_rtt if base_rtt > 0 else math.inf
             bdp = capacity * base_rtt / 8
         facts[f.id] = PathFacts(
             flow=f.id, kind=f.kind, path=[_port_key(h) for h in hops], hops=len(hops),
             base_rtt=base_rtt, one_way_delay=one_way, bottleneck=key,
             bottleneck_rate_bps=rate, link_bps=capacity, share_bps=share,
-            window_bytes=window, window_bps=window_bps, bdp_bytes=bdp,
+            window_bytes=window, window_bps=window_bps, pvc=pvc_id, bdp_bytes=bdp,
             est_packets=0, est_events=0,
         )
     horizon = _estimate(scenario, facts, routes, topo)
@@ -235,7 +242,7 @@ def _path_loss(links: dict, hops: list[routing.Hop], size: int, flight: float) -
     survive, events, first, again = 1.0, 0.0, 1.0, 1.0
     for hop in hops:
         link = links[hop.link_id]
-        loss = _loss(link, hop, wire_bytes(link.encap, size), flight)
+        loss = _loss(link, hop, link_wire(link, size), flight)
         survive *= 1.0 - loss.mean
         events += loss.events
         first *= 1.0 - loss.first
@@ -398,7 +405,7 @@ def _estimate(
             size = f.packet_size + UDP_HEADER + IP_HEADER
             for hop in hops:
                 link = links[hop.link_id]
-                wire = wire_bytes(link.encap, size)
+                wire = link_wire(link, size)
                 through = min(through, link.rate * active / (8 * wire))
                 events += through
                 through *= 1.0 - _loss(link, hop, wire).mean

@@ -61,6 +61,14 @@ def print_result(result, out=sys.stdout) -> None:
         w(f"  {key:<28} util={link.utilization:6.1%} packets={link.packets:,} "
           f"drops={link.drops} err={link.error_drops} queue_mean={link.queue_mean:.2f} "
           f"queue_max={link.queue_max} qdelay={link.queue_delay_mean * 1e3:.2f} ms\n")
+    if result.pvcs:
+        w("\nPVCs\n")
+        for pid, p in result.pvcs.items():
+            w(f"  {pid:<12} frames={p.frames:,} de_marked={p.de_marked:,} "
+              f"excess_dropped={p.excess_dropped:,} de_dropped={p.de_dropped:,} "
+              f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
+              f"shaper_dropped={p.shaper_dropped:,} "
+              f"residual_errors={p.residual_error_rate:.4%}\n")
     if result.diagnosis:
         w("\ndiagnosis\n")
         for fid, d in result.diagnosis.items():

@@ -1,11 +1,24 @@
 """What limits each flow, in numbers and one sentence of advice.
 
-Every TCP flow has upper bounds that physics and TCP theory set independently: the
-bottleneck's payload rate (its share of it when flows compete), the effective window per
-round trip, the Mathis et al. (1997) bound for the loss rate it saw,
-MSS/RTT * sqrt(3/(2bp)) with b packets acknowledged per ACK, and the application's own
-rate. The smallest bound that the achieved goodput reaches is the limit; when the goodput
-falls well short of every bound, timeouts or a short transfer (slow start) are to blame.
+Every TCP flow has upper bounds that physics and TCP theory set independently, and each
+reported bound is one the achieved goodput cannot exceed:
+
+- **link**: the payload rate the path's most constrained resource left to this flow while
+  it ran (engine/usage.py): a port's rate less per-packet overhead and less what the
+  other traffic actually carried across it meanwhile, or a PVC's traffic contract (the
+  tokens in its buckets at the flow's start plus what they earned) less the other
+  traffic's frames. Flows that never ran at the same time do not share anything; flows
+  that did share what they really took, fair or not.
+- **window**: the effective window per base round trip (plus the first window's head
+  start when there is no handshake to wait for).
+- **mathis**: Mathis et al. (1997), MSS/RTT * sqrt(3/(2bp)) with b packets acknowledged
+  per ACK and p the loss rate the flow saw. It models a congestion-avoidance sawtooth;
+  when a flow delivered more (its few losses came late, slow start moved the data), the
+  formula does not describe the flow and is not reported.
+
+The smallest bound that the achieved goodput reaches is the limit; when the goodput falls
+well short of every bound, timeouts, a short transfer (slow start), loss, or a PVC's
+policer discarding the bursts TCP sends are to blame.
 """
 
 from __future__ import annotations
@@ -13,10 +26,15 @@ from __future__ import annotations
 import math
 
 from engine.analysis import PathFacts, path_facts
-from engine.result import Bounds, Diagnosis, Result, TcpFlowSummary
-from engine.scenario import Scenario, TcpBulkFlow
+from engine.net import link_wire
+from engine.packet import TCP_IP_HEADERS
+from engine.result import Bounds, Diagnosis, PvcSummary, Result, TcpFlowSummary
+from engine.scenario import Pvc, Scenario, TcpBulkFlow
+from engine.units import format_rate
+from engine.usage import Share
 
 REACHED = 0.85  # achieved/bound at or above which a bound counts as the binding one
+BUSY_OTHERS = 0.05  # share of a resource taken by other traffic worth mentioning
 
 
 def mathis_bps(mss: int, rtt: float, p: float, acked_per_ack: int) -> float:
@@ -29,85 +47,197 @@ def _fmt_bps(x: float) -> str:
     return f"{x / 1e3:,.0f} kbit/s"
 
 
-def diagnose(scenario: Scenario, result: Result) -> dict[str, Diagnosis]:
+def diagnose(
+    scenario: Scenario, result: Result, shares: dict[str, list[Share]] | None = None
+) -> dict[str, Diagnosis]:
+    """Each TCP flow's diagnosis; `shares` are the measured shares of engine/usage.py (the
+    static 1/n split of `path_facts` stands in without them)."""
     facts = path_facts(scenario)
+    pvcs = {p.id: p for p in scenario.frame_relay.pvcs} if scenario.frame_relay else {}
     out = {}
     for flow in scenario.flows:
         summary = result.flows.get(flow.id)
         if not isinstance(flow, TcpBulkFlow) or not isinstance(summary, TcpFlowSummary):
             continue
-        out[flow.id] = _diagnose_tcp(flow, summary, facts[flow.id])
+        f = facts[flow.id]
+        measured = (shares or {}).get(flow.id)
+        if measured:
+            link = min(measured, key=lambda s: s.bound_bps)
+        else:
+            link = Share(f.bottleneck, f.share_bps, f.link_bps, 0.0)
+        policing = _policing(f, result, pvcs, scenario, flow)
+        out[flow.id] = _diagnose_tcp(flow, summary, f, link, policing, result.sim_time)
     return out
 
 
-def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts) -> Diagnosis:
+class _Policing:
+    """A PVC whose policer discarded more of the path's frames than the links did."""
+
+    def __init__(self, pvc: Pvc, counters: PvcSummary, link_drops: int, frame_bits: int):
+        self.pvc = pvc
+        self.counters = counters
+        self.link_drops = link_drops
+        self.frame_bits = frame_bits  # a full segment's frame on the PVC's first link
+
+
+def _policing(f: PathFacts, result: Result, pvcs: dict[str, Pvc], scenario: Scenario,
+              flow: TcpBulkFlow) -> _Policing | None:
+    if f.pvc is None or f.pvc not in result.pvcs:
+        return None
+    counters = result.pvcs[f.pvc]
+    link_drops = sum(result.links[key].drops + result.links[key].error_drops
+                     for key in f.path if key in result.links)
+    if counters.excess_dropped == 0 or counters.excess_dropped <= link_drops:
+        return None
+    pvc = pvcs[f.pvc]
+    links = {link.id: link for link in scenario.links}
+    frame_bits = 0
+    for key in f.path:  # the first link the PVC carries leaves one of its routers
+        link_id, ends = key.split(":")
+        if ends.split(">")[0] in (pvc.src, pvc.dst):
+            frame_bits = link_wire(links[link_id], flow.tcp.mss + TCP_IP_HEADERS) * 8
+            break
+    return _Policing(pvc, counters, link_drops, frame_bits)
+
+
+def _window_bound(f: PathFacts, flow: TcpBulkFlow, active: float) -> float | None:
+    """At most one window per base round trip, plus the edges of a finite transfer: the
+    first window leaves at once (without a handshake to wait for) and a last segment
+    shorter than the others crosses faster. Both fade as the transfer lengthens."""
+    if f.window_bps is None or f.base_rtt is None:
+        return None
+    if active <= 0:
+        return f.window_bps
+    edges = f.window_bps * f.base_rtt / active + flow.tcp.mss * 8 / active
+    return f.window_bps + edges
+
+
+def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Share,
+                  policing: _Policing | None, end: float) -> Diagnosis:
     tcp = flow.tcp
     rtt = f.base_rtt
     measured_rtt = s.rtt_mean or rtt
     b = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
     p = s.plr or 0.0
+    achieved = s.goodput_bps
     loss_bound = mathis_bps(tcp.mss, measured_rtt, p, b) if p > 0 and measured_rtt else None
+    if loss_bound is not None and loss_bound < achieved:
+        loss_bound = None  # not a sawtooth the formula describes (see the module docstring)
+    active = s.completion_time if s.completion_time is not None else _active(flow, end)
+    window_bps = _window_bound(f, flow, active)
     bounds = Bounds(
-        link_bps=f.share_bps,
-        window_bps=f.window_bps,
+        link_bps=link.bound_bps,
+        window_bps=window_bps,
         mathis_bps=loss_bound,
         application_bps=None,
-        achieved_bps=s.goodput_bps,
+        achieved_bps=achieved,
     )
-    candidates = {"link_capacity": f.share_bps, "receive_window": f.window_bps}
+    candidates = {"link_capacity": link.bound_bps}
+    if window_bps is not None:
+        candidates["receive_window"] = window_bps
     if loss_bound is not None and tcp.variant != "none":
         candidates["loss"] = loss_bound
     name, bound = min(candidates.items(), key=lambda kv: kv[1])
-    achieved = s.goodput_bps
     window_by_sndbuf = tcp.snd_buf is not None and f.window_bytes == tcp.snd_buf
     if name == "receive_window" and window_by_sndbuf:
         name = "send_buffer"
-    if achieved >= REACHED * f.share_bps and name != "receive_window":
-        # The flow fills its share of the bottleneck: any loss it sees is the queue
-        # overflowing under it, a symptom of the link limit rather than its cause.
+    if achieved >= REACHED * link.bound_bps and name not in ("receive_window", "send_buffer"):
+        # The flow fills what the path left it: any loss it sees is the queue (or the
+        # policer) overflowing under it, a symptom of the link limit rather than its cause.
         name = "link_capacity"
     elif achieved < REACHED * bound:
-        if s.timeouts and s.timeouts * tcp.min_rto > 0.2 * (s.completion_time or 1e-9):
+        if policing is not None and tcp.variant != "none":
+            name = "pvc_policing"
+        elif s.timeouts and s.timeouts * tcp.min_rto > 0.2 * (s.completion_time or 1e-9):
             name = "timeouts"
         elif s.retransmissions == 0 and s.completed:
             name = "congestion_window"
         elif p > 0 and tcp.variant != "none":
             name = "loss"
-    advice = _advice(name, flow, s, f, bounds, p)
-    return Diagnosis(limit=name, bounds=bounds, bdp_bytes=f.bdp_bytes, rtt=rtt, advice=advice)
+    if name == "loss" and policing is not None:
+        name = "pvc_policing"  # the losses that set the pace are the policer's discards
+    advice = _advice(name, flow, s, f, link, policing, bounds, p)
+    return Diagnosis(limit=name, bounds=bounds, bdp_bytes=f.bdp_bytes, rtt=rtt,
+                     bottleneck=link.resource, advice=advice)
 
 
-def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, bounds: Bounds,
-            p: float) -> str:
+def _active(flow: TcpBulkFlow, end: float) -> float:
+    last = end if flow.stop is None else min(end, float(flow.stop))
+    return max(last - float(flow.start), 0.0)
+
+
+def _contract(pvc: Pvc) -> str:
+    assert pvc.bc is not None
+    tc = pvc.bc / pvc.cir
+    return (f"CIR {format_rate(pvc.cir)}, Bc {pvc.bc:,.0f} bit, Be {pvc.be:,.0f} bit, "
+            f"Tc {tc * 1e3:,.0f} ms")
+
+
+def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Share,
+            policing: _Policing | None, bounds: Bounds, p: float) -> str:
     tcp = flow.tcp
     bdp = f.bdp_bytes or 0.0
     w = f.window_bytes or 0
-    link = _fmt_bps(f.share_bps)
+    share = _fmt_bps(link.bound_bps)
     if name == "receive_window":
         scaling = "" if tcp.window_scaling or bdp <= 65535 else " with window_scaling"
         return (f"Receive window {w:,} B is below the path's bandwidth-delay product "
-                f"({bdp:,.0f} B at {link} and {f.base_rtt * 1e3:.0f} ms): raise rcv_buf"
-                f"{scaling} to at least {math.ceil(bdp):,} B; a faster link alone will not help.")
+                f"({bdp:,.0f} B at {_fmt_bps(f.link_bps)} and {f.base_rtt * 1e3:.0f} ms): "
+                f"raise rcv_buf{scaling} to at least {math.ceil(bdp):,} B; a faster link "
+                "alone will not help.")
     if name == "send_buffer":
         return (f"Send buffer {tcp.snd_buf:,} B caps the flight below the bandwidth-delay "
                 f"product ({bdp:,.0f} B): raise snd_buf to at least {math.ceil(bdp):,} B.")
-    if name == "link_capacity" and f.bottleneck.startswith("pvc:"):
-        return (f"The PVC's traffic contract ({f.bottleneck[4:]}: {_fmt_bps(f.bottleneck_rate_bps)} "
-                f"of CIR plus excess burst, {link} of payload) is the limit, not the access "
-                "links: raise the CIR (or Be), or the transfer stays this slow.")
+    if name == "link_capacity" and link.resource.startswith("pvc:"):
+        return (f"The PVC's traffic contract ({link.resource[4:]}: "
+                f"{_fmt_bps(link.capacity_bps)} of payload in the long run, {share} for this "
+                "flow over its transfer, bursts included) is the limit, not the access links: "
+                "raise the CIR (or Be), or the transfer stays this slow.")
     if name == "link_capacity":
-        return (f"The bottleneck {f.bottleneck} ({link} of payload for this flow) is the limit; "
-                f"the window ({w:,} B) already covers the bandwidth-delay product "
-                f"({bdp:,.0f} B): only a faster link (or less competing traffic) helps.")
+        if link.others_fraction >= BUSY_OTHERS:
+            return (f"The bottleneck {link.resource} is the limit: other traffic took "
+                    f"{link.others_fraction:.0%} of it while this flow ran, leaving {share} of "
+                    f"its {_fmt_bps(link.capacity_bps)} of payload; less competing traffic "
+                    "(or a faster link) helps, a larger window does not.")
+        return (f"The bottleneck {link.resource} ({share} of payload for this flow) is the "
+                f"limit; the window ({w:,} B) already covers the bandwidth-delay product "
+                f"({bdp:,.0f} B): only a faster link helps.")
+    if name == "pvc_policing":
+        assert policing is not None
+        pvc = policing.pvc
+        assert pvc.bc is not None
+        c = policing.counters
+        burst = pvc.bc + pvc.be
+        if burst < policing.frame_bits:
+            return (f"PVC {pvc.id}'s contract ({_contract(pvc)}) discarded "
+                    f"{c.excess_dropped:,} frames: Bc + Be ({burst:,.0f} bit) is smaller than "
+                    f"one full frame ({policing.frame_bits:,} bit), so no full-sized segment "
+                    f"can ever pass. Raise Bc (or Be) to at least {policing.frame_bits:,} bit, "
+                    "or lower the MSS.")
+        window_bits = w * 8
+        raise_to = (f"; raise Be so that Bc + Be covers the window ({window_bits:,} bit), "
+                    "letting the bursts through marked DE") if burst < window_bits else ""
+        return (f"PVC {pvc.id}'s policer discarded {c.excess_dropped:,} frames beyond its "
+                f"contract ({_contract(pvc)}) while the links dropped "
+                f"{policing.link_drops:,}: TCP's bursts exceed Bc + Be "
+                f"({burst:,.0f} bit) and each discard costs a loss recovery. Shape at the "
+                f"router to the CIR (becn_shaping), or buy a larger CIR or Be{raise_to}.")
     if name == "loss":
-        return (f"Loss of {p:.2%} of data packets caps goodput near "
-                f"{_fmt_bps(bounds.mathis_bps or 0)} (Mathis et al.): find and remove the "
-                "loss (errors, queue overflow) or use a variant that recovers better (SACK).")
+        mathis = (f"caps goodput near {_fmt_bps(bounds.mathis_bps)} (Mathis et al.)"
+                  if bounds.mathis_bps else "cost loss recoveries")
+        return (f"Loss of {p:.2%} of data packets {mathis}: find and remove the loss "
+                "(errors, queue overflow) or use a variant that recovers better (SACK).")
     if name == "timeouts":
         return (f"{s.timeouts} retransmission timeouts stalled the transfer: losses in "
                 "bursts defeat fast retransmit; SACK or NewReno recovery, larger queues or "
                 f"a lower min_rto ({tcp.min_rto:g} s now) shorten the stalls.")
     if name == "congestion_window":
+        queued = ""
+        if link.others_fraction >= BUSY_OTHERS:
+            queued = (f" Other traffic took {link.others_fraction:.0%} of {link.resource} "
+                      f"meanwhile: its queue lengthened every round trip (mean "
+                      f"{(s.rtt_mean or 0) * 1e3:,.0f} ms against {(f.base_rtt or 0) * 1e3:,.0f}"
+                      " ms unloaded).")
         return ("The transfer is too short to leave slow start: the congestion window, "
-                "not the path, set the pace; a larger initial_cwnd shortens it.")
+                "not the path, set the pace; a larger initial_cwnd shortens it." + queued)
     return "The flow did not finish; lengthen duration to see its steady state."

@@ -54,7 +54,6 @@ NOTES: dict[str, str] = {
     "Link.id": "Unique among links; names its results and series.",
     "Link.a": "Node at one end.",
     "Link.b": "Node at the other end.",
-    "Link.queue": "Egress queue of each direction.",
     "Link.loss": "Random or scripted loss on the link.",
     "FrameRelaySpec.switch": "Thresholds of every Frame Relay switch.",
     "FrameRelaySpec.pvcs": "Permanent virtual circuits between routers across the cloud.",

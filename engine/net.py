@@ -28,14 +28,19 @@ from engine.packet import Packet
 #   mpls: one 4-byte label stack entry over PPP framing (RFC 3032).
 #   atm_aal5 (RFC 2684 LLC/SNAP): 8-byte LLC/SNAP, 8-byte AAL5 trailer, padded to
 #   48-byte cell payloads, 53 bytes per cell on the wire (the "cell tax").
-FRAMING = {"ethernet": 38, "ppp": 8, "hdlc": 8, "frame_relay": 8, "mpls": 12}
+#   none: nothing, as ns-2's links carry a packet (its size is all there is on the wire).
+FRAMING = {"ethernet": 38, "ppp": 8, "hdlc": 8, "frame_relay": 8, "mpls": 12, "none": 0}
 ETHERNET_MIN_PAYLOAD = 46
 ETHERNET_GAP = 12  # of the 38: the inter-frame gap, line time but no bits to corrupt
 ATM_CELL, ATM_PAYLOAD, AAL5_OVERHEAD = 53, 48, 16
 
 
-def wire_bytes(encap: str, ip_size: int) -> int:
-    """Bytes a datagram of `ip_size` occupies on a link of this encapsulation."""
+def wire_bytes(encap: str, ip_size: int, overhead: int | None = None) -> int:
+    """Bytes a datagram of `ip_size` occupies on a link of this encapsulation, or with
+    `overhead` bytes per packet in place of the encapsulation's framing (no padding, no
+    cells) when it is given."""
+    if overhead is not None:
+        return ip_size + overhead
     if encap == "atm_aal5":
         return -(-(ip_size + AAL5_OVERHEAD) // ATM_PAYLOAD) * ATM_CELL
     if encap == "ethernet":
@@ -121,14 +126,20 @@ class Scripted(LossModel):
         return index in self.drop
 
 
-def make_loss(spec, rng: random.Random, encap: str = "ppp") -> LossModel | None:
+def link_wire(link, ip_size: int) -> int:
+    """`wire_bytes` for a scenario Link: its encapsulation or its explicit overhead."""
+    return wire_bytes(link.encap, ip_size, link.overhead_bytes)
+
+
+def make_loss(spec, rng: random.Random, encap: str = "ppp",
+              overhead: int | None = None) -> LossModel | None:
     model = spec.model
     if model == "none":
         return None
     if model == "bernoulli":
         return Bernoulli(spec.rate, rng) if spec.rate > 0 else None
     if model == "ber":
-        idle = ETHERNET_GAP if encap == "ethernet" else 0
+        idle = ETHERNET_GAP if encap == "ethernet" and overhead is None else 0
         return BitErrors(spec.ber, rng, idle) if spec.ber > 0 else None
     if model == "gilbert_elliott":
         return GilbertElliott(spec.p_gb, spec.p_bg, spec.loss_good, spec.loss_bad, rng)
@@ -232,7 +243,8 @@ class Egress:
     """One direction of a full-duplex link: queue, serialiser, propagation, loss."""
 
     __slots__ = (
-        "env", "key", "link_id", "src", "dst", "rate", "delay", "encap", "queue", "loss",
+        "env", "key", "link_id", "src", "dst", "rate", "delay", "encap", "overhead", "queue",
+        "loss",
         "busy_until", "queued_bytes", "_waiting", "probe", "line",
         "packets", "bytes", "drops", "error_drops", "busy_total", "wait_total", "queue_max",
         "_wire_cache",
@@ -247,6 +259,7 @@ class Egress:
         self.rate = float(link.rate)
         self.delay = float(link.delay)
         self.encap = link.encap
+        self.overhead = link.overhead_bytes
         self.queue = queue
         self.loss = loss
         self.busy_until = 0.0
@@ -266,7 +279,7 @@ class Egress:
         """(wire bytes, serialisation time) of a datagram of `ip_size`, cached by size."""
         f = self._wire_cache.get(ip_size)
         if f is None:
-            wire = wire_bytes(self.encap, ip_size)
+            wire = wire_bytes(self.encap, ip_size, self.overhead)
             f = self._wire_cache[ip_size] = (wire, wire * 8 / self.rate)
         return f
 

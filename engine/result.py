@@ -81,19 +81,29 @@ class PvcSummary(_Model):
 
 
 class Bounds(_Model):
-    link_bps: float | None = Field(description="Bottleneck rate less per-packet overhead")
-    window_bps: float | None = Field(description="Effective window / round-trip time")
-    mathis_bps: float | None = Field(description="Mathis et al.: MSS/RTT * sqrt(3/2p)")
+    """Upper bounds of the flow's goodput, bit/s: each is at least `achieved_bps`."""
+
+    link_bps: float | None = Field(
+        description="What the most constrained resource on the path (a port's rate less "
+        "per-packet overhead, or a PVC's contract) left to this flow while it ran, after "
+        "the other traffic that actually crossed it meanwhile")
+    window_bps: float | None = Field(description="Effective window / base round-trip time")
+    mathis_bps: float | None = Field(
+        description="Mathis et al.: MSS/RTT * sqrt(3/2bp); null without loss, or when the "
+        "flow delivered more (its losses did not shape a congestion-avoidance sawtooth)")
     application_bps: float | None = Field(default=None, description="The application's own rate")
     achieved_bps: float | None
 
 
 class Diagnosis(_Model):
     limit: Literal["receive_window", "link_capacity", "loss", "congestion_window",
-                   "application", "timeouts", "send_buffer", "incomplete"]
+                   "application", "timeouts", "send_buffer", "incomplete", "pvc_policing"]
     bounds: Bounds
     bdp_bytes: float | None
     rtt: float | None = Field(default=None, description="Base round-trip time of the path, s")
+    bottleneck: str | None = Field(
+        default=None, description="The resource of `bounds.link_bps`: a link direction "
+        "'<link>:<from>><to>' or 'pvc:<id>'")
     advice: str
 
 

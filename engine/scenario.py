@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from engine.example import EXAMPLE_SCENARIO
+from engine.net import link_wire
 from engine.routing import Hop, Topology
 from engine.units import Bits, ByteSize, Duration, Rate, format_duration, format_rate, format_size
 
@@ -237,12 +238,32 @@ class Link(_Model):
     """Line rate of each direction."""
     delay: Duration = 0.0
     """One-way propagation delay."""
-    encap: Literal["ethernet", "ppp", "hdlc", "frame_relay", "atm_aal5", "mpls"] = "ethernet"
-    """Link-layer encapsulation: per-packet overhead, and the cell tax for ATM."""
+    encap: Literal[
+        "ethernet", "ppp", "hdlc", "frame_relay", "atm_aal5", "mpls", "none"
+    ] = "ethernet"
+    """Link-layer encapsulation: per-packet overhead (ethernet 38 B with payloads padded to
+    46 B; ppp, hdlc and frame_relay 8 B; mpls 12 B), the cell tax for atm_aal5 (53-byte
+    cells of 48), none for `none` (an ns-2 link: the IP packet is all that is sent).
+    frame_relay links also get Frame Relay switching (DE discard, FECN/BECN) under PVCs."""
+    overhead_bytes: Count | None = Field(default=None, ge=0, le=65535)
+    """Bytes added to every IP packet on the wire, in place of the encapsulation's own
+    framing arithmetic (no padding, no cells); None uses the encapsulation's. ns-3's
+    PointToPointNetDevice adds 2 (its PPP protocol field)."""
     mtu: int = Field(default=1500, ge=68, le=65535)
     """Largest IP packet the link carries, in bytes."""
     queue: QueueSpec = Field(default_factory=QueueSpec)
+    """The egress queue of each direction, unless queue_a_to_b or queue_b_to_a replaces it."""
+    queue_a_to_b: QueueSpec | None = None
+    """The egress queue at `a` (packets toward `b`) in place of `queue`; None keeps `queue`."""
+    queue_b_to_a: QueueSpec | None = None
+    """The egress queue at `b` (packets toward `a`) in place of `queue`; None keeps `queue`:
+    e.g. RED on the data direction and a plain DropTail for the ACKs."""
     loss: LossSpec = Field(default_factory=LossSpec)
+
+    def queue_of(self, direction: Literal["a_to_b", "b_to_a"]) -> QueueSpec:
+        """The queue of one direction of the link."""
+        own = self.queue_a_to_b if direction == "a_to_b" else self.queue_b_to_a
+        return own if own is not None else self.queue
 
 
 class FrSwitchSpec(_Model):
@@ -252,6 +273,12 @@ class FrSwitchSpec(_Model):
     """Queue fill above which frames are marked FECN (forward) and BECN (backward)."""
     de_discard_threshold: float = Field(default=0.75, gt=0, le=1)
     """Queue fill above which frames marked DE (discard eligible) are dropped first."""
+    congestion_measure: Literal["cycle_average", "instantaneous"] = "cycle_average"
+    """The queue fill that FECN/BECN marking judges. `cycle_average`: as ANSI T1.618 Annex
+    A has it, the queue length (the frame being sent included) averaged over the previous
+    regeneration cycle (a busy period and the idle period after it) and the current one.
+    `instantaneous`: the frames waiting when the frame arrives. DE discard always judges
+    the instantaneous fill (it protects the buffer)."""
 
     @model_validator(mode="after")
     def _check(self) -> FrSwitchSpec:
@@ -286,9 +313,18 @@ class Pvc(_Model):
     size with a unit: "64kbit", "8kB"); default cir x 1 s."""
     be: Annotated[Bits, Field(le=MAX_INT)] = Field(default=0, ge=0)
     """Excess burst in bits per Tc, as bc: sent marked DE; beyond bc + be frames are dropped."""
+    policing: Literal["token_bucket", "interval"] = "token_bucket"
+    """How the network's ingress (the first switch, as frames arrive from the access link)
+    counts Bc and Be. `token_bucket`: two continuous buckets (depth bc refilled at cir,
+    depth be refilled at be / Tc), leftover tokens carry over, so the long-run rate is
+    cir + be / Tc for any frame size. `interval`: fixed consecutive Tc windows from t = 0,
+    the first bc bits of whole frames committed, the next be bits DE, counts reset each
+    window; a part of bc or be smaller than the next frame is lost, so the long-run rate
+    is lower unless bc and be are whole numbers of frames."""
     becn_shaping: bool = False
-    """Shape to CIR and step the rate down by 0.75 on BECN (at most once per Tc) toward
-    min_cir; step back up after 16 Tc without BECN (adaptive shaping)."""
+    """Shape to CIR at the entry router, as Cisco IOS adaptive shaping does: the rate steps
+    down by 0.75 on BECN (at most once per Tc) toward min_cir; after 16 Tc without BECN it
+    steps back up by (bc + be) / 16 per Tc until it is back at cir."""
     min_cir: PositiveRate | None = None
     """Floor of BECN shaping; None means cir / 2."""
     residual_error_rate: float = Field(default=0.0, ge=0, lt=1)
@@ -637,12 +673,31 @@ class Scenario(_Model):
         for link in self.links:
             found.extend(_queue_warnings(link))
         if self.frame_relay is not None:
+            frames = self._largest_frames(topology)
             for pvc in self.frame_relay.pvcs:
-                found.extend(_pvc_warnings(topology, pvc))
+                found.extend(_pvc_warnings(topology, pvc, frames.get(pvc.id)))
         for flow in self.flows:
             hops = topology.route(flow.src, flow.dst) or []
             found.extend(self._flow_warnings(flow, topology, hops))
         return found
+
+    def _largest_frames(self, topology: Topology) -> dict[str, tuple[int, str, str]]:
+        """Per PVC, the largest frame a flow sends through it: (frame bits on the PVC's
+        first link, flow id, link id)."""
+        links = {link.id: link for link in self.links}
+        largest: dict[str, tuple[int, str, str]] = {}
+        for flow in self.flows:
+            hops = topology.route(flow.src, flow.dst)
+            span = topology.pvc_span(hops) if hops else None
+            if span is None:
+                continue
+            size = (flow.tcp.mss + IP_TCP_HEADERS if isinstance(flow, TcpBulkFlow)
+                    else flow.packet_size + IP_UDP_HEADERS)
+            link = links[hops[span.first].link_id]
+            bits = link_wire(link, size) * 8
+            if bits > largest.get(span.pvc.id, (0, "", ""))[0]:
+                largest[span.pvc.id] = (bits, flow.id, link.id)
+        return largest
 
     def _flow_warnings(
         self, flow: TcpBulkFlow | UdpCbrFlow, topology: Topology, hops: list[Hop]
@@ -744,24 +799,38 @@ def _tcp_warnings(path: str, tcp: TcpSpec) -> list[str]:
 
 
 def _queue_warnings(link: Link) -> list[str]:
-    """Warnings about a link's queue."""
-    queue = link.queue
-    if (
-        queue.discipline == "red"
-        and queue.limit_packets is not None
-        and queue.max_th >= queue.limit_packets
-    ):
-        return [
-            f"links.{link.id}.queue.max_th {queue.max_th:g} is not below limit_packets "
-            f"{queue.limit_packets}: the queue overflows before RED's max_th is reached"
-        ]
-    return []
+    """Warnings about a link's queues."""
+    found = []
+    for field in ("queue", "queue_a_to_b", "queue_b_to_a"):
+        queue = getattr(link, field)
+        if (
+            queue is not None
+            and queue.discipline == "red"
+            and queue.limit_packets is not None
+            and queue.max_th >= queue.limit_packets
+        ):
+            found.append(
+                f"links.{link.id}.{field}.max_th {queue.max_th:g} is not below limit_packets "
+                f"{queue.limit_packets}: the queue overflows before RED's max_th is reached"
+            )
+    return found
 
 
-def _pvc_warnings(topology: Topology, pvc: Pvc) -> list[str]:
-    """Warnings about a PVC's contract against the links it crosses."""
+def _pvc_warnings(
+    topology: Topology, pvc: Pvc, largest: tuple[int, str, str] | None
+) -> list[str]:
+    """Warnings about a PVC's contract against the links it crosses and the frames of the
+    flows it carries (`largest`: see Scenario._largest_frames)."""
     path = f"frame_relay.pvcs.{pvc.id}"
     found: list[str] = []
+    assert pvc.bc is not None
+    if largest is not None and pvc.bc + pvc.be < largest[0]:
+        bits, flow_id, link_id = largest
+        found.append(
+            f"{path}: bc + be ({pvc.bc + pvc.be:,.0f} bit) is smaller than one frame of flow "
+            f"{flow_id} ({bits:,} bit on link {link_id}): the policer discards every such "
+            "frame, so the PVC delivers none of them; raise bc (or be) to at least one frame"
+        )
     hops = topology.route(pvc.src, pvc.dst)
     if hops:
         bottleneck = topology.bottleneck(hops)

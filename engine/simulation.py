@@ -21,6 +21,7 @@ from engine.net import Egress, make_loss, make_queue, stream
 from engine.recorder import LinkProbe, RateSampler, Trace
 from engine.result import Result
 from engine.scenario import Scenario
+from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
 
 SLICES = 100  # progress callbacks per run, at most
@@ -45,8 +46,9 @@ class Network:
                 name = f"link:{link.id}:{src}>{dst}"
                 loss = None
                 if link.loss.direction in (direction, "both"):
-                    loss = make_loss(link.loss, stream(seed, name + ":loss"), link.encap)
-                queue = make_queue(link.queue, stream(seed, name + ":queue"))
+                    loss = make_loss(link.loss, stream(seed, name + ":loss"), link.encap,
+                                     link.overhead_bytes)
+                queue = make_queue(link.queue_of(direction), stream(seed, name + ":queue"))
                 port = Egress(env, link, src, dst, queue, loss)
                 port.probe = LinkProbe(port)
                 self.ports[(link.id, src, dst)] = port
@@ -67,6 +69,7 @@ class Network:
             if flow.finite:
                 self.pending.add(flow.id)
             flow.schedule()
+        self.usage = {f.id: FlowUsage(env, f) for f in self.flows if isinstance(f, TcpFlow)}
         self.goodput = {f.id: Trace("bit/s", rate=True) for f in self.flows
                         if isinstance(f, TcpFlow)}
         tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
@@ -84,6 +87,9 @@ class Network:
         return ports
 
     def _flow_done(self, flow) -> None:
+        usage = self.usage.get(flow.id)
+        if usage is not None:
+            usage.on_done()
         self.pending.discard(flow.id)
         if not self.pending and self.scenario.stop_when_done and not self.finished:
             self.finished = True
@@ -186,5 +192,6 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         series=series,
         diagnosis={},
     )
-    result.diagnosis = diagnose(net.scenario, result)
+    shares = {fid: u.shares(end, result.flows[fid]) for fid, u in net.usage.items()}
+    result.diagnosis = diagnose(net.scenario, result, shares)
     return result

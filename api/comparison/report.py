@@ -51,6 +51,7 @@ LIMITS = {
     "loss": "packet loss",
     "timeouts": "retransmission timeouts",
     "application": "the application's own rate",
+    "pvc_policing": "the PVC's policer (its CIR, Bc and Be), not the links,",
 }
 METHOD = {
     "interval": "95% t-interval over replications: mean ± t(0.975, n-1)·sd/√n (sd with n-1); "

@@ -1,0 +1,117 @@
+"""The diagnosis is never wrong about what was possible: on generated small scenarios
+(flows that overlap or not, start apart, of any size, over lossy or clean links, with
+cross traffic and Frame Relay PVCs that police), every bound it reports is at least the
+goodput the flow achieved, and losses that are the PVC policer's are not blamed on the
+links (hypothesis).
+
+Rounding: the bounds are computed from the same floating-point counters as the goodput,
+so they may only fall short by relative 1e-9.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engine import Scenario, simulate
+from tests.unit.engine_helpers import link, tcp_opts
+
+pytestmark = pytest.mark.unit
+
+ROUNDING = 1e-9
+
+
+def check_bounds(result) -> None:
+    for fid, d in result.diagnosis.items():
+        achieved = result.flows[fid].goodput_bps
+        for name in ("link_bps", "window_bps", "mathis_bps", "application_bps"):
+            bound = getattr(d.bounds, name)
+            if bound is not None:
+                assert bound >= achieved * (1 - ROUNDING), (fid, name, bound, achieved, d)
+
+
+def check_policing_attributed(result) -> None:
+    """When the PVC's policer discarded more than every link dropped, no flow's losses are
+    blamed on the links ("loss"): they are the PVC's."""
+    pvc = result.pvcs.get("p")
+    link_drops = sum(link.drops + link.error_drops for link in result.links.values())
+    if pvc is None or pvc.excess_dropped <= link_drops:
+        return
+    for fid, d in result.diagnosis.items():
+        assert d.limit != "loss", (fid, d)
+        if d.limit == "pvc_policing":
+            assert "PVC p" in d.advice and "Bc" in d.advice and "CIR" in d.advice
+
+
+@st.composite
+def scenarios(draw) -> Scenario:
+    """h1 -[lan1]- r1 -[wan]- r2 -[lan2]- h2, or the same through an fr_switch with a PVC."""
+    fr = draw(st.booleans())
+    wan_rate = draw(st.sampled_from([256e3, 1e6, 1.544e6]))
+    delay = draw(st.sampled_from([0.001, 0.02, 0.08]))
+    limit = draw(st.integers(min_value=3, max_value=60))
+    encap = "frame_relay" if fr else draw(st.sampled_from(["ppp", "ethernet", "atm_aal5",
+                                                           "none"]))
+    loss = None
+    if draw(st.booleans()):
+        loss = {"model": "bernoulli", "rate": draw(st.sampled_from([0.005, 0.02, 0.05])),
+                "direction": "a_to_b"}
+    nodes = [("h1", "host"), ("r1", "router"), ("r2", "router"), ("h2", "host")]
+    links = [link("lan1", "h1", "r1", rate=10e6, delay=0.0001, encap="ethernet")]
+    if fr:
+        nodes.append(("sw", "fr_switch"))
+        links += [link("wan", "r1", "sw", rate=wan_rate, delay=delay, encap=encap,
+                       limit_packets=limit, loss=loss),
+                  link("wan2", "sw", "r2", rate=wan_rate, delay=delay, encap=encap,
+                       limit_packets=limit)]
+    else:
+        links.append(link("wan", "r1", "r2", rate=wan_rate, delay=delay, encap=encap,
+                          limit_packets=limit, loss=loss))
+    links.append(link("lan2", "r2", "h2", rate=10e6, delay=0.0001, encap="ethernet"))
+    flows: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(min_value=1, max_value=3))):
+        tcp = tcp_opts(
+            variant=draw(st.sampled_from(["reno", "newreno", "cubic", "vegas", "none"])),
+            rcv_buf=draw(st.sampled_from([1000, 8760, 32768, 65535])),
+            handshake=draw(st.booleans()),
+            delayed_ack={"enabled": draw(st.booleans())},
+            initial_cwnd=draw(st.sampled_from([1, 4, 10])),
+        )
+        flow: dict[str, Any] = {
+            "id": f"f{i}", "kind": "tcp_bulk", "src": "h1", "dst": "h2",
+            "start": draw(st.sampled_from([0.0, 0.5, 3.0])),
+            "bytes": draw(st.sampled_from([1000, 20_000, 150_000, 400_000])), "tcp": tcp,
+        }
+        if draw(st.integers(0, 4)) == 0:
+            flow["stop"] = flow["start"] + draw(st.sampled_from([0.5, 2.0]))
+        flows.append(flow)
+    if draw(st.booleans()):
+        flows.append({"id": "cbr", "kind": "udp_cbr", "src": "h1", "dst": "h2",
+                      "rate": draw(st.sampled_from([0.2, 0.6])) * wan_rate,
+                      "start": draw(st.sampled_from([0.0, 1.0])), "stop": 4.0})
+    d: dict[str, Any] = {
+        "name": "diagnosis-property", "duration": 30.0,
+        "nodes": [{"id": n, "kind": k} for n, k in nodes], "links": links, "flows": flows,
+    }
+    if fr:
+        cir = draw(st.sampled_from([0.25, 0.5, 1.0])) * wan_rate
+        d["frame_relay"] = {"pvcs": [{
+            "id": "p", "dlci": 100, "src": "r1", "dst": "r2", "cir": cir,
+            "bc": draw(st.sampled_from([0.05, 0.25, 1.0])) * cir,
+            "be": draw(st.sampled_from([0.0, 0.5])) * cir,
+            "policing": draw(st.sampled_from(["token_bucket", "interval"])),
+            "becn_shaping": draw(st.booleans()),
+        }], "switch": {"congestion_measure": draw(st.sampled_from(["cycle_average",
+                                                                   "instantaneous"]))}}
+    return Scenario.model_validate(d)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_every_bound_is_at_least_the_achieved_goodput(scenario: Scenario):
+    result = simulate(scenario)
+    check_bounds(result)
+    check_policing_attributed(result)
