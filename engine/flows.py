@@ -142,6 +142,8 @@ class TcpFlow(Flow):
             "packets_dropped": lost + self.other_dropped,
             "pdr": arrived / ratio_base if ratio_base else None,
             "plr": lost / ratio_base if ratio_base else None,
+            "packets_received": arrived,
+            "delivery_ratio": arrived / s.segments_sent if s.segments_sent else None,
             "rtt_mean": self.rtt_sum / self.rtt_n if self.rtt_n else None,
             "rtt_min": self.rtt_min if self.rtt_n else None,
             "rtt_max": self.rtt_max if self.rtt_n else None,
