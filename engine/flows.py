@@ -102,8 +102,10 @@ class TcpFlow(Flow):
     # --- notifications from endpoints and links ------------------------------------
 
     def data_received(self, pkt: Packet) -> None:
+        now = self.env.now
         self.arrived += 1
-        self.delays.add(self.env.now - pkt.sent_at)
+        self.delays.add(now - pkt.sent_at)
+        self.probe.delay.sample(now, now - pkt.sent_at)
 
     def delivered(self, rcv_nxt: int) -> None:
         self.delivered_bytes = rcv_nxt
