@@ -4,6 +4,7 @@ idle link and against the flow's own summary."""
 
 import pytest
 from engine_helpers import IP_TCP, bulk, one_link, run, ser
+
 from engine.net import wire_bytes
 
 pytestmark = pytest.mark.unit
