@@ -704,7 +704,7 @@ SEED_004 = (
             "ours is highest at 20: a larger queue lets the window overshoot further in slow "
             "start, losing more in one burst; the smaller queues lose less per cycle",
             (_H,), _f004_queue_below20),
-    Finding("004-7", "Fig. 4: PDR falls as the packet size grows", "falls (98.7 → 93.6 %)",
+    Finding("004-7", "Fig. 4: PDR falls as the packet size grows", "falls (a curve; the text gives no values)",
             "reproduced", "about the same number of losses per cycle over fewer, larger packets",
             (_H,), _f004_pdr),
 )
