@@ -265,8 +265,10 @@ SEED_000 = (
             "an 8,760 B window over a ≈ 0.18 s round trip caps the rate whatever the link",
             (_L,), _f000_t3),
     Finding("000-2", "Fig. 3: a 64 KB window on T1 is the real cure", "674 → 192 s (−72 %)",
-            "reproduced", "the window then exceeds the T1's 34.7 kB BDP: link-limited; ours is "
-            "16 % under the paper's 192 s (riverbed.md §4: OPNET's cloud adds a store-and-forward)",
+            "reproduced", "the window then exceeds the T1's 34.7 kB BDP: link-limited. Ours is "
+            "16 % under the paper's 192 s: 30 MB at the T1's 1.48 Mb/s of goodput takes 162 s, "
+            "so OPNET's run carried ≈ 1.25 Mb/s (more overhead per frame, or a window not "
+            "quite filling the pipe)",
             (_L,), _f000_64k),
     Finding("000-3", "Fig. 4: throughput in packets/s (data and ACKs, OPNET's \"traffic sent\")",
             "50 / 58 / 186 pkt/s", "reproduced",
