@@ -336,6 +336,11 @@ def _f003_window(v: View):
     return text, w[0] == 1 and w[1] == 1 and w[2] == 0
 
 
+def _f003_cheaper(v: View):
+    t3, w64 = v.mean(_R, 1, "time"), v.mean(_R, 2, "time")
+    return f"T1/64K {_s(w64)} vs T3/8K {_s(t3)}", w64 < 0.5 * t3
+
+
 SEED_003 = (
     Finding("003-1", "T1 with the default 8,760 B window", "560 s", "reproduced",
             "pipelined-window arithmetic gives 530 s (riverbed.md §4)", (_R,), _f003_t1),
@@ -347,6 +352,8 @@ SEED_003 = (
     Finding("003-4", "the window, not the bandwidth, limits the 8 KB transfers",
             "(the lab's conclusion)", "reproduced", "our diagnosis names the limit",
             (_R,), _f003_window),
+    Finding("003-5", "a larger window on T1 does better than the T3 upgrade",
+            "≈ 130 s vs 475 s", "reproduced", "", (_R,), _f003_cheaper),
 )
 
 
