@@ -7,8 +7,8 @@ are extracted once per run (`EXTRACT`), so the same code renders the table from 
 study (`python -m engine study NAME`, `python -m engine findings`) and from the snapshot
 stored beside the derivations (`presets/findings.json`, written by
 `python -m engine findings --write`). `tests/unit/test_findings.py` re-renders every table
-from the snapshot, checks it against the derivations, re-runs a few runs of each study to
-check the snapshot against the engine, and asserts the reproduced findings.
+from the snapshot, checks it against the derivations, re-runs the first seed of every point
+to check the snapshot against the engine, and asserts the reproduced findings on those runs.
 
 A finding's `verdict` is the derivation's judgment; `check` returns our value as text and
 whether the paper's ordering or ratio holds in our runs. A reproduced finding must hold and
