@@ -3,6 +3,7 @@
     python -m engine run PRESET_OR_FILE [--json] [--seed N]
     python -m engine presets
     python -m engine study NAME_OR_FILE [--json] [--jobs N]
+    python -m engine findings [--write] [--jobs N]
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from engine import findings
 from engine.presets import UnknownPreset, list_presets, load_preset, load_study, preset_names
 from engine.scenario import Scenario, load_scenario
 from engine.simulation import simulate
 from engine.study import Point, StudyError, StudySpec, expand, resolve_base
+from engine.version import ENGINE_VERSION
 
 
 def _load(target: str) -> Scenario:
@@ -124,6 +127,41 @@ def print_study(rows, out=sys.stdout) -> None:
                       f"{limit}\n")
 
 
+def print_findings(runs: findings.Runs, out=sys.stdout) -> None:
+    """The seed papers' findings these runs answer, the paper's value beside ours."""
+    view = findings.View(runs)
+    for name, items in findings.DERIVATIONS.items():
+        rows = findings.evaluate(items, runs)
+        if rows:
+            out.write(f"\nfindings ({name}; the full table needs every study: "
+                      f"python -m engine findings)\n")
+            out.write(findings.render_text(rows))
+    for study, side in findings.SIDE_TABLES.items():
+        if study in runs:
+            out.write("\n" + side(view))
+
+
+def run_findings(*, write: bool, jobs: int, out=sys.stdout) -> int:
+    """Run every study the findings read; print them, or store them and rewrite the tables."""
+    runs: findings.Runs = {}
+    for study in findings.studies():
+        rows = run_study(_study_spec(study), jobs)
+        runs[study] = findings.records(study, rows)
+    stale = 0
+    for name, items in findings.DERIVATIONS.items():
+        rows = findings.evaluate(items, runs)
+        stale += sum(1 for r in rows if not r.consistent)
+        if write:
+            path = findings.presets_dir() / name
+            path.write_text(findings.rewrite(path.read_text(), findings.render(rows)))
+        out.write(f"\n{name}\n" + findings.render_text(rows))
+    if write:
+        findings.write_snapshot(runs, ENGINE_VERSION)
+    if stale:
+        out.write(f"\n{stale} finding(s) disagree with their verdict: revise the derivation\n")
+    return 1 if stale else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -137,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     study.add_argument("target")
     study.add_argument("--json", action="store_true")
     study.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    found = sub.add_parser(
+        "findings", help="run the seed studies and print every paper finding beside ours")
+    found.add_argument("--write", action="store_true",
+                       help="store the numbers (presets/findings.json) and rewrite the "
+                            "derivations' findings tables")
+    found.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
 
     try:
@@ -144,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             for info in list_presets():
                 print(f"{info.name:<24} {info.kind:<8} {info.description}")
             return 0
+        if args.command == "findings":
+            return run_findings(write=args.write, jobs=max(1, args.jobs))
         if args.command == "run":
             result = simulate(_load(args.target), seed=args.seed)
             if args.json:
@@ -158,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(json.dumps({"points": points}) + "\n")
         else:
             print_study(rows)
+            if args.target in findings.studies():
+                print_findings({args.target: findings.records(args.target, rows)})
         return 0
     except UnknownPreset as exc:
         print(f"error: {exc}; or give a scenario file path", file=sys.stderr)

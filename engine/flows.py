@@ -102,8 +102,10 @@ class TcpFlow(Flow):
     # --- notifications from endpoints and links ------------------------------------
 
     def data_received(self, pkt: Packet) -> None:
+        now = self.env.now
         self.arrived += 1
-        self.delays.add(self.env.now - pkt.sent_at)
+        self.delays.add(now - pkt.sent_at)
+        self.probe.delay.sample(now, now - pkt.sent_at)
 
     def delivered(self, rcv_nxt: int) -> None:
         self.delivered_bytes = rcv_nxt
@@ -142,6 +144,8 @@ class TcpFlow(Flow):
             "packets_dropped": lost + self.other_dropped,
             "pdr": arrived / ratio_base if ratio_base else None,
             "plr": lost / ratio_base if ratio_base else None,
+            "packets_received": arrived,
+            "delivery_ratio": arrived / s.segments_sent if s.segments_sent else None,
             "rtt_mean": self.rtt_sum / self.rtt_n if self.rtt_n else None,
             "rtt_min": self.rtt_min if self.rtt_n else None,
             "rtt_max": self.rtt_max if self.rtt_n else None,

@@ -129,7 +129,7 @@ class TcpProbe:
     """Traces a TCP sender's state after each ACK, timeout and transmission burst."""
 
     __slots__ = ("prefix", "cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
-                 "retransmissions", "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now")
+                 "retransmissions", "delay", "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now")
 
     def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
@@ -142,6 +142,10 @@ class TcpProbe:
         self.seq = Trace("bytes")
         self.ack = Trace("bytes")
         self.retransmissions = Trace("packets")
+        # One point per data packet arriving (its one-way delay), as seed 002 plots it;
+        # past the cap adjacent points average in pairs, so a point may then stand for
+        # several consecutive packets.
+        self.delay = Trace("s", rate=True)
         self.cwnd_max = 0
         self.cwnd_area = 0.0
         self._cwnd_since = None
@@ -202,7 +206,7 @@ class TcpProbe:
 
     def series(self) -> dict[str, Trace]:
         names = ("cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
-                 "retransmissions")
+                 "retransmissions", "delay")
         return {self.prefix + n: getattr(self, n) for n in names}
 
 

@@ -28,6 +28,12 @@ class TcpFlowSummary(_Model):
     packets_dropped: int = Field(description="This flow's packets (data and ACKs) dropped anywhere")
     pdr: float | None = Field(description="Data packets delivered / (delivered + dropped)")
     plr: float | None = Field(description="Data packets dropped / (delivered + dropped)")
+    packets_received: int = Field(
+        default=0, description="Data packets arriving at the receiver, duplicates included")
+    delivery_ratio: float | None = Field(
+        default=None,
+        description="packets_received / segments_sent, as ns-2 trace scripts compute PDR: "
+                    "packets still in flight at the end count as not received")
     rtt_mean: float | None
     rtt_min: float | None
     rtt_max: float | None

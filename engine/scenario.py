@@ -371,6 +371,12 @@ class TcpSpec(_Model):
     """Congestion control; `none` is a fixed window with go-back-N on timeout."""
     sack: bool = False
     """SACK loss recovery (RFC 6675) under any variant."""
+    fast_retransmit: bool = True
+    """false: a timeout-only sender: duplicate ACKs are counted but trigger no fast
+    retransmit, fast recovery or Limited Transmit, and every loss waits for the
+    retransmission timer (slow start from one segment after it). The variant's congestion
+    control (slow start, congestion avoidance) is unchanged; OPNET's TCP with "Fast
+    Retransmit" and "Fast Recovery" disabled (seed 000's "without Reno")."""
     mss: Count = Field(default=1460, ge=64)
     """Maximum segment size in bytes; at most path MTU - 40."""
     rcv_buf: PositiveByteSize = 65535

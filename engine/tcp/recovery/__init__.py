@@ -19,8 +19,11 @@ REGISTRY: dict[str, type[NoRecovery]] = {
 
 
 def recovery_for(spec) -> NoRecovery:
-    """The strategy for a TcpSpec: SACK (RFC 6675) when `sack` is on, except for the fixed
-    window of variant `none`, which has no recovery; otherwise the variant's own."""
+    """The strategy for a TcpSpec: none at all (timer only) when `fast_retransmit` is off;
+    SACK (RFC 6675) when `sack` is on, except for the fixed window of variant `none`, which
+    has no recovery; otherwise the variant's own."""
+    if not spec.fast_retransmit:
+        return NoRecovery(spec)
     if spec.sack and spec.variant != "none":
         return SackRecovery(spec)
     try:
