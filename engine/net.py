@@ -233,7 +233,7 @@ class Egress:
 
     __slots__ = (
         "env", "key", "link_id", "src", "dst", "rate", "delay", "encap", "queue", "loss",
-        "busy_until", "queued_bytes", "_waiting", "probe", "line",
+        "busy_until", "queued_bytes", "_waiting", "probe", "tap", "line",
         "packets", "bytes", "drops", "error_drops", "busy_total", "wait_total", "queue_max",
         "_wire_cache",
     )
@@ -253,6 +253,7 @@ class Egress:
         self.queued_bytes = 0
         self._waiting: deque = deque()  # [start_time, wire_bytes] of packets not yet started
         self.probe = None
+        self.tap = None  # an engine.capture.Tap when this direction is captured
         self.line = Line(env)  # packets propagating to the next hop, in arrival order
         self.packets = self.bytes = self.drops = self.error_drops = 0
         self.busy_total = self.wait_total = 0.0
@@ -303,6 +304,9 @@ class Egress:
                 self.queue_max = waiting
         else:
             start = now
+        tap = self.tap
+        if tap is not None:
+            tap.record(self, start, pkt)  # on the wire from `start`, lost in transit or not
         tx = f[1]
         end = start + tx
         self.busy_until = end
