@@ -403,6 +403,14 @@ class ResultRepository:
         )
         return [tuple(row) for row in self.session.execute(stmt).all()]  # type: ignore[misc]
 
+    def capture_files(self, run_id: uuid.UUID) -> Sequence[RunCapture]:
+        """Every capture of the run, files included, by link."""
+        stmt = (
+            select(RunCapture).where(RunCapture.run_id == run_id)
+            .order_by(RunCapture.link, RunCapture.direction)
+        )
+        return self.session.scalars(stmt, execution_options={BINARY_RESULTS: True}).all()
+
     def capture(self, run_id: uuid.UUID, link: str, direction: str) -> RunCapture | None:
         stmt = select(RunCapture).where(
             RunCapture.run_id == run_id, RunCapture.link == link,

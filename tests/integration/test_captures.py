@@ -13,7 +13,7 @@ import pytest
 import yaml
 from journeys import assert_problem
 from servicekit import Stack
-from test_cli import tcpfr
+from test_cli import read_bundle, tcpfr
 from tshark import count, expert_problems, require_tshark
 
 from client import Client
@@ -117,6 +117,16 @@ def test_tcpfr_export_pcap(pg_stack: Stack, captured: dict[str, Any], tmp_path: 
     assert proc.returncode == 0 and (tmp_path / "again.pcap").read_bytes() == out.read_bytes()
     proc = tcpfr(pg_stack.base_url, "export", captured["id"], "--pcap", "access1")
     assert proc.returncode == 2 and "no capture of link 'access1'" in proc.stderr
+
+
+def test_the_export_bundle_carries_the_capture(
+    pg_stack: Stack, captured: dict[str, Any], tmp_path: Path
+) -> None:
+    with Client(pg_stack.base_url) as client:
+        data = client.export(captured["id"], tmp_path / "run.zip").read_bytes()
+    manifest, files = read_bundle(data)  # each file checked against the manifest's sha256
+    pcap = files["captures/lan1-both.pcap"]
+    assert hashlib.sha256(pcap).hexdigest() == captured["captures"][0]["sha256"]
 
 
 def test_captures_in_the_embedded_mode(embedded_stack: Stack) -> None:
