@@ -287,3 +287,13 @@ def test_tshark_reads_sack_blocks_udp_and_checksums(tmp_path: Path) -> None:
                     "udp.checksum.status", options=options)
     assert all("0" not in row for row in status)
     assert sum(row[1] == "1" for row in status) > 1000 and sum(row[2] == "1" for row in status) == 200
+
+
+def test_engine_cli_writes_the_captures(tmp_path: Path) -> None:
+    from engine.cli import main
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text(lossy_link(direction="a_to_b").model_dump_json())
+    assert main(["run", str(scenario), "--pcap-dir", str(tmp_path / "out")]) == 0
+    data = (tmp_path / "out" / "wan-a_to_b.pcap").read_bytes()
+    assert data == simulate(lossy_link(direction="a_to_b")).pcap("wan", "a_to_b")
