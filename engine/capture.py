@@ -31,7 +31,6 @@ dependency of several megabytes (scapy) or an unmaintained one (dpkt) for that.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import struct
 from typing import TYPE_CHECKING
 
@@ -68,8 +67,8 @@ class Tap:
         self.records: list[tuple] = []
         self.missed = 0  # packets that went by once the capture was full
 
-    def record(self, port, t: float, pkt: Packet) -> None:
-        """`port` starts transmitting `pkt` at time `t`."""
+    def record(self, t: float, pkt: Packet) -> None:
+        """The port this tap hangs on starts transmitting `pkt` at time `t`."""
         flows = self.flows
         if flows is not None and pkt.flow.id not in flows:
             return
@@ -77,7 +76,7 @@ class Tap:
         if len(records) >= self.limit:
             self.missed += 1
             return
-        records.append((t, port, pkt.flow, pkt.kind, pkt.seq, pkt.length, pkt.ack, pkt.sack,
+        records.append((t, pkt.flow, pkt.kind, pkt.seq, pkt.length, pkt.ack, pkt.wnd, pkt.sack,
                         pkt.ece, pkt.path, pkt.hop))
 
 
@@ -178,8 +177,8 @@ class _Endpoints:
         self.syn_options = options
 
 
-def _tcp_segment(ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, sack,
-                 ece: bool) -> tuple[bytes, bytes, bytes, int]:
+def _tcp_segment(ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int,
+                 sack, ece: bool) -> tuple[bytes, bytes, bytes, int]:
     """(source address, destination address, TCP header without checksum, payload length)."""
     options = b""
     if kind == Kind.DATA or kind == Kind.SYN:
@@ -193,14 +192,15 @@ def _tcp_segment(ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, sa
         window, options = min(ep.window, 0xFFFF), ep.syn_options
     elif kind == Kind.SYNACK:
         number, ack_number, flags = base, peer + 1, SYN | ACK
-        window, options = min(ep.window, 0xFFFF), ep.syn_options
+        window, options = min(wnd, 0xFFFF), ep.syn_options  # unscaled (RFC 7323 2.2)
     elif kind == Kind.DATA:
         # The sender's segments acknowledge the peer's SYN and advertise its own window.
         number, ack_number, flags = base + 1 + seq, peer + 1, ACK
         window = ep.window >> ep.shift
     else:
+        # The receiver's ACKs carry the window it advertises (the engine's, in bytes).
         number, ack_number, flags = base + 1, peer + 1 + ack, ACK
-        window = ep.window >> ep.shift
+        window = min(wnd >> ep.shift, 0xFFFF)
         if sack:
             options = NOP * 2 + struct.pack("!BB", 5, 2 + 8 * len(sack)) + b"".join(
                 struct.pack("!II", (peer + 1 + s) & 0xFFFFFFFF, (peer + 1 + e) & 0xFFFFFFFF)
@@ -224,9 +224,9 @@ def _ip_header(src: bytes, dst: bytes, proto: int, total: int, ttl: int) -> byte
 
 def _packet(ep: _Endpoints, record: tuple, ttl: int) -> tuple[bytes, int]:
     """(the packet's headers, its length on the wire) for one tap record."""
-    _, _, _, kind, seq, length, ack, sack, ece, _, _ = record
+    _, _, kind, seq, length, ack, wnd, sack, ece, _, _ = record
     if ep.tcp:
-        src, dst, tcp, length = _tcp_segment(ep, kind, seq, length, ack, sack, ece)
+        src, dst, tcp, length = _tcp_segment(ep, kind, seq, length, ack, wnd, sack, ece)
         seg_len = len(tcp) + length
         pseudo = struct.pack("!4s4sBBH", src, dst, 0, PROTO_TCP, seg_len)
         tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo, tcp)) + tcp[18:]
@@ -253,7 +253,7 @@ def pcap_file(tap: Tap, scenario: Scenario, flows: list) -> bytes:
     if tap.spec.direction == "both":
         records = sorted(records, key=lambda r: r[0])
     for record in records:
-        t, flow, path, hop = record[0], record[2], record[9], record[10]
+        t, flow, path, hop = record[0], record[1], record[9], record[10]
         key = (id(path), hop)
         crossed = routers.get(key)
         if crossed is None:
@@ -268,7 +268,3 @@ def pcap_file(tap: Tap, scenario: Scenario, flows: list) -> bytes:
             out.append(bytes(kept - len(headers)))
     return b"".join(out)
 
-
-def address_text(node_id: str, scenario: Scenario) -> str:
-    """A node's address in dotted form (for documentation and tests)."""
-    return str(ipaddress.IPv4Address(addresses(scenario)[node_id]))

@@ -306,7 +306,7 @@ class Egress:
             start = now
         tap = self.tap
         if tap is not None:
-            tap.record(self, start, pkt)  # on the wire from `start`, lost in transit or not
+            tap.record(start, pkt)  # on the wire from `start`, lost in transit or not
         tx = f[1]
         end = start + tx
         self.busy_until = end

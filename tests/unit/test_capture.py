@@ -211,6 +211,10 @@ def test_tshark_reads_the_lossy_capture_whole(drops_reno) -> None:
     assert expert_problems(path) == 0
     sent = result.links["lan1:ws>branch"].packets + result.links["lan1:branch>ws"].packets
     assert count(path) == result.captures[0].packets == sent
+    # ws's packets leave it here; the server's ACKs crossed dc, cloud and branch.
+    ttl = {tuple(row) for row in fields(path, "ip", "ip.src", "ip.ttl")}
+    ws, server = (".".join(map(str, node_address(n))) for n in ("ws", "server"))
+    assert ttl == {(ws, "64"), (server, "61")}
 
 
 def test_tshark_finds_the_engines_retransmissions(drops_reno) -> None:
@@ -297,3 +301,12 @@ def test_engine_cli_writes_the_captures(tmp_path: Path) -> None:
     assert main(["run", str(scenario), "--pcap-dir", str(tmp_path / "out")]) == 0
     data = (tmp_path / "out" / "wan-a_to_b.pcap").read_bytes()
     assert data == simulate(lossy_link(direction="a_to_b")).pcap("wan", "a_to_b")
+
+
+def test_capturing_changes_nothing_simulated() -> None:
+    captured = run(lossy_link())
+    plain = run(Scenario.model_validate({**lossy_link().model_dump(mode="json"),
+                                         "capture": []}))
+    assert plain.captures == [] and plain.pcap("wan", "both") is None
+    for part in ("flows", "links", "events", "sim_time", "series", "diagnosis"):
+        assert getattr(captured, part) == getattr(plain, part), part
