@@ -66,6 +66,12 @@ def test_the_pcap_is_served_and_wireshark_reads_it(
         # The link's one capture: the direction may be left out.
         plain = http.get(f"/v1/runs/{captured['id']}/pcap", params={"link": "lan1"})
         assert plain.status_code == 200 and plain.content == resp.content
+    with Client(pg_stack.base_url) as client:
+        # The same scenario and seed again: a cache hit serves its source's capture.
+        hit = client.run(scenario=lossy_scenario())
+        assert hit.doc.cache_hit and hit.doc.captures and hit.doc.captures[0].href.startswith(
+            f"/v1/runs/{hit.id}/pcap")
+        assert hit.pcap("lan1") == resp.content
     path = tmp_path / "lan1.pcap"
     path.write_bytes(resp.content)
     assert expert_problems(path) == 0
