@@ -22,10 +22,11 @@ raw IPv4 packets with real headers, the payload zero-filled up to the snap lengt
 - TTL is 64 less the routers the packet crossed; IP and TCP/UDP checksums are correct
   (the zero payload adds nothing to them).
 
-The libpcap format (24-byte file header, 16-byte record headers) is written here rather
-than with dpkt or scapy: it is a dozen lines of `struct`, the headers are our domain
-anyway (they come from engine state, not from parsing), and neither library earns a
-dependency of several megabytes (scapy) or an unmaintained one (dpkt) for that.
+The libpcap format (a 24-byte file header, a 16-byte header per record) is written here
+rather than with dpkt or scapy: it is a few lines of `struct`, and the headers are our
+domain anyway (built from engine state, field by field, whatever library holds them).
+scapy is a large dependency that is slow to import in every worker; dpkt would only wrap
+the same `struct` calls in its own packet classes.
 """
 
 from __future__ import annotations
