@@ -91,6 +91,7 @@ class CaptureOut(_Doc):
     OPENAPI = "CaptureOut"
     link: str
     direction: Literal["a_to_b", "b_to_a", "both"]
+    at: Literal["a", "b"] = "a"
     packets: int
     missed: int
     snaplen: int

@@ -1,9 +1,12 @@
 """Packet captures: taps on link directions, and the libpcap files made from what they saw.
 
-A `Tap` hangs on the `Egress` ports of the link directions a scenario's `capture` names.
-The port calls it once per packet it transmits, with the time transmission starts; the
-tap keeps a small tuple per packet, up to `max_packets`. A port without a tap pays one
-attribute test. When the run ends, `pcap_file` turns the tuples into a libpcap file of
+A capture is a look at one end's interface on a link (`at`): a `Tap` with a `TapPoint` on
+the `Egress` port of each link direction it takes. The port calls its point once per
+packet it transmits; a packet leaving the capturing end is seen when its transmission
+starts, one arriving there when its last bit arrives (after the link's delay, unless the
+link lost it), so a capture at a sender shows what tcpdump on that host would: the ACKs
+before what the sender does about them. The tap keeps a small tuple per packet, up to
+`max_packets`. A port without a tap pays one attribute test. When the run ends, `pcap_file` turns the tuples into a libpcap file of
 raw IPv4 packets with real headers, the payload zero-filled up to the snap length:
 
 - addresses: each node has a stable private address, 10.x.y.z from the first bytes of
@@ -57,7 +60,7 @@ SYN_OPTIONS = 12  # as engine.tcp.sender counts them
 
 
 class Tap:
-    """What one capture saw: one tuple per packet transmitted on its port(s)."""
+    """What one capture saw: one tuple per packet, in the order they were recorded."""
 
     __slots__ = ("spec", "flows", "limit", "records", "missed")
 
@@ -68,8 +71,8 @@ class Tap:
         self.records: list[tuple] = []
         self.missed = 0  # packets that went by once the capture was full
 
-    def record(self, t: float, pkt: Packet) -> None:
-        """The port this tap hangs on starts transmitting `pkt` at time `t`."""
+    def add(self, t: float, pkt: Packet) -> None:
+        """`pkt` is seen at the capturing interface at time `t`."""
         flows = self.flows
         if flows is not None and pkt.flow.id not in flows:
             return
@@ -81,16 +84,37 @@ class Tap:
                         pkt.ece, pkt.path, pkt.hop))
 
 
+class TapPoint:
+    """A tap on one port (link direction): at its sending end, a packet is seen when its
+    transmission starts; at its receiving end, when its last bit arrives, unless lost."""
+
+    __slots__ = ("tap", "arriving", "delay")
+
+    def __init__(self, tap: Tap, arriving: bool, delay: float):
+        self.tap, self.arriving, self.delay = tap, arriving, delay
+
+    def record(self, start: float, end: float, pkt: Packet, lost: bool) -> None:
+        """The port transmits `pkt` from `start` to `end`; the link loses it or not."""
+        if not self.arriving:
+            self.tap.add(start, pkt)
+        elif not lost:
+            self.tap.add(end + self.delay, pkt)
+
+
 def attach(captures: list[CaptureSpec], ports: dict, links: dict) -> list[Tap]:
     """A tap per capture, hung on the ports of the link directions it names."""
     taps = []
     for spec in captures:
         tap = Tap(spec)
         link = links[spec.link]
+        at = link.a if spec.at == "a" else link.b
+        ways = []
         if spec.direction in ("a_to_b", "both"):
-            ports[(link.id, link.a, link.b)].tap = tap
+            ways.append((link.a, link.b))
         if spec.direction in ("b_to_a", "both"):
-            ports[(link.id, link.b, link.a)].tap = tap
+            ways.append((link.b, link.a))
+        for src, dst in ways:
+            ports[(link.id, src, dst)].tap = TapPoint(tap, src != at, float(link.delay))
         taps.append(tap)
     return taps
 
@@ -241,20 +265,24 @@ def _packet(ep: _Endpoints, record: tuple, ttl: int) -> tuple[bytes, int]:
     return _ip_header(ep.src, ep.dst, PROTO_UDP, total, ttl) + udp, total
 
 
-def pcap_file(tap: Tap, scenario: Scenario, flows: list) -> bytes:
-    """The libpcap file of what `tap` recorded, in time order."""
+def pcap_file(tap: Tap, scenario: Scenario, flows: list, end: float) -> tuple[bytes, int]:
+    """The libpcap file of what `tap` saw until the run ended at `end`, in time order, and
+    the number of packets in it (a packet still queued or on its way at the end is not)."""
     snaplen = tap.spec.snaplen
     addrs = addresses(scenario)
     index = {spec.id: i for i, spec in enumerate(scenario.flows)}
     endpoints = {f.id: _Endpoints(f, index[f.id], addrs) for f in flows}
     routers: dict[tuple[int, int], int] = {}
     out = [struct.pack("<IHHiIII", PCAP_MAGIC_NS, 2, 4, 0, 0, snaplen, LINKTYPE_RAW)]
-    # One direction's records are in time order already; two are merged (a stable sort).
-    records = tap.records
-    if tap.spec.direction == "both":
-        records = sorted(records, key=lambda r: r[0])
+    # Records are added as packets enter the ports, so arrivals (seen a delay later) and
+    # the other direction interleave out of order: a stable sort by time, ties kept in
+    # the order they happened.
+    records = sorted(tap.records, key=lambda r: r[0])
+    written = 0
     for record in records:
         t, flow, path, hop = record[0], record[1], record[9], record[10]
+        if t > end:
+            break
         key = (id(path), hop)
         crossed = routers.get(key)
         if crossed is None:
@@ -267,5 +295,6 @@ def pcap_file(tap: Tap, scenario: Scenario, flows: list) -> bytes:
         out.append(headers[:kept])
         if kept > len(headers):
             out.append(bytes(kept - len(headers)))
-    return b"".join(out)
+        written += 1
+    return b"".join(out), written
 

@@ -253,7 +253,7 @@ class Egress:
         self.queued_bytes = 0
         self._waiting: deque = deque()  # [start_time, wire_bytes] of packets not yet started
         self.probe = None
-        self.tap = None  # an engine.capture.Tap when this direction is captured
+        self.tap = None  # an engine.capture.TapPoint when this direction is captured
         self.line = Line(env)  # packets propagating to the next hop, in arrival order
         self.packets = self.bytes = self.drops = self.error_drops = 0
         self.busy_total = self.wait_total = 0.0
@@ -304,9 +304,6 @@ class Egress:
                 self.queue_max = waiting
         else:
             start = now
-        tap = self.tap
-        if tap is not None:
-            tap.record(start, pkt)  # on the wire from `start`, lost in transit or not
         tx = f[1]
         end = start + tx
         self.busy_until = end
@@ -317,7 +314,11 @@ class Egress:
         if probe is not None:
             probe.on_queue(self, now, waiting)
         loss = self.loss
-        if loss is not None and loss.lost(pkt, wire):
+        lost = loss is not None and loss.lost(pkt, wire)
+        tap = self.tap
+        if tap is not None:
+            tap.record(start, end, pkt, lost)
+        if lost:
             self.error_drops += 1
             pkt.flow.dropped(pkt)
             if probe is not None:

@@ -447,21 +447,24 @@ class UdpCbrFlow(_FlowBase):
 
 
 class CaptureSpec(_Model):
-    """A packet capture of one link direction, served as a libpcap file that Wireshark reads
-    (`GET /v1/runs/{id}/pcap?link=...&direction=...`).
+    """A packet capture of a link, as a capture on one end's interface would see it, served
+    as a libpcap file that Wireshark reads (`GET /v1/runs/{id}/pcap?link=...&direction=...`).
 
-    A packet is recorded as it goes onto the wire: when its transmission starts at the
-    sending end, after its egress queue (packets the queue drops were never sent) and
-    before the link's loss model (packets lost in transit were sent). Headers are real
-    IPv4 and TCP/UDP: see "Packet captures" in docs/scenario.md for the addresses, ports
-    and sequence numbers."""
+    A packet leaving the capturing end is recorded when its transmission starts, after its
+    egress queue (packets the queue drops were never sent), whether or not the link then
+    loses it; a packet arriving there is recorded when its last bit has arrived (packets
+    lost on the link never arrive). Headers are real IPv4 and TCP/UDP: see "Packet
+    captures" in docs/scenario.md for the addresses, ports and sequence numbers."""
 
     link: str
     """Id of the link captured."""
     direction: Literal["a_to_b", "b_to_a", "both"]
     """`a_to_b`: packets from the link's `a` node to its `b` node; `b_to_a` the reverse;
-    `both`: the two directions in one file, in time order (what a capture on an interface
-    shows, and what Wireshark's TCP analysis needs: data and its ACKs)."""
+    `both`: the two directions in one file, in time order (what Wireshark's TCP analysis
+    needs: a flow's data and its ACKs)."""
+    at: Literal["a", "b"] | None = None
+    """The end of the link whose interface is captured; None means the sending end of a
+    one-way capture (`a` for a_to_b, `b` for b_to_a) and `a` for both."""
     flows: list[str] | None = Field(default=None, max_length=MAX_ITEMS)
     """Only these flows' packets; None means every flow's."""
     max_packets: int = Field(ge=1, le=MAX_CAPTURE_PACKETS)
@@ -469,6 +472,13 @@ class CaptureSpec(_Model):
     snaplen: int = Field(default=96, ge=80, le=65535)
     """Bytes kept of each packet, IP header first (80 keeps every IPv4 + TCP header whole);
     the payload is zeros and each record keeps the packet's original length."""
+
+    @model_validator(mode="after")
+    def _default_end(self) -> CaptureSpec:
+        """Name the capturing end when it was left out, so equal captures hash alike."""
+        if self.at is None:
+            self.at = "b" if self.direction == "b_to_a" else "a"
+        return self
 
 
 # pydantic's own error types; rebuilding one of them by name regenerates its message.

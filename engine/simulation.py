@@ -192,10 +192,10 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     )
     result.diagnosis = diagnose(net.scenario, result)
     for tap in net.taps:
-        data = pcap_file(tap, net.scenario, net.flows)
+        data, packets = pcap_file(tap, net.scenario, net.flows, end)
         spec = tap.spec
         result.captures.append(CaptureSummary(
-            link=spec.link, direction=spec.direction, packets=len(tap.records),
+            link=spec.link, direction=spec.direction, at=spec.at, packets=packets,
             missed=tap.missed, snaplen=spec.snaplen, bytes=len(data),
             sha256=hashlib.sha256(data).hexdigest(),
         ))

@@ -101,6 +101,7 @@ class CaptureOut(BaseModel):
 
     link: str
     direction: Literal["a_to_b", "b_to_a", "both"]
+    at: Literal["a", "b"] = Field(default="a", description="The end whose interface was captured")
     packets: int = Field(description="Packets in the file")
     missed: int = Field(description="Packets that went by after max_packets were kept")
     snaplen: int

@@ -145,9 +145,12 @@ def test_the_file_holds_what_went_onto_the_link() -> None:
     assert summary.sha256 == hashlib.sha256(data).hexdigest() and summary.bytes == len(data)
     header, packets = read_pcap(data)
     assert header == {"magic": 0xA1B23C4D, "version": (2, 4), "snaplen": 96, "linktype": 101}
+    # h1's interface: all it sent (the dropped segment too: it was sent), and all h2 sent
+    # but the last ACK, which leaves h2 as the last byte arrives, when the run ends.
     sent = result.links["wan:h1>h2"].packets + result.links["wan:h2>h1"].packets
-    assert len(packets) == summary.packets == sent and summary.missed == 0
+    assert len(packets) == summary.packets == sent - 1 and summary.missed == 0
     assert [p["t"] for p in packets] == sorted(p["t"] for p in packets)
+    assert packets[-1]["t"] <= result.sim_time
 
     a, b = node_address("h1"), node_address("h2")
     syn, synack, first = packets[0], packets[1], packets[2]
@@ -155,8 +158,10 @@ def test_the_file_holds_what_went_onto_the_link() -> None:
     assert (syn["src"], syn["dst"], syn["sport"], syn["dport"]) == (a, b, 49152, 9)
     assert syn["flags"] == 0x02 and syn["seq"] == isn_a and syn["total"] == IP_TCP + 12
     assert syn["options"][:4] == struct.pack("!BBH", 2, 4, MSS)
-    # The SYN-ACK leaves b as the SYN arrives: one SYN serialisation and the delay later.
-    assert synack["t"] == pytest.approx(ser(wire_bytes("ppp", 52), RATE) + DELAY, abs=1e-9)
+    # The SYN-ACK leaves h2 as the SYN arrives and reaches h1 one round trip of 52 B
+    # packets after the SYN left: two serialisations and two delays.
+    assert synack["t"] == pytest.approx(2 * (ser(wire_bytes("ppp", 52), RATE) + DELAY),
+                                        abs=1e-9)
     assert synack["flags"] == 0x12 and synack["seq"] == isn_b and synack["ack"] == isn_a + 1
     assert (synack["src"], synack["sport"], synack["dport"]) == (b, 9, 49152)
     assert first["seq"] == isn_a + 1 and first["ack"] == isn_b + 1 and first["payload"] == MSS
@@ -174,9 +179,10 @@ def test_captures_are_deterministic_and_cut_at_max_packets() -> None:
     assert run(lossy_link()).pcap("wan", "both") == full.pcap("wan", "both")
     cut = run(lossy_link(max_packets=10))
     summary = cut.captures[0]
-    assert summary.packets == 10 and summary.packets + summary.missed == full.captures[0].packets
-    _, packets = read_pcap(cut.pcap("wan", "both"))
-    assert len(packets) == 10
+    # Missed: the rest, and the last ACK (still on its way when the run ends).
+    assert summary.packets == 10 and summary.missed == full.captures[0].packets + 1 - 10
+    data = cut.pcap("wan", "both")
+    assert len(read_pcap(data)[1]) == 10 and full.pcap("wan", "both")[:len(data)] == data
 
 
 def test_one_direction_and_a_flow_filter() -> None:
@@ -310,3 +316,19 @@ def test_capturing_changes_nothing_simulated() -> None:
     assert plain.captures == [] and plain.pcap("wan", "both") is None
     for part in ("flows", "links", "events", "sim_time", "series", "diagnosis"):
         assert getattr(captured, part) == getattr(plain, part), part
+
+
+def test_the_capturing_end() -> None:
+    ends = {d: lossy_link(direction=d).capture[0].at for d in ("a_to_b", "b_to_a", "both")}
+    assert ends == {"a_to_b": "a", "b_to_a": "b", "both": "a"}  # the sender's side
+    sent = run(lossy_link(direction="a_to_b"))
+    got = run(lossy_link(direction="a_to_b", at="b"))
+    _, leaving = read_pcap(sent.pcap("wan", "a_to_b"))
+    _, arriving = read_pcap(got.pcap("wan", "a_to_b"))
+    # h2 sees all h1 sent but the dropped segment, each a 1500 B serialisation and the
+    # delay after it left h1.
+    assert len(arriving) == len(leaving) - 1 == got.captures[0].packets
+    left = {(q["seq"], round(q["t"] - ser(wire_bytes("ppp", q["total"]), RATE) - DELAY, 6))
+            for q in arriving}
+    lost = [p for p in leaving if (p["seq"], round(p["t"], 6)) not in left]
+    assert len(lost) == 1 and lost[0]["seq"] == isn("f", "src") + 1 + 9 * MSS
