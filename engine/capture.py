@@ -6,8 +6,9 @@ packet it transmits; a packet leaving the capturing end is seen when its transmi
 starts, one arriving there when its last bit arrives (after the link's delay, unless the
 link lost it), so a capture at a sender shows what tcpdump on that host would: the ACKs
 before what the sender does about them. The tap keeps a small tuple per packet, up to
-`max_packets`. A port without a tap pays one attribute test. When the run ends, `pcap_file` turns the tuples into a libpcap file of
-raw IPv4 packets with real headers, the payload zero-filled up to the snap length:
+`max_packets`; a port without a tap pays one attribute test. When the run ends,
+`pcap_file` turns the tuples into a libpcap file of raw IPv4 packets with real headers,
+the payload zero-filled up to the snap length:
 
 - addresses: each node has a stable private address, 10.x.y.z from the first bytes of
   the sha256 of its id (`node_address`), so a node keeps its address whatever else
@@ -20,8 +21,9 @@ raw IPv4 packets with real headers, the payload zero-filled up to the snap lengt
   likewise. No FIN is sent (the engine closes nothing);
 - SYN and SYN-ACK carry MSS, window scale (when `window_scaling`) and SACK-permitted (when
   the flow uses SACK) in the 12 option bytes the engine counts for them, padded after an
-  end-of-options, so a packet's length on the wire is the engine's; ACKs carry their SACK blocks (RFC 2018);
-  the window field is the advertised window shifted by the negotiated scale (RFC 7323);
+  end-of-options, so a packet's length on the wire is the engine's; ACKs carry their SACK
+  blocks (RFC 2018); the window field is the advertised window shifted by the negotiated
+  scale (RFC 7323);
 - TTL is 64 less the routers the packet crossed; IP and TCP/UDP checksums are correct
   (the zero payload adds nothing to them).
 
@@ -54,7 +56,7 @@ SINK_PORT = 9
 INITIAL_TTL = 64
 PROTO_TCP, PROTO_UDP = 6, 17
 DONT_FRAGMENT = 0x4000
-FIN, SYN, RST, PSH, ACK, URG, ECE = 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40
+SYN, ACK, ECE = 0x02, 0x10, 0x40  # TCP flags
 NOP, EOL = b"\x01", b"\x00"
 SYN_OPTIONS = 12  # as engine.tcp.sender counts them
 
@@ -286,7 +288,8 @@ def pcap_file(tap: Tap, scenario: Scenario, flows: list, end: float) -> tuple[by
         key = (id(path), hop)
         crossed = routers.get(key)
         if crossed is None:
-            # The ports before this one were left by routers (the first by the source host).
+            # Leaving by path[hop], a packet was forwarded by the routers that own
+            # path[1..hop] (path[0] is its source host's): one per port before this one.
             crossed = routers[key] = sum(isinstance(p, Egress) for p in path[:hop])
         headers, total = _packet(endpoints[flow.id], record, INITIAL_TTL - crossed)
         kept = min(total, snaplen)
