@@ -250,8 +250,11 @@ async def get_run_pcap(
     db: DbDep,
     tenant_id: TenantDep,
     request: Request,
-    link: Annotated[str, Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$",
-                               description="The link's id")],
+    link: Annotated[
+        str,
+        Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$",
+              description="The link's id"),
+    ],
     direction: Annotated[
         Literal["a_to_b", "b_to_a", "both"] | None,
         Query(description="As the scenario's capture names it; may be left out when the "
