@@ -31,6 +31,12 @@ class Estimate(BaseModel):
     events: int = Field(description="Simulation events, the cost a budget counts")
     sim_time: float = Field(description="Simulated seconds until the run ends")
     seconds: float = Field(description="Wall-clock seconds of one worker process, roughly")
+    capture_packets: int = Field(
+        default=0, description="Packets the scenario's captures will hold (in `events` too)"
+    )
+    capture_bytes: int = Field(
+        default=0, description="The most bytes the captures' libpcap files can take"
+    )
 
 
 class Budget(BaseModel):
@@ -65,6 +71,8 @@ def cost_of(size: dict, settings: Settings) -> Cost:
             events=size["events"],
             sim_time=size["sim_time"],
             seconds=round(size["events"] / speed, 3),
+            capture_packets=size.get("capture_packets", 0),
+            capture_bytes=size.get("capture_bytes", 0),
         ),
         budget=Budget(
             events=settings.max_events_per_run,

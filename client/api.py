@@ -191,6 +191,20 @@ class Client:
         out.write_bytes(resp.content)
         return out
 
+    def pcap(
+        self, run_id: str | uuid.UUID, link: str, *, direction: str | None = None,
+        path: str | Path | None = None,
+    ) -> bytes:
+        """A run's packet capture of ``link`` (libpcap bytes; Wireshark opens them), written
+        to ``path`` too when given. ``direction`` may be left out when the link was
+        captured once."""
+        data = self.request(
+            "GET", f"/v1/runs/{run_id}/pcap", params=_params(link=link, direction=direction)
+        ).content
+        if path is not None:
+            Path(path).write_bytes(data)
+        return data
+
     # --- sweeps -------------------------------------------------------------------------
 
     def sweep(
@@ -286,6 +300,10 @@ class Run:
 
     def export(self, path: str | Path) -> Path:
         return self.client.export(self.id, path)
+
+    def pcap(self, link: str, *, direction: str | None = None,
+             path: str | Path | None = None) -> bytes:
+        return self.client.pcap(self.id, link, direction=direction, path=path)
 
 
 class Sweep:

@@ -5,7 +5,7 @@
     tcpfr status ID [--json]
     tcpfr series RUN_ID KEY [--csv] [--max-points N] [--json]
     tcpfr compare ID ID... [--baseline ID] [--json]
-    tcpfr export ID [-o FILE]
+    tcpfr export ID [-o FILE] [--pcap LINK[:DIRECTION]]
     tcpfr presets [--json]
 
 The server is `--url` or TCPFR_URL (default http://127.0.0.1:8000, where `make run`
@@ -268,6 +268,12 @@ def cmd_compare(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_export(client: Client, args: argparse.Namespace) -> int:
+    if args.pcap:
+        link, _, direction = args.pcap.partition(":")
+        out = Path(args.output or f"tcpfr-{args.id}-{link}.pcap")
+        client.pcap(args.id, link, direction=direction or None, path=out)
+        print(f"wrote {out} ({out.stat().st_size:,} bytes): open it in Wireshark")
+        return OK
     out = Path(args.output or f"tcpfr-{args.id}.zip")
     client.export(args.id, out)
     print(f"wrote {out} ({out.stat().st_size:,} bytes)")
@@ -340,7 +346,11 @@ def parser() -> argparse.ArgumentParser:
     p = command("export", cmd_export, "download a run's or a sweep's export bundle (zip)",
                 json_flag=False)
     p.add_argument("id", metavar="ID")
-    p.add_argument("-o", "--output", metavar="FILE", help="default: tcpfr-ID.zip")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="default: tcpfr-ID.zip (tcpfr-ID-LINK.pcap with --pcap)")
+    p.add_argument("--pcap", metavar="LINK[:DIRECTION]",
+                   help="the run's packet capture of LINK (libpcap) instead of the bundle; "
+                   "DIRECTION (a_to_b, b_to_a, both) when the link was captured more than once")
 
     command("presets", cmd_presets, "the presets (seed studies)")
     return top

@@ -87,6 +87,19 @@ class RunSummary(_Doc):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+class CaptureOut(_Doc):
+    OPENAPI = "CaptureOut"
+    link: str
+    direction: Literal["a_to_b", "b_to_a", "both"]
+    at: Literal["a", "b"] = "a"
+    packets: int
+    missed: int
+    snaplen: int
+    bytes: int
+    sha256: str
+    href: str
+
+
 class RunOut(_Doc):
     OPENAPI = "RunOut"
     id: uuid.UUID
@@ -111,6 +124,7 @@ class RunOut(_Doc):
     summary: RunSummary | None
     diagnosis: dict[str, Any] | None
     warnings: list[str] | None = None  # in the answer to the POST that created it
+    captures: list[CaptureOut] | None = None  # packet captures, once succeeded
 
 
 class SeriesInfo(_Doc):
@@ -205,6 +219,7 @@ class SweepOut(_Doc):
 
 #: Every model checked against the OpenAPI document.
 MODELS: list[type[_Doc]] = [
-    FieldError, Problem, PresetOut, RunError, RunLinks, RunSummary, RunOut, SeriesInfo,
+    FieldError, Problem, PresetOut, RunError, RunLinks, RunSummary, CaptureOut, RunOut,
+    SeriesInfo,
     SeriesIndex, SeriesData, RunCounts, SweepProgress, SweepLinks, SweepPoint, SweepOut,
 ]

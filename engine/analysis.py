@@ -162,13 +162,42 @@ def estimate(scenario: Scenario) -> dict:
 
 
 def _total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> dict:
+    captured, capture_bytes = _captures(scenario, facts)
     return {
         "packets": min(sum(v.est_packets for v in facts.values()), MOST),
+        # A captured packet costs about an event more: its record, then its headers.
         "events": min(
-            sum(v.est_events for v in facts.values()) + _run_events(scenario, horizon), MOST
+            sum(v.est_events for v in facts.values()) + _run_events(scenario, horizon)
+            + captured,
+            MOST,
         ),
         "sim_time": horizon,
+        "capture_packets": captured,
+        "capture_bytes": capture_bytes,
     }
+
+
+def _captures(scenario: Scenario, facts: dict[str, PathFacts]) -> tuple[int, int]:
+    """Packets the captures will hold and the most bytes their files can take: per
+    capture, the packets of the flows whose path crosses the link (a TCP flow's ACKs
+    counted with its data), up to max_packets."""
+    if not scenario.capture:
+        return 0, 0
+    mtu = {link.id: link.mtu for link in scenario.links}
+    crossing: dict[str, set[str]] = {}
+    for flow_id, f in facts.items():
+        for port in f.path:
+            crossing.setdefault(port.partition(":")[0], set()).add(flow_id)
+    packets = size = 0
+    for capture in scenario.capture:
+        flows = crossing.get(capture.link, set())
+        if capture.flows is not None:
+            flows = flows & set(capture.flows)
+        n = min(capture.max_packets, sum(facts[k].est_packets for k in flows))
+        packets += n
+        size += PCAP_FILE_HEADER + n * (PCAP_RECORD_HEADER + min(capture.snaplen,
+                                                                 mtu[capture.link]))
+    return packets, size
 
 
 # --- the size estimate -----------------------------------------------------------------
@@ -183,6 +212,7 @@ def _total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> d
 SLICES = 100  # simulate() runs in this many slices of `duration`, one event each
 GENTLE = frozenset({"sack", "cubic", "vegas"})
 TIMER_EVERY = 4  # one retransmission or delayed-ACK timer event per this many segments
+PCAP_FILE_HEADER, PCAP_RECORD_HEADER = 24, 16
 MOST = 10**18  # counts are capped here, so absurd scenarios give a number, not an overflow
 
 

@@ -1,6 +1,6 @@
 """`python -m engine`: run a preset or scenario file, list presets, run a study locally.
 
-    python -m engine run PRESET_OR_FILE [--json] [--seed N]
+    python -m engine run PRESET_OR_FILE [--json] [--seed N] [--pcap-dir DIR]
     python -m engine presets
     python -m engine study NAME_OR_FILE [--json] [--jobs N]
     python -m engine findings [--write] [--jobs N]
@@ -72,6 +72,11 @@ def print_result(result, out=sys.stdout) -> None:
               f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
               f"shaper_dropped={p.shaper_dropped:,} "
               f"residual_errors={p.residual_error_rate:.4%}\n")
+    if result.captures:
+        w("\npacket captures (--pcap-dir DIR writes them)\n")
+        for c in result.captures:
+            w(f"  {c.link} {c.direction:<7} packets={c.packets:,} missed={c.missed:,} "
+              f"bytes={c.bytes:,}\n")
     if result.diagnosis:
         w("\ndiagnosis\n")
         for fid, d in result.diagnosis.items():
@@ -81,6 +86,17 @@ def print_result(result, out=sys.stdout) -> None:
               f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
               f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n")
             w(f"    {d.advice}\n")
+
+
+def write_captures(result, directory: Path) -> None:
+    """Each packet capture of the result as DIR/<link>-<direction>.pcap (noted on stderr)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    if not result.captures:
+        print("note: the scenario asks for no packet capture (`capture:`)", file=sys.stderr)
+    for c in result.captures:
+        path = directory / f"{c.link}-{c.direction}.pcap"
+        path.write_bytes(result.pcap(c.link, c.direction))
+        print(f"wrote {path}: {c.packets:,} packets", file=sys.stderr)
 
 
 def _run_point(args: tuple[Scenario, int]):
@@ -170,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("target")
     run.add_argument("--json", action="store_true", help="print the Result as JSON")
     run.add_argument("--seed", type=int, default=None)
+    run.add_argument("--pcap-dir", metavar="DIR", type=Path,
+                     help="write the scenario's packet captures there, as LINK-DIRECTION.pcap")
     sub.add_parser("presets", help="list presets")
     study = sub.add_parser("study", help="run a study (sweep) locally")
     study.add_argument("target")
@@ -192,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_findings(write=args.write, jobs=max(1, args.jobs))
         if args.command == "run":
             result = simulate(_load(args.target), seed=args.seed)
+            if args.pcap_dir is not None:
+                write_captures(result, args.pcap_dir)
             if args.json:
                 sys.stdout.write(result.model_dump_json() + "\n")
             else:

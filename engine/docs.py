@@ -48,6 +48,10 @@ NOTES: dict[str, str] = {
     "Result.flows": "Per flow id: its summary (`kind` tcp or udp).",
     "Result.links": "Per link direction, key `<link>:<from>><to>`: its summary.",
     "Result.pvcs": "Per PVC id: its summary.",
+    "Result.captures": "The packet captures the scenario asked for (the files are served "
+    "apart: `GET /v1/runs/{id}/pcap`).",
+    "CaptureSummary.link": "Id of the link captured.",
+    "CaptureSummary.direction": "`a_to_b`, `b_to_a` or `both`, as the scenario's capture.",
     "Result.diagnosis": "Per TCP flow: what limits it, the analytic bounds, advice in words.",
     "Result.series": "Keys `flow.<id>.<metric>`, `link.<id>.<from>><to>.<metric>`, "
     "`pvc.<id>.<metric>`.",

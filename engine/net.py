@@ -244,8 +244,7 @@ class Egress:
 
     __slots__ = (
         "env", "key", "link_id", "src", "dst", "rate", "delay", "encap", "overhead", "queue",
-        "loss",
-        "busy_until", "queued_bytes", "_waiting", "probe", "line",
+        "loss", "busy_until", "queued_bytes", "_waiting", "probe", "tap", "line",
         "packets", "bytes", "drops", "error_drops", "busy_total", "wait_total", "queue_max",
         "_wire_cache",
     )
@@ -266,6 +265,7 @@ class Egress:
         self.queued_bytes = 0
         self._waiting: deque = deque()  # [start_time, wire_bytes] of packets not yet started
         self.probe = None
+        self.tap = None  # an engine.capture.TapPoint when this direction is captured
         self.line = Line(env)  # packets propagating to the next hop, in arrival order
         self.packets = self.bytes = self.drops = self.error_drops = 0
         self.busy_total = self.wait_total = 0.0
@@ -326,7 +326,11 @@ class Egress:
         if probe is not None:
             probe.on_queue(self, now, waiting)
         loss = self.loss
-        if loss is not None and loss.lost(pkt, wire):
+        lost = loss is not None and loss.lost(pkt, wire)
+        tap = self.tap
+        if tap is not None:
+            tap.record(start, end, pkt, lost)
+        if lost:
             self.error_drops += 1
             pkt.flow.dropped(pkt)
             if probe is not None:

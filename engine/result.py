@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 
 class _Model(BaseModel):
@@ -119,6 +119,20 @@ class Series(_Model):
     v: list[float]
 
 
+class CaptureSummary(_Model):
+    """A packet capture the scenario asked for; its libpcap file is served apart
+    (`GET /v1/runs/{id}/pcap?link=...&direction=...`)."""
+
+    link: str
+    direction: Literal["a_to_b", "b_to_a", "both"]
+    at: Literal["a", "b"] = Field(default="a", description="The end whose interface was captured")
+    packets: int = Field(description="Packets in the file")
+    missed: int = Field(description="Packets that went by after max_packets were kept")
+    snaplen: int = Field(description="Bytes kept of each packet, IP header first")
+    bytes: int = Field(description="Size of the libpcap file")
+    sha256: str = Field(description="Hex sha256 of the libpcap file")
+
+
 class Result(_Model):
     engine_version: str
     scenario_hash: str
@@ -132,6 +146,14 @@ class Result(_Model):
     pvcs: dict[str, PvcSummary] = {}
     diagnosis: dict[str, Diagnosis] = {}
     series: dict[str, Series] = {}
+    captures: list[CaptureSummary] = []
+    # The libpcap files of `captures`, by (link, direction): bytes, not JSON, so they stay
+    # out of the Result's document; the worker stores them beside it.
+    _pcaps: dict[tuple[str, str], bytes] = PrivateAttr(default_factory=dict)
+
+    def pcap(self, link: str, direction: str) -> bytes | None:
+        """The libpcap file of the capture of `link` in `direction`, if the run took one."""
+        return self._pcaps.get((link, direction))
 
     def summary(self) -> dict:
         """Everything but the series, as JSON-ready data."""

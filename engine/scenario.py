@@ -37,6 +37,7 @@ from engine.routing import Hop, Topology
 from engine.units import Bits, ByteSize, Duration, Rate, format_duration, format_rate, format_size
 
 __all__ = [
+    "CaptureSpec",
     "DelayedAckSpec",
     "Flow",
     "FrSwitchSpec",
@@ -73,6 +74,13 @@ IP_UDP_HEADERS = 28
 MAX_UNSCALED_WINDOW = 65_535
 MAX_SCALED_WINDOW = 65_535 << 14  # RFC 7323 section 2.3: shift count at most 14
 MAX_ITEMS = 10_000  # per list: keeps validation and routing bounded for any request
+# Packet captures are kept in memory until the run ends and stored with its result: these
+# bound one capture, all of a run's, and the file bytes they can make (headers + snaplen).
+MAX_CAPTURE_PACKETS = 100_000
+MAX_CAPTURE_TOTAL = 200_000
+MAX_CAPTURE_BYTES = 64 * 2**20
+MAX_CAPTURES = 16
+PCAP_RECORD_HEADER = 16  # libpcap's per-packet header
 
 
 class _Errors:
@@ -480,6 +488,41 @@ class UdpCbrFlow(_FlowBase):
     """UDP payload bytes per datagram."""
 
 
+class CaptureSpec(_Model):
+    """A packet capture of a link, as a capture on one end's interface would see it, served
+    as a libpcap file that Wireshark reads (`GET /v1/runs/{id}/pcap?link=...&direction=...`).
+
+    A packet leaving the capturing end is recorded when its transmission starts, after its
+    egress queue (packets the queue drops were never sent), whether or not the link then
+    loses it; a packet arriving there is recorded when its last bit has arrived (packets
+    lost on the link never arrive). Headers are real IPv4 and TCP/UDP: see "Packet
+    captures" in docs/scenario.md for the addresses, ports and sequence numbers."""
+
+    link: str
+    """Id of the link captured."""
+    direction: Literal["a_to_b", "b_to_a", "both"]
+    """`a_to_b`: packets from the link's `a` node to its `b` node; `b_to_a` the reverse;
+    `both`: the two directions in one file, in time order (what Wireshark's TCP analysis
+    needs: a flow's data and its ACKs)."""
+    at: Literal["a", "b"] | None = None
+    """The end of the link whose interface is captured; None means the sending end of a
+    one-way capture (`a` for a_to_b, `b` for b_to_a) and `a` for both."""
+    flows: list[str] | None = Field(default=None, max_length=MAX_ITEMS)
+    """Only these flows' packets; None means every flow's."""
+    max_packets: int = Field(ge=1, le=MAX_CAPTURE_PACKETS)
+    """The first this many packets are kept; the run's result counts the ones after."""
+    snaplen: int = Field(default=96, ge=80, le=65535)
+    """Bytes kept of each packet, IP header first (80 keeps every IPv4 + TCP header whole);
+    the payload is zeros and each record keeps the packet's original length."""
+
+    @model_validator(mode="after")
+    def _default_end(self) -> CaptureSpec:
+        """Name the capturing end when it was left out, so equal captures hash alike."""
+        if self.at is None:
+            self.at = "b" if self.direction == "b_to_a" else "a"
+        return self
+
+
 # pydantic's own error types; rebuilding one of them by name regenerates its message.
 _KNOWN_ERROR_TYPES = frozenset(get_args(core_schema.ErrorType))
 
@@ -536,6 +579,8 @@ class Scenario(_Model):
     links: list[Link] = Field(min_length=1, max_length=MAX_ITEMS)
     frame_relay: FrameRelaySpec | None = None
     flows: list[Flow] = Field(min_length=1, max_length=MAX_ITEMS)
+    capture: list[CaptureSpec] = Field(default_factory=list, max_length=MAX_CAPTURES)
+    """Packet captures to take (libpcap files of link directions); none by default."""
 
     @field_validator("name", "description")
     @classmethod
@@ -579,8 +624,61 @@ class Scenario(_Model):
         if self.frame_relay is not None:
             self._check_pvcs(errors, nodes, topology)
         self._check_flows(errors, nodes, topology)
+        self._check_captures(errors)
         errors.raise_if_any()
         return self
+
+    def _check_captures(self, errors: _Errors) -> None:
+        """Captures name existing links and flows, take each link direction once, and stay
+        within the run's bounds on packets and bytes."""
+        links = {link.id: link for link in self.links}
+        flows = {flow.id for flow in self.flows}
+        taken: dict[tuple[str, str], int] = {}
+        total = size = 0
+        for index, capture in enumerate(self.capture):
+            loc = ("capture", index)
+            link = links.get(capture.link)
+            if link is None:
+                errors.add(
+                    (*loc, "link"), "unknown_link", f"no link has id {capture.link!r}",
+                    capture.link,
+                )
+            for k, flow_id in enumerate(capture.flows or ()):
+                if flow_id not in flows:
+                    errors.add((*loc, "flows", k), "unknown_flow",
+                               f"no flow has id {flow_id!r}", flow_id)
+            ways = ("a_to_b", "b_to_a") if capture.direction == "both" else (capture.direction,)
+            for way in ways:
+                other = taken.setdefault((capture.link, way), index)
+                if other != index:
+                    errors.add(
+                        (*loc, "direction"),
+                        "duplicate_capture",
+                        f"direction {way} of link {capture.link!r} is already captured by "
+                        f"capture[{other}]",
+                        capture.direction,
+                    )
+                    break
+            total += capture.max_packets
+            # A record holds at most the link's MTU (a whole packet) or the snap length.
+            kept = min(capture.snaplen, link.mtu) if link is not None else capture.snaplen
+            size += capture.max_packets * (PCAP_RECORD_HEADER + kept)
+        if total > MAX_CAPTURE_TOTAL:
+            errors.add(
+                ("capture",),
+                "too_many_packets",
+                f"the captures ask for {total:,} packets in all; at most "
+                f"{MAX_CAPTURE_TOTAL:,} per run",
+                total,
+            )
+        elif size > MAX_CAPTURE_BYTES:
+            errors.add(
+                ("capture",),
+                "capture_too_large",
+                f"the captures could make {size / 2**20:,.1f} MiB of files; at most "
+                f"{MAX_CAPTURE_BYTES // 2**20} MiB per run: lower max_packets or snaplen",
+                size,
+            )
 
     def _check_pvcs(
         self, errors: _Errors, nodes: dict[str, Node], topology: Topology | None
@@ -663,7 +761,10 @@ class Scenario(_Model):
 
     def canonical_json(self) -> str:
         """What is simulated: sorted, compact JSON of SI numbers without name, description, seed."""
-        data = self.model_dump(mode="json", exclude={"name", "description", "seed"})
+        exclude = {"name", "description", "seed"}
+        if not self.capture:
+            exclude.add("capture")  # so scenarios from before captures keep their hash
+        data = self.model_dump(mode="json", exclude=exclude)
         return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     def scenario_hash(self) -> str:

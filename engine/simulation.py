@@ -7,6 +7,7 @@ number of times and `should_stop` can cancel cooperatively between slices.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 
@@ -14,12 +15,13 @@ import simpy
 from simpy.core import StopSimulation
 
 from engine import routing
+from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.recorder import LinkProbe, RateSampler, Trace
-from engine.result import Result
+from engine.result import CaptureSummary, Result
 from engine.scenario import Scenario
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
@@ -52,6 +54,8 @@ class Network:
                 port = Egress(env, link, src, dst, queue, loss)
                 port.probe = LinkProbe(port)
                 self.ports[(link.id, src, dst)] = port
+        links = {link.id: link for link in scenario.links}
+        self.taps = attach(scenario.capture, self.ports, links) if scenario.capture else []
         fr = scenario.frame_relay
         self.frame_relay = FrameRelay(env, scenario, seed, self.ports) if fr and fr.pvcs else None
         self.flows: list = []
@@ -194,4 +198,13 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     )
     shares = {fid: u.shares(end, result.flows[fid]) for fid, u in net.usage.items()}
     result.diagnosis = diagnose(net.scenario, result, shares)
+    for tap in net.taps:
+        data, packets = pcap_file(tap, net.scenario, net.flows, end)
+        spec = tap.spec
+        result.captures.append(CaptureSummary(
+            link=spec.link, direction=spec.direction, at=spec.at, packets=packets,
+            missed=tap.missed, snaplen=spec.snaplen, bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+        ))
+        result._pcaps[(spec.link, spec.direction)] = data
     return result

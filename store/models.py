@@ -245,3 +245,21 @@ class RunSeries(Base):
     codec: Mapped[str] = mapped_column(String(20))
     t: Mapped[bytes] = mapped_column(LargeBinary)
     v: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class RunCapture(Base):
+    """One packet capture of a run: a libpcap file, deflated (its zero payloads and
+    repeating headers shrink it several times), as ``engine.Result.pcap`` gives it."""
+
+    __tablename__ = "captures"
+
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    link: Mapped[str] = mapped_column(String(64), primary_key=True)
+    direction: Mapped[str] = mapped_column(String(8), primary_key=True)  # a_to_b|b_to_a|both
+    packets: Mapped[int] = mapped_column(Integer)
+    size: Mapped[int] = mapped_column(BigInteger)  # bytes of the libpcap file
+    sha256: Mapped[str] = mapped_column(String(64))
+    codec: Mapped[str] = mapped_column(String(20))  # "zlib": the file deflated
+    data: Mapped[bytes] = mapped_column(LargeBinary)

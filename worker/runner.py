@@ -11,6 +11,7 @@ import threading
 import time
 import traceback
 import uuid
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,7 +22,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from settings import Settings
 from store.codec import CODEC, encode
 from store.db import database_unavailable, make_engine, make_sessionmaker, session_scope
-from store.models import RunResult, RunSeries, RunStatus
+from store.models import RunCapture, RunResult, RunSeries, RunStatus
 from store.runs import ResultRepository, RunRepository
 
 if TYPE_CHECKING:  # the engine itself is imported when a run starts (see Runner.run)
@@ -46,6 +47,8 @@ _RESULT_COLUMNS = {
     "series",
     "cancelled",
 }
+
+CAPTURE_CODEC = "zlib"
 
 
 @dataclass
@@ -227,6 +230,12 @@ class Runner:
             extra={k: v for k, v in data.items() if k not in _RESULT_COLUMNS},
         )
         series = result.series
+        # Deflated once, before the transaction: a retry writes the same bytes again.
+        pcaps = []
+        for c in result.captures:
+            data = result.pcap(c.link, c.direction)
+            assert data is not None  # every listed capture has its file
+            pcaps.append((c, zlib.compress(data, 6)))
 
         def write(session: Session, attempt: int) -> bool:
             # The rows are built afresh each try: a failed flush leaves its objects spent.
@@ -238,7 +247,13 @@ class Runner:
             ):
                 return False
             rows = [_series_row(run_id, key, s) for key, s in series.items()]
-            ResultRepository(session).add(RunResult(**row), rows)
+            captures = [
+                RunCapture(run_id=run_id, link=c.link, direction=c.direction,
+                           packets=c.packets, size=c.bytes, sha256=c.sha256,
+                           codec=CAPTURE_CODEC, data=data)
+                for c, data in pcaps
+            ]
+            ResultRepository(session).add(RunResult(**row), rows, captures)
             return True
 
         if not self._persist(run_id, write, beat):

@@ -63,7 +63,8 @@ async def _bundle(request: Request, etag: str, build: Callable[[], bytes], name:
     responses=_zip_responses(
         "A zip: manifest.json (ids, engine version, scenario hash, seed, timestamps, each "
         "file's sha256), request.json (a POST /v1/runs body that reproduces the result), "
-        "result.json, series.csv and series.parquet (long form: key, unit, t, v)"
+        "result.json, series.csv and series.parquet (long form: key, unit, t, v), and "
+        "captures/<link>-<direction>.pcap for each packet capture"
     ),
 )
 async def export_run(

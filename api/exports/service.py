@@ -11,6 +11,7 @@ import hashlib
 import io
 import uuid
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +53,7 @@ class RunBundle:
     request: dict[str, Any]
     result: dict[str, Any]
     series: list[SeriesRows] = field(default_factory=list)
+    captures: list[tuple[str, str, bytes]] = field(default_factory=list)  # deflated pcaps
 
 
 @dataclass
@@ -105,6 +107,7 @@ def gather_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> 
         series=[
             SeriesRows(r.key, r.unit, r.codec, r.t, r.v) for r in (rows[k] for k in keys)
         ],
+        captures=[(c.link, c.direction, c.data) for c in repo.capture_files(run.result_run_id)],
     )
 
 
@@ -215,7 +218,8 @@ def _zip(files: dict[str, bytes], manifest: dict[str, Any]) -> bytes:
 
 def build_run(bundle: RunBundle) -> bytes:
     """manifest.json, request.json, result.json, series.csv and series.parquet (long form:
-    key, unit, t, v; every stored sample, not downsampled)."""
+    key, unit, t, v; every stored sample, not downsampled), and each packet capture as
+    captures/<link>-<direction>.pcap."""
     ts = [decode(s.t, s.codec) for s in bundle.series]
     vs = [decode(s.v, s.codec) for s in bundle.series]
     which = pa.array(np.repeat(np.arange(len(ts)), [len(t) for t in ts]), pa.int32())
@@ -235,6 +239,8 @@ def build_run(bundle: RunBundle) -> bytes:
         "series.csv": _csv(table),
         "series.parquet": _parquet(table),
     }
+    for link, direction, deflated in bundle.captures:  # zlib, as store/models.RunCapture
+        files[f"captures/{link}-{direction}.pcap"] = zlib.decompress(deflated)
     manifest = {"format": RUN_FORMAT, **bundle.run,
                 "series": [{"key": s.key, "unit": s.unit} for s in bundle.series]}
     return _zip(files, manifest)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
@@ -16,6 +17,7 @@ from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
 from api.runs import service
 from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut, run_error
+from api.runs.service import CaptureFile
 from store.models import Run, RunResult, RunStatus
 from store.run_events import RunEventRepository
 from store.runs import RunRepository
@@ -66,11 +68,12 @@ SUMMARY_FIELDS = (
 def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
     """A run as `RunOut` has it: with its summary and diagnosis once it succeeded."""
     doc = run_fields(run)
-    doc["summary"] = doc["diagnosis"] = doc["warnings"] = None
+    doc["summary"] = doc["diagnosis"] = doc["warnings"] = doc["captures"] = None
     if result is not None:
         stored = service.result_document(result)
         doc["summary"] = {key: stored[key] for key in SUMMARY_FIELDS}
         doc["diagnosis"] = result.diagnosis
+        doc["captures"] = service.captures_of(run.id, result)
     return doc
 
 
@@ -217,3 +220,54 @@ async def get_run_events(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> 
         }
 
     return OrjsonResponse(await db.read(query))
+
+
+PCAP = "application/vnd.tcpdump.pcap"
+
+
+@router.get(
+    "/{run_id}/pcap",
+    operation_id="get_run_pcap",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "A libpcap file (nanosecond timestamps in simulated time, link "
+            "type 101 raw IPv4) that Wireshark, tshark and tcpdump read",
+            "content": {PCAP: {"schema": {"type": "string", "format": "binary"}}},
+        },
+        304: {"description": "Not modified (a capture's bytes never change)"},
+        **problem_responses(404, 409, 422),
+    },
+)
+async def get_run_pcap(
+    run_id: uuid.UUID,
+    db: DbDep,
+    tenant_id: TenantDep,
+    request: Request,
+    link: Annotated[
+        str,
+        Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$",
+              description="The link's id"),
+    ],
+    direction: Annotated[
+        Literal["a_to_b", "b_to_a", "both"] | None,
+        Query(description="As the scenario's capture names it; may be left out when the "
+              "link was captured once"),
+    ] = None,
+) -> Response:
+    """A packet capture of a succeeded run (its scenario's `capture`), as a libpcap file:
+    404 when the run took no such capture (the problem lists those it has), 409 before the
+    run has succeeded. The run document's `captures` lists them."""
+    found: CaptureFile = await db.read(
+        service.capture_file, run_id, tenant_id=tenant_id, link=link, direction=direction
+    )
+    etag = f'"{found.sha256}"'
+    if (cached := not_modified(request, etag)) is not None:
+        return cached
+    name = f"tcpfr-{run_id}-{found.link}-{found.direction}.pcap"
+    return Response(
+        await anyio.to_thread.run_sync(found.data),
+        media_type=PCAP,
+        headers={"ETag": etag, "Content-Disposition": f'attachment; filename="{name}"',
+                 **CACHE_HEADERS},
+    )

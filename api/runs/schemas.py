@@ -103,6 +103,20 @@ class RunListItem(BaseModel):
     links: RunLinks
 
 
+class CaptureOut(BaseModel):
+    """A packet capture the run holds (the scenario's `capture`): a libpcap file at `href`."""
+
+    link: str
+    direction: Literal["a_to_b", "b_to_a", "both"]
+    at: Literal["a", "b"] = Field(default="a", description="The end whose interface was captured")
+    packets: int = Field(description="Packets in the file")
+    missed: int = Field(description="Packets that went by after max_packets were kept")
+    snaplen: int
+    bytes: int = Field(description="Size of the libpcap file")
+    sha256: str
+    href: str = Field(description="GET it: application/vnd.tcpdump.pcap")
+
+
 class RunOut(RunListItem):
     warnings: list[str] | None = Field(
         default=None,
@@ -114,6 +128,9 @@ class RunOut(RunListItem):
     diagnosis: dict[str, Any] | None = Field(
         description="Per flow: what limits it (receive_window, link_capacity, loss, ...), "
         "the analytic bounds, and advice in plain words"
+    )
+    captures: list[CaptureOut] | None = Field(
+        default=None, description="When succeeded: the packet captures it holds (libpcap)"
     )
 
 

@@ -6,6 +6,8 @@ import difflib
 import hashlib
 import logging
 import uuid
+import zlib
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -206,6 +208,62 @@ def result_of(session: Session, run: Run) -> RunResult | None:
     if run.status is not RunStatus.succeeded:
         return None
     return ResultRepository(session).get(run.result_run_id)
+
+
+def captures_of(run_id: uuid.UUID, result: RunResult) -> list[dict[str, Any]]:
+    """The packet captures a result holds, as the run document lists them."""
+    base = f"/v1/runs/{run_id}/pcap"
+    return [
+        {**c, "href": f"{base}?link={c['link']}&direction={c['direction']}"}
+        for c in (result.extra or {}).get("captures", [])
+    ]
+
+
+@dataclass
+class CaptureFile:
+    link: str
+    direction: str
+    sha256: str
+    deflated: bytes  # the libpcap file, zlib-compressed as stored
+
+    def data(self) -> bytes:
+        """The libpcap file (CPU work: call it off the event loop)."""
+        return zlib.decompress(self.deflated)
+
+
+def capture_file(
+    session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID, link: str,
+    direction: str | None,
+) -> CaptureFile:
+    """A succeeded run's libpcap file of `link` (in `direction`; may be left out when the
+    link was captured once). 404 naming the captures there are when it has no such one."""
+    run = get(session, run_id, tenant_id=tenant_id)
+    if run.status is not RunStatus.succeeded:
+        raise Conflict(
+            f"run {run_id} is {run.status.value}: its captures exist once it has succeeded",
+            status_value=run.status.value,
+        )
+    results = ResultRepository(session)
+    taken = results.captures(run.result_run_id)
+    here = [way for (name, way, *_) in taken if name == link]
+    if direction is None and len(here) == 1:
+        direction = here[0]
+    row = results.capture(run.result_run_id, link, direction) if direction else None
+    if row is None:
+        what = f"link {link!r}" + (f" in direction {direction}" if direction else "")
+        if here and direction is None:
+            msg = f"run {run_id} captured link {link!r} more than once: give direction " \
+                  f"({', '.join(here)})"
+        elif taken:
+            listed = ", ".join(f"{name} {way}" for (name, way, *_) in taken)
+            msg = f"run {run_id} has no capture of {what}; it has: {listed}"
+        else:
+            msg = f"run {run_id} has no capture of {what}: its scenario asked for none " \
+                  "(add `capture: [{link, direction, max_packets}]` to the scenario)"
+        raise NotFound(msg, captures=[{"link": name, "direction": way} for (name, way, *_) in taken])
+    if row.codec != "zlib":
+        raise ValueError(f"unknown capture codec {row.codec!r}")
+    return CaptureFile(row.link, row.direction, row.sha256, row.data)
 
 
 def cancel(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:

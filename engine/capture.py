@@ -1,0 +1,303 @@
+"""Packet captures: taps on link directions, and the libpcap files made from what they saw.
+
+A capture is a look at one end's interface on a link (`at`): a `Tap` with a `TapPoint` on
+the `Egress` port of each link direction it takes. The port calls its point once per
+packet it transmits; a packet leaving the capturing end is seen when its transmission
+starts, one arriving there when its last bit arrives (after the link's delay, unless the
+link lost it), so a capture at a sender shows what tcpdump on that host would: the ACKs
+before what the sender does about them. The tap keeps a small tuple per packet, up to
+`max_packets`; a port without a tap pays one attribute test. When the run ends,
+`pcap_file` turns the tuples into a libpcap file of raw IPv4 packets with real headers,
+the payload zero-filled up to the snap length:
+
+- addresses: each node has a stable private address, 10.x.y.z from the first bytes of
+  the sha256 of its id (`node_address`), so a node keeps its address whatever else
+  the scenario holds;
+- ports: the flow at index i of `flows` sends from port 49152 + i (the dynamic range) to
+  port 9 (the discard service, RFC 863: a sink, and no Wireshark dissector claims it);
+- sequence numbers: the engine counts payload bytes from 0 after the SYN; on the wire each
+  side starts at an initial sequence number taken from the sha256 of the flow id (`isn`),
+  the SYN takes one number, so payload byte n is ISN + 1 + n; ACK numbers, SACK blocks
+  likewise. No FIN is sent (the engine closes nothing);
+- SYN and SYN-ACK carry MSS, window scale (when `window_scaling`) and SACK-permitted (when
+  the flow uses SACK) in the 12 option bytes the engine counts for them, padded after an
+  end-of-options, so a packet's length on the wire is the engine's; ACKs carry their SACK
+  blocks (RFC 2018); the window field is the advertised window shifted by the negotiated
+  scale (RFC 7323);
+- TTL is 64 less the routers the packet crossed; IP and TCP/UDP checksums are correct
+  (the zero payload adds nothing to them).
+
+The libpcap format (a 24-byte file header, a 16-byte header per record) is written here
+rather than with dpkt or scapy: it is a few lines of `struct`, and the headers are our
+domain anyway (built from engine state, field by field, whatever library holds them).
+scapy is a large dependency that is slow to import in every worker; dpkt would only wrap
+the same `struct` calls in its own packet classes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import TYPE_CHECKING
+
+from engine.net import Egress
+from engine.packet import IP_HEADER, TCP_HEADER, UDP_HEADER, Kind, Packet
+from engine.tcp.receiver import advertised_window, window_shift
+
+if TYPE_CHECKING:
+    from engine.scenario import CaptureSpec, Scenario
+
+# libpcap file header, nanosecond-resolution variant (Wireshark, tshark and tcpdump >= 4.6
+# read it): simulated times keep their sub-microsecond order on fast links.
+PCAP_MAGIC_NS = 0xA1B23C4D
+LINKTYPE_RAW = 101  # raw IP: each record starts with the IPv4 header
+FIRST_PORT = 49152
+SINK_PORT = 9
+INITIAL_TTL = 64
+PROTO_TCP, PROTO_UDP = 6, 17
+DONT_FRAGMENT = 0x4000
+SYN, ACK, ECE = 0x02, 0x10, 0x40  # TCP flags
+NOP, EOL = b"\x01", b"\x00"
+SYN_OPTIONS = 12  # as engine.tcp.sender counts them
+
+
+class Tap:
+    """What one capture saw: one tuple per packet, in the order they were recorded."""
+
+    __slots__ = ("spec", "flows", "limit", "records", "missed")
+
+    def __init__(self, spec: CaptureSpec):
+        self.spec = spec
+        self.flows = frozenset(spec.flows) if spec.flows is not None else None
+        self.limit = spec.max_packets
+        self.records: list[tuple] = []
+        self.missed = 0  # packets that went by once the capture was full
+
+    def add(self, t: float, pkt: Packet) -> None:
+        """`pkt` is seen at the capturing interface at time `t`."""
+        flows = self.flows
+        if flows is not None and pkt.flow.id not in flows:
+            return
+        records = self.records
+        if len(records) >= self.limit:
+            self.missed += 1
+            return
+        records.append((t, pkt.flow, pkt.kind, pkt.seq, pkt.length, pkt.ack, pkt.wnd, pkt.sack,
+                        pkt.ece, pkt.path, pkt.hop))
+
+
+class TapPoint:
+    """A tap on one port (link direction): at its sending end, a packet is seen when its
+    transmission starts; at its receiving end, when its last bit arrives, unless lost."""
+
+    __slots__ = ("tap", "arriving", "delay")
+
+    def __init__(self, tap: Tap, arriving: bool, delay: float):
+        self.tap, self.arriving, self.delay = tap, arriving, delay
+
+    def record(self, start: float, end: float, pkt: Packet, lost: bool) -> None:
+        """The port transmits `pkt` from `start` to `end`; the link loses it or not."""
+        if not self.arriving:
+            self.tap.add(start, pkt)
+        elif not lost:
+            self.tap.add(end + self.delay, pkt)
+
+
+def attach(captures: list[CaptureSpec], ports: dict, links: dict) -> list[Tap]:
+    """A tap per capture, hung on the ports of the link directions it names."""
+    taps = []
+    for spec in captures:
+        tap = Tap(spec)
+        link = links[spec.link]
+        at = link.a if spec.at == "a" else link.b
+        ways = []
+        if spec.direction in ("a_to_b", "both"):
+            ways.append((link.a, link.b))
+        if spec.direction in ("b_to_a", "both"):
+            ways.append((link.b, link.a))
+        for src, dst in ways:
+            ports[(link.id, src, dst)].tap = TapPoint(tap, src != at, float(link.delay))
+        taps.append(tap)
+    return taps
+
+
+# --- addressing ---------------------------------------------------------------------------
+
+
+def node_address(node_id: str) -> bytes:
+    """The node's IPv4 address: 10. and three bytes of sha256(id), never .0 or .255 last."""
+    digest = hashlib.sha256(node_id.encode()).digest()
+    last = 1 + digest[2] % 254
+    return bytes((10, digest[0], digest[1], last))
+
+
+def addresses(scenario: Scenario) -> dict[str, bytes]:
+    """Every node's address; a clash (one in millions for a few nodes) moves the later id,
+    in sorted order, to the next free address."""
+    taken: set[bytes] = set()
+    out: dict[str, bytes] = {}
+    for node_id in sorted(node.id for node in scenario.nodes):
+        addr = node_address(node_id)
+        while addr in taken or addr[3] in (0, 255):
+            addr = (int.from_bytes(addr, "big") + 1).to_bytes(4, "big")
+            if addr[0] != 10:
+                addr = bytes((10, 0, 0, 1))
+        taken.add(addr)
+        out[node_id] = addr
+    return out
+
+
+def isn(flow_id: str, side: str) -> int:
+    """Initial sequence number of one side (`src` or `dst`) of a TCP flow."""
+    return int.from_bytes(hashlib.sha256(f"{flow_id}/{side}".encode()).digest()[:4], "big")
+
+
+# --- checksums ----------------------------------------------------------------------------
+
+
+def _ones_sum(data: bytes) -> int:
+    """The 16-bit one's complement sum of `data` (RFC 1071), via 2**16 = 1 (mod 2**16 - 1)."""
+    if len(data) % 2:
+        data += b"\0"
+    n = int.from_bytes(data, "big")
+    r = n % 0xFFFF
+    return 0xFFFF if r == 0 and n else r
+
+
+def _checksum(*parts: bytes) -> int:
+    total = sum(_ones_sum(p) for p in parts)
+    while total > 0xFFFF:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+# --- one flow's view of the wire ----------------------------------------------------------
+
+
+class _Endpoints:
+    """Everything a flow's headers need that is the same for all its packets."""
+
+    __slots__ = ("src", "dst", "sport", "dport", "isn_src", "isn_dst", "shift", "window",
+                 "syn_options", "tcp")
+
+    def __init__(self, flow, index: int, addrs: dict[str, bytes]):
+        spec = flow.spec
+        self.src, self.dst = addrs[spec.src], addrs[spec.dst]
+        self.sport, self.dport = FIRST_PORT + index, SINK_PORT
+        self.tcp = spec.kind == "tcp_bulk"
+        if not self.tcp:
+            return
+        tcp = spec.tcp
+        self.isn_src, self.isn_dst = isn(spec.id, "src"), isn(spec.id, "dst")
+        self.shift = window_shift(tcp.rcv_buf) if tcp.window_scaling else 0
+        # Both ends run the flow's TcpSpec: the same buffer, window and options each way.
+        self.window = advertised_window(tcp)
+        options = struct.pack("!BBH", 2, 4, tcp.mss)
+        if tcp.window_scaling:
+            options += NOP + struct.pack("!BBB", 3, 3, self.shift)
+        if tcp.sack or tcp.variant == "sack":
+            options += NOP * 2 + b"\x04\x02"
+        # End of option list, then zeros, up to the 12 bytes the engine counts (NOPs would
+        # read as options a middlebox removed).
+        if len(options) < SYN_OPTIONS:
+            options += EOL + bytes(SYN_OPTIONS - len(options) - 1)
+        self.syn_options = options
+
+
+def _tcp_segment(ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int,
+                 sack, ece: bool) -> tuple[bytes, bytes, bytes, int]:
+    """(source address, destination address, TCP header without checksum, payload length)."""
+    options = b""
+    if kind == Kind.DATA or kind == Kind.SYN:
+        src, dst, sport, dport = ep.src, ep.dst, ep.sport, ep.dport
+        base, peer = ep.isn_src, ep.isn_dst
+    else:
+        src, dst, sport, dport = ep.dst, ep.src, ep.dport, ep.sport
+        base, peer = ep.isn_dst, ep.isn_src
+    if kind == Kind.SYN:
+        number, ack_number, flags = base, 0, SYN
+        window, options = min(ep.window, 0xFFFF), ep.syn_options
+    elif kind == Kind.SYNACK:
+        number, ack_number, flags = base, peer + 1, SYN | ACK
+        window, options = min(wnd, 0xFFFF), ep.syn_options  # unscaled (RFC 7323 2.2)
+    elif kind == Kind.DATA:
+        # The sender's segments acknowledge the peer's SYN and advertise its own window.
+        number, ack_number, flags = base + 1 + seq, peer + 1, ACK
+        window = ep.window >> ep.shift
+    else:
+        # The receiver's ACKs carry the window it advertises (the engine's, in bytes).
+        number, ack_number, flags = base + 1, peer + 1 + ack, ACK
+        window = min(wnd >> ep.shift, 0xFFFF)
+        if sack:
+            options = NOP * 2 + struct.pack("!BB", 5, 2 + 8 * len(sack)) + b"".join(
+                struct.pack("!II", (peer + 1 + s) & 0xFFFFFFFF, (peer + 1 + e) & 0xFFFFFFFF)
+                for s, e in sack
+            )
+    if ece:
+        flags |= ECE
+    offset = (TCP_HEADER + len(options)) // 4
+    header = struct.pack(
+        "!HHIIBBHHH", sport, dport, number & 0xFFFFFFFF, ack_number & 0xFFFFFFFF,
+        offset << 4, flags, window, 0, 0,
+    ) + options
+    return src, dst, header, length
+
+
+def _ip_header(src: bytes, dst: bytes, proto: int, total: int, ttl: int) -> bytes:
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0, DONT_FRAGMENT, ttl, proto, 0,
+                         src, dst)
+    return header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
+
+
+def _packet(ep: _Endpoints, record: tuple, ttl: int) -> tuple[bytes, int]:
+    """(the packet's headers, its length on the wire) for one tap record."""
+    _, _, kind, seq, length, ack, wnd, sack, ece, _, _ = record
+    if ep.tcp:
+        src, dst, tcp, length = _tcp_segment(ep, kind, seq, length, ack, wnd, sack, ece)
+        seg_len = len(tcp) + length
+        pseudo = struct.pack("!4s4sBBH", src, dst, 0, PROTO_TCP, seg_len)
+        tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo, tcp)) + tcp[18:]
+        total = IP_HEADER + seg_len
+        return _ip_header(src, dst, PROTO_TCP, total, ttl) + tcp, total
+    udp_len = UDP_HEADER + length
+    udp = struct.pack("!HHHH", ep.sport, ep.dport, udp_len, 0)
+    pseudo = struct.pack("!4s4sBBH", ep.src, ep.dst, 0, PROTO_UDP, udp_len)
+    udp = udp[:6] + struct.pack("!H", _checksum(pseudo, udp) or 0xFFFF)
+    total = IP_HEADER + udp_len
+    return _ip_header(ep.src, ep.dst, PROTO_UDP, total, ttl) + udp, total
+
+
+def pcap_file(tap: Tap, scenario: Scenario, flows: list, end: float) -> tuple[bytes, int]:
+    """The libpcap file of what `tap` saw until the run ended at `end`, in time order, and
+    the number of packets in it (a packet still queued or on its way at the end is not)."""
+    snaplen = tap.spec.snaplen
+    addrs = addresses(scenario)
+    index = {spec.id: i for i, spec in enumerate(scenario.flows)}
+    endpoints = {f.id: _Endpoints(f, index[f.id], addrs) for f in flows}
+    routers: dict[tuple[int, int], int] = {}
+    out = [struct.pack("<IHHiIII", PCAP_MAGIC_NS, 2, 4, 0, 0, snaplen, LINKTYPE_RAW)]
+    # Records are added as packets enter the ports, so arrivals (seen a delay later) and
+    # the other direction interleave out of order: a stable sort by time, ties kept in
+    # the order they happened.
+    records = sorted(tap.records, key=lambda r: r[0])
+    written = 0
+    for record in records:
+        t, flow, path, hop = record[0], record[1], record[9], record[10]
+        if t > end:
+            break
+        key = (id(path), hop)
+        crossed = routers.get(key)
+        if crossed is None:
+            # Leaving by path[hop], a packet was forwarded by the routers that own
+            # path[1..hop] (path[0] is its source host's): one per port before this one.
+            crossed = routers[key] = sum(isinstance(p, Egress) for p in path[:hop])
+        headers, total = _packet(endpoints[flow.id], record, INITIAL_TTL - crossed)
+        kept = min(total, snaplen)
+        ns = round(t * 1e9)
+        out.append(struct.pack("<IIII", ns // 1_000_000_000, ns % 1_000_000_000, kept, total))
+        out.append(headers[:kept])
+        if kept > len(headers):
+            out.append(bytes(kept - len(headers)))
+        written += 1
+    return b"".join(out), written
+
