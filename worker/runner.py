@@ -233,9 +233,9 @@ class Runner:
         # Deflated once, before the transaction: a retry writes the same bytes again.
         pcaps = []
         for c in result.captures:
-            data = result.pcap(c.link, c.direction)
-            assert data is not None  # every listed capture has its file
-            pcaps.append((c, zlib.compress(data, 6)))
+            pcap = result.pcap(c.link, c.direction)
+            assert pcap is not None  # every listed capture has its file
+            pcaps.append((c, zlib.compress(pcap, 6)))
 
         def write(session: Session, attempt: int) -> bool:
             # The rows are built afresh each try: a failed flush leaves its objects spent.
