@@ -331,8 +331,11 @@ class DelayedAckSpec(_Model):
 class TcpSpec(_Model):
     """TCP sender and receiver settings of a tcp_bulk flow."""
 
-    variant: Literal["none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic"] = "newreno"
-    """Congestion control; `none` is a fixed window with go-back-N on timeout."""
+    variant: Literal[
+        "none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic", "bbr"
+    ] = "newreno"
+    """Congestion control; `none` is a fixed window with go-back-N on timeout; `bbr` is BBR
+    v1 (Linux's tcp_bbr, ns-3's TcpBbr: rate-based, paced, not loss-based)."""
     sack: bool = False
     """SACK loss recovery (RFC 6675) under any variant."""
     mss: Count = Field(default=1460, ge=64)
@@ -366,6 +369,10 @@ class TcpSpec(_Model):
     """cubic: multiplicative decrease factor (RFC 9438)."""
     cubic_fast_convergence: bool = True
     cubic_tcp_friendliness: bool = True
+    pacing: bool = False
+    """Pace segments at Linux's rate, cwnd/srtt times 2 while cwnd < ssthresh/2, else
+    times 1.2 (the first 10 segments leave unpaced). Off by default, as in Linux without
+    the fq qdisc and in ns-3; `bbr` always paces (at its own rate) and rejects false."""
 
     @model_validator(mode="after")
     def _check(self) -> TcpSpec:
@@ -379,6 +386,12 @@ class TcpSpec(_Model):
                 f"min_rto {format_duration(self.min_rto)}",
                 self.max_rto,
             )
+        if self.variant == "bbr" and "pacing" in self.model_fields_set and not self.pacing:
+            errors.add(("pacing",), "invalid_combination",
+                       "bbr always paces: its rate is its model of the path", self.pacing)
+        if self.variant == "none" and self.pacing:
+            errors.add(("pacing",), "invalid_combination",
+                       "pacing follows cwnd, which variant none does not have", self.pacing)
         if self.vegas_alpha > self.vegas_beta:
             errors.add(
                 ("vegas_beta",),
