@@ -62,18 +62,19 @@ class DeliveryRate:
         self.first_tx_time = 0.0
         self.app_limited = 0  # 0, or `delivered` + in flight when the application ran dry
         self.dup_bytes = 0  # bytes counted delivered by duplicate ACKs, above snd_una
-        self.lost = 0  # bytes retransmitted so far (each deemed lost)
+        self.lost = 0  # bytes resent by fast recovery so far (each deemed lost)
         self.lost_seen = 0
         self.min_rtt = float("inf")  # of the samples' round trips (Linux's tcp_min_rtt)
         self.sample = RateSample()
 
-    def on_send(self, pkt: Packet, now: float, idle: bool, retrans: bool) -> None:
+    def on_send(self, pkt: Packet, now: float, idle: bool, retrans: bool, lost: bool) -> None:
         """tcp_rate_skb_sent: snapshot the counters into the segment. `idle`: nothing was
-        in flight, so the sampling interval starts now."""
+        in flight, so the sampling interval starts now; `lost`: the segment is resent
+        because a loss was just detected (the next sample reports it in `losses`)."""
         if idle:
             self.first_tx_time = now
             self.delivered_time = now
-        if retrans:
+        if lost:
             self.lost += pkt.length
         pkt.tx = (self.delivered, self.delivered_time, self.first_tx_time,
                   self.app_limited != 0, now, retrans)

@@ -169,7 +169,12 @@ class TcpSender:
             self.timer.start(self.rtt.rto)  # RFC 6298 5.1
         if self.rate is not None:
             st = self.st
-            self.rate.on_send(pkt, now, st.snd_una == st.snd_max, seq < st.snd_max)
+            retrans = seq < st.snd_max
+            # A fast-recovery retransmission is a loss newly found; after a timeout every
+            # segment outstanding was deemed lost at once (Linux's tcp_enter_loss), so the
+            # go-back-N resends are not new losses.
+            self.rate.on_send(pkt, now, st.snd_una == st.snd_max, retrans,
+                              retrans and st.phase != Phase.LOSS)
         if self.pacing:
             self._pace(length, now)
         self.path[0].accept(pkt)
@@ -186,9 +191,14 @@ class TcpSender:
         """Bytes believed in the network (Linux's tcp_packets_in_flight): sent, less what
         is acknowledged, known delivered out of order, or, after a timeout, deemed lost."""
         st = self.st
-        if st.phase == Phase.LOSS:
-            return st.snd_nxt - st.snd_una
         recovery = self.recovery
+        if st.phase == Phase.LOSS:
+            # What go-back-N has resent; it skipped what the receiver SACKed (the blocks
+            # crossed are those of the resent stretch, holes the resends have yet to fill).
+            flight = st.snd_nxt - st.snd_una
+            if recovery.scoreboard and flight > 0:
+                flight -= recovery.board.sacked.covered_between(st.snd_una, st.snd_nxt)
+            return flight
         if st.phase == Phase.RECOVERY and recovery.scoreboard:
             return recovery.board.pipe(st.snd_una, st.snd_max)
         return st.snd_max - st.snd_una - self.rate.dup_bytes

@@ -25,7 +25,15 @@ from pydantic import ValidationError
 
 from engine.net import wire_bytes
 from engine.tcp.cc.bbr import CWND_MIN_SEGMENTS, PROBE_RTT_DURATION, Mode, WindowedMax
-from tests.unit.engine_helpers import bulk, dumbbell, run, series, value_at
+from tests.unit.engine_helpers import (
+    bulk,
+    dumbbell,
+    first_time,
+    run,
+    script_loss,
+    series,
+    value_at,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -163,7 +171,32 @@ def test_pacing_keeps_segments_at_least_size_over_rate_apart(variant):
         assert ts[i + 1] - ts[i] >= MSS / rate * (1 - 1e-9)
 
 
-# --- a lossy path ------------------------------------------------------------------------
+# --- losses -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sack", [False, True])
+def test_a_single_loss_leaves_the_model_alone_and_cwnd_comes_back(sack):
+    """One data packet dropped in PROBE_BW (packet 2500, ~3 s in). BBR v1 keeps its
+    bandwidth estimate and pacing rate; its first recovery round conserves packets (cwnd
+    falls from 2 BDP to what is in flight, about one BDP), and when recovery ends cwnd
+    returns to its value before."""
+    result = run(path("bbr", duration=6.0, loss=script_loss(2500), sack=sack))
+    f = result.flows["f"]
+    assert (f.fast_retransmits, f.timeouts, f.retransmissions) == (1, 0, 1)
+    t, _ = first_time(result, "flow.f.retransmissions", lambda v: v >= 1)
+    assert value_at(result, "flow.f.bbr_state", t) == Mode.PROBE_BW
+    before = value_at(result, "flow.f.cwnd", t - 1e-6)
+    assert before >= 2 * BDP_SEGMENTS * MSS
+    bdp = BDP_SEGMENTS * MSS
+    assert value_at(result, "flow.f.cwnd", t) <= bdp + 8 * MSS  # packet conservation
+    assert value_at(result, "flow.f.cwnd", t + 3 * BASE_RTT) >= before - 3 * MSS
+    for key in ("flow.f.bbr_bw", "flow.f.pacing_rate"):
+        assert value_at(result, key, t) == value_at(result, key, t - 1e-6)
+    ts, bw = series(result, "flow.f.bbr_bw")
+    assert all(abs(v - C) <= 0.02 * C for tt, v in zip(ts, bw, strict=True) if tt > t)
+    assert f.goodput_bps >= 0.95 * C
+
+
 
 
 def test_one_percent_random_loss_costs_bbr_little_and_reno_most():
