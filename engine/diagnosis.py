@@ -46,7 +46,10 @@ def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts) -> Diagnos
     measured_rtt = s.rtt_mean or rtt
     b = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
     p = s.plr or 0.0
-    loss_bound = mathis_bps(tcp.mss, measured_rtt, p, b) if p > 0 and measured_rtt else None
+    # Mathis models a loss-driven window; BBR's rate is not set by loss (docs/scenario.md).
+    loss_based = tcp.variant != "bbr"
+    loss_bound = (mathis_bps(tcp.mss, measured_rtt, p, b)
+                  if p > 0 and measured_rtt and loss_based else None)
     bounds = Bounds(
         link_bps=f.share_bps,
         window_bps=f.window_bps,
@@ -102,7 +105,9 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, bound
     if name == "loss":
         return (f"Loss of {p:.2%} of data packets caps goodput near "
                 f"{_fmt_bps(bounds.mathis_bps or 0)} (Mathis et al.): find and remove the "
-                "loss (errors, queue overflow) or use a variant that recovers better (SACK).")
+                "loss (errors, queue overflow) or use a variant that recovers better (SACK); "
+                "if it is random (line errors, not a full queue), bbr does not slow down "
+                "for it.")
     if name == "timeouts":
         return (f"{s.timeouts} retransmission timeouts stalled the transfer: losses in "
                 "bursts defeat fast retransmit; SACK or NewReno recovery, larger queues or "

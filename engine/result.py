@@ -83,7 +83,8 @@ class PvcSummary(_Model):
 class Bounds(_Model):
     link_bps: float | None = Field(description="Bottleneck rate less per-packet overhead")
     window_bps: float | None = Field(description="Effective window / round-trip time")
-    mathis_bps: float | None = Field(description="Mathis et al.: MSS/RTT * sqrt(3/2p)")
+    mathis_bps: float | None = Field(
+        description="Mathis et al.: MSS/RTT * sqrt(3/2p); none for bbr, which loss does not limit")
     application_bps: float | None = Field(default=None, description="The application's own rate")
     achieved_bps: float | None
 
