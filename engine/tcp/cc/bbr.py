@@ -23,9 +23,13 @@ Loss response (v1): the first round of fast recovery conserves packets (cwnd = i
 returns to at least its value before; a timeout leaves 1 segment to grow back from.
 Windows and rates are in bytes (Linux counts packets).
 
-Not modelled: the long-term ("policer") bandwidth estimate of Linux's lt_bw, the ACK
-aggregation allowance (extra_acked), TSO-sized quanta (3 MSS as ns-3 has it), idle
-restarts (bulk transfers do not idle), and BBR v2/v3.
+cwnd's target also allows for ACK aggregation: the most data ACKed beyond what BtlBw
+explains since an epoch began (extra_acked, over 5-10 rounds, at most 100 ms of BtlBw),
+which delayed and stretched ACKs need.
+
+Not modelled: the long-term ("policer") bandwidth estimate of Linux's lt_bw, TSO-sized
+quanta (3 MSS as ns-3 has it), idle restarts (bulk transfers do not idle), and BBR
+v2/v3.
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ FULL_BW_ROUNDS = 3
 PACING_MARGIN = 0.01  # pace 1% below the estimate, to keep the bottleneck queue small
 QUANTA_SEGMENTS = 3  # one segment each in the sender's qdisc, its NIC, the receiver
 INIT_CWND_SEGMENTS = 10  # Linux's TCP_INIT_CWND: slow start at least until this many
+EXTRA_ACKED_GAIN = 1.0
+EXTRA_ACKED_WINDOW_ROUNDS = 5  # the max of extra_acked over 5-10 round trips
+EXTRA_ACKED_MAX_TIME = 0.1  # s of BtlBw: the most cwnd grows for aggregation
+ACK_EPOCH_RESET_SEGMENTS = 1 << 20
 
 
 class Mode(IntEnum):
@@ -134,6 +142,11 @@ class Bbr(CongestionOps):
         self.mss = 0
         self.initial_cwnd = 0
         self.delivered_time = 0.0  # of the connection, at the last ACK
+        self.extra_acked = [0, 0]  # bytes, two windows of EXTRA_ACKED_WINDOW_ROUNDS
+        self.extra_acked_index = 0
+        self.extra_acked_rounds = 0
+        self.ack_epoch_start = 0.0
+        self.ack_epoch_acked = 0
 
     def init(self, st: TcpState) -> None:
         self.cwnd = st.cwnd
@@ -174,6 +187,7 @@ class Bbr(CongestionOps):
         now = st.now
         self.delivered_time = rate.delivered_time
         self._update_bw(rs, rate)
+        self._update_ack_aggregation(rs)
         self._update_cycle_phase(rs)
         self._check_full_bw_reached(rs)
         self._check_drain(st, in_flight)
@@ -201,6 +215,38 @@ class Bbr(CongestionOps):
         # estimate.
         if not rs.app_limited or bw >= self.bw.get():
             self.bw.update(BW_WINDOW_ROUNDS, self.round_count, bw)
+
+    def _update_ack_aggregation(self, rs) -> None:
+        """bbr_update_ack_aggregation: how much more than BtlBw x elapsed has been ACKed
+        since the ACK rate last fell to BtlBw's."""
+        acked = rs.acked_sacked
+        if acked <= 0 or rs.delivered < 0 or rs.interval <= 0:
+            return
+        if self.round_start:
+            self.extra_acked_rounds = min(31, self.extra_acked_rounds + 1)
+            if self.extra_acked_rounds >= EXTRA_ACKED_WINDOW_ROUNDS:
+                self.extra_acked_rounds = 0
+                self.extra_acked_index = i = 1 - self.extra_acked_index
+                self.extra_acked[i] = 0
+        expected = self.bw.get() * (self.delivered_time - self.ack_epoch_start)
+        if (self.ack_epoch_acked <= expected
+                or self.ack_epoch_acked + acked >= ACK_EPOCH_RESET_SEGMENTS * self.mss):
+            # The ACK rate fell to the estimate (or the epoch is very old): a new epoch.
+            self.ack_epoch_acked = 0
+            self.ack_epoch_start = self.delivered_time
+            expected = 0.0
+        self.ack_epoch_acked += acked
+        extra = min(self.ack_epoch_acked - expected, self.cwnd)
+        i = self.extra_acked_index
+        if extra > self.extra_acked[i]:
+            self.extra_acked[i] = extra
+
+    def _aggregation_cwnd(self) -> float:
+        if not self.full_bw_reached:
+            return 0.0
+        extra = EXTRA_ACKED_GAIN * max(self.extra_acked)
+        most = self.bw.get() * EXTRA_ACKED_MAX_TIME
+        return extra if extra < most else most
 
     def _update_cycle_phase(self, rs) -> None:
         if self.mode == Mode.PROBE_BW and self._is_next_cycle_phase(rs):
@@ -290,11 +336,11 @@ class Bbr(CongestionOps):
 
     # --- the control -------------------------------------------------------------------
 
-    def _inflight(self, bw: float, gain: float) -> int:
-        """gain x BDP plus the quanta (bbr_inflight; InFlight in ns-3), in bytes."""
+    def _inflight(self, bw: float, gain: float, extra: float = 0.0) -> int:
+        """gain x BDP (+ `extra`) plus the quanta (bbr_inflight; InFlight in ns-3), bytes."""
         if self.min_rtt == math.inf:
             return self.initial_cwnd  # no RTT sample yet
-        inflight = math.ceil(bw * self.min_rtt * gain) + QUANTA_SEGMENTS * self.mss
+        inflight = math.ceil(bw * self.min_rtt * gain + extra) + QUANTA_SEGMENTS * self.mss
         if self.mode == Mode.PROBE_BW and self.cycle_index == 0:
             inflight += 2 * self.mss  # so gain cycling lifts in flight above a small BDP
         return inflight
@@ -345,7 +391,7 @@ class Bbr(CongestionOps):
             if self.packet_conservation:
                 cwnd = max(cwnd, in_flight + acked)
             else:
-                target = self._inflight(bw, self.cwnd_gain)
+                target = self._inflight(bw, self.cwnd_gain, self._aggregation_cwnd())
                 if self.full_bw_reached:
                     cwnd = min(cwnd + acked, target)
                 elif cwnd < target or rate.delivered < INIT_CWND_SEGMENTS * mss:
