@@ -130,7 +130,7 @@ def test_modes_run_startup_drain_probe_bw_then_probe_rtt_every_ten_seconds(long_
     # RTprop was the handshake's round trip, which no data sample beats: it expires 10 s
     # after the connection opened (one round trip in), and every 10 s after each visit.
     assert 10.0 < visits[0][0] < 10.0 + 2 * BASE_RTT
-    for (enter, leave), (next_enter, _) in zip(visits, visits[1:], strict=False):
+    for (_, leave), (next_enter, _) in zip(visits, visits[1:], strict=False):
         assert 10.0 < next_enter - leave < 10.0 + BASE_RTT
     for enter, leave in visits:
         # At most 4 segments in flight for 200 ms and a round trip: draining the queue
