@@ -369,10 +369,11 @@ class TcpSpec(_Model):
     """cubic: multiplicative decrease factor (RFC 9438)."""
     cubic_fast_convergence: bool = True
     cubic_tcp_friendliness: bool = True
-    pacing: bool = False
-    """Pace segments at Linux's rate, cwnd/srtt times 2 while cwnd < ssthresh/2, else
-    times 1.2 (the first 10 segments leave unpaced). Off by default, as in Linux without
-    the fq qdisc and in ns-3; `bbr` always paces (at its own rate) and rejects false."""
+    pacing: bool | None = None
+    """Pace segments: at Linux's rate, cwnd/srtt times 2 while cwnd < ssthresh/2, else
+    times 1.2 (the first 10 segments leave unpaced); `bbr` paces at its own rate. Null
+    means the variant's default: on for `bbr` (which rejects false), off for the others,
+    as in Linux without the fq qdisc and in ns-3."""
 
     @model_validator(mode="after")
     def _check(self) -> TcpSpec:
@@ -386,7 +387,7 @@ class TcpSpec(_Model):
                 f"min_rto {format_duration(self.min_rto)}",
                 self.max_rto,
             )
-        if self.variant == "bbr" and "pacing" in self.model_fields_set and not self.pacing:
+        if self.variant == "bbr" and self.pacing is False:
             errors.add(("pacing",), "invalid_combination",
                        "bbr always paces: its rate is its model of the path", self.pacing)
         if self.variant == "none" and self.pacing:
