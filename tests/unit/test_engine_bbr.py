@@ -19,12 +19,16 @@ Theory checked:
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
 
 from engine.net import wire_bytes
+from engine.tcp.cc.base import RenoGrowth
 from engine.tcp.cc.bbr import CWND_MIN_SEGMENTS, PROBE_RTT_DURATION, Mode, WindowedMax
+from engine.tcp.rate import DeliveryRate
+from engine.tcp.state import TcpState
 from tests.unit.engine_helpers import (
     bulk,
     dumbbell,
@@ -94,6 +98,51 @@ def test_windowed_max_keeps_the_best_sample_for_its_window_then_forgets_it():
     assert f.get() == 61.0  # the best of what remains in the window (t = 11)
     f.update(10, 13, 500.0)
     assert f.get() == 500.0
+
+
+def test_linux_pacing_rate_is_twice_cwnd_over_srtt_in_early_slow_start_else_1_2():
+    st = TcpState(MSS, 10)
+    cc = RenoGrowth(SimpleNamespace())
+    assert cc.pacing_rate(st) == 0.0  # no RTT yet: no pacing
+    st.srtt = 0.1
+    st.ssthresh = 100 * MSS
+    st.cwnd = 20 * MSS  # below ssthresh / 2
+    assert cc.pacing_rate(st) == pytest.approx(2.0 * 20 * MSS / 0.1)
+    st.cwnd = 60 * MSS  # slow start, but past ssthresh / 2
+    assert cc.pacing_rate(st) == pytest.approx(1.2 * 60 * MSS / 0.1)
+    st.snd_max = 80 * MSS  # more outstanding than cwnd (recovery): that counts
+    assert cc.pacing_rate(st) == pytest.approx(1.2 * 80 * MSS / 0.1)
+
+
+def test_a_rate_sample_is_delivered_over_the_longer_of_send_and_ack_intervals():
+    """draft-cheng-iccrg-delivery-rate-estimation: P sent at 1.0 when delivered was 10
+    segments (stamped 0.9, first sent 0.95); acked at 1.5 with delivered 30."""
+    rate = DeliveryRate()
+    rate.delivered, rate.delivered_time, rate.first_tx_time = 10 * MSS, 0.9, 0.95
+    pkt = SimpleNamespace(length=MSS, tx=None)
+    rate.on_send(pkt, 1.0, idle=False, retrans=False, lost=False)
+    rate.delivered = 29 * MSS
+    ack = SimpleNamespace(echo=pkt)
+    rs = rate.on_ack(ack, 1.5, MSS, False, MSS, 40 * MSS, 41 * MSS)
+    assert rs.delivered == 20 * MSS  # 30 - 10 segments
+    assert rs.interval == pytest.approx(0.6)  # max(1.0 - 0.95, 1.5 - 0.9)
+    assert rs.rtt == pytest.approx(0.5)
+    assert rs.prior_delivered == 10 * MSS
+    assert pkt.tx is None  # a segment gives one sample
+    again = rate.on_ack(ack, 1.6, MSS, False, MSS, 39 * MSS, 40 * MSS)
+    assert again.delivered < 0
+
+
+def test_duplicate_acks_count_delivered_segments_and_the_cumulative_ack_takes_them_back():
+    """Linux's tcp_add_reno_sack / tcp_remove_reno_sacks, in bytes."""
+    rate = DeliveryRate()
+    ack = SimpleNamespace(echo=None)
+    for _ in range(3):
+        rate.on_ack(ack, 1.0, 0, True, MSS, 10 * MSS, 10 * MSS)
+    assert rate.delivered == 3 * MSS and rate.dup_bytes == 3 * MSS
+    # The retransmission fills the hole: the ACK covers it and the three held above it.
+    rate.on_ack(ack, 1.1, 4 * MSS, False, MSS, 6 * MSS, 7 * MSS)
+    assert rate.delivered == 4 * MSS and rate.dup_bytes == 0
 
 
 def test_bbr_rejects_pacing_off_and_variant_none_cannot_pace():
