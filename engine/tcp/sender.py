@@ -17,8 +17,9 @@ from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
 # SYN options: MSS (4), window scale (3) + NOP, SACK-permitted (2) + 2 NOPs.
 SYN_OPTIONS = 12
-# Linux paces from the tenth data segment on (tcp_update_skb_after_send: data_segs_out
-# >= 10), and ns-3 leaves the initial window unpaced: the first flight leaves at once.
+# Linux spaces segments only once ten have been sent (tcp_update_skb_after_send:
+# data_segs_out >= 10), and ns-3 leaves the initial window unpaced: the first flight
+# leaves at once, the eleventh segment is the first to wait.
 UNPACED_SEGMENTS = 10
 
 
