@@ -16,6 +16,9 @@ rows are those of the scale cases users bring: 10 s at 1 Gb/s, 20 s for the flow
 - flows: 1 to 1000 NewReno flows (64 KB windows) sharing a 100 Mb/s bottleneck; the last
   column is events/s over one flow's.
 - rate: one CUBIC + SACK flow with a 16 MiB window, bottleneck 10 Mb/s to 1 (10) Gb/s.
+- pacing: one SACK flow with a 16 MiB window at 10 Mb/s to 1 Gb/s: CUBIC, CUBIC paced
+  (`pacing: true`) and BBR (always paced); the last column is events/s over unpaced
+  CUBIC's at the same rate, and events per data segment sent.
 - validate: validation, warnings and the dry run (`describe`) of dumbbells and of Frame
   Relay hub-and-spoke networks of 40 to 4,000 items (nodes, links, PVCs and flows);
   medians of five, and the 4,000-item time over the 400-item time.
@@ -44,6 +47,7 @@ def dumbbell(
     sack: bool,
     window: int,
     duration: float,
+    **tcp_extra: Any,
 ) -> dict[str, Any]:
     """The scale cases' dumbbell: `flows` senders s0.. to the receiver rcv over `wan`."""
     queue = {"discipline": "droptail", "limit_packets": 1000}
@@ -56,7 +60,7 @@ def dumbbell(
          "queue": queue},
     ]
     tcp = {"variant": variant, "sack": sack, "rcv_buf": window, "snd_buf": window,
-           "window_scaling": window > 65535}
+           "window_scaling": window > 65535, **tcp_extra}
     specs = []
     for i in range(flows):
         nodes.append({"id": f"s{i}", "kind": "host"})
@@ -126,6 +130,24 @@ def rate_curve(long: bool) -> None:
         print(f"   goodput {result.flows['f0'].goodput_bps / 1e6:8.1f} Mb/s")
 
 
+def pacing_curve(long: bool) -> None:
+    duration = 5.0 if long else 2.0
+    rates = ["10Mbps", "100Mbps", "1Gbps"]
+    print(f"pacing: one SACK flow, 16 MiB window, {duration:g} s (ratio = over unpaced CUBIC)")
+    for rate in rates:
+        base = None
+        for label, variant, extra in (("cubic", "cubic", {}),
+                                      ("cubic paced", "cubic", {"pacing": True}),
+                                      ("bbr", "bbr", {})):
+            data = dumbbell(f"{label}-{rate}", flows=1, rate=rate, variant=variant, sack=True,
+                            window=16 * MIB, duration=duration, **extra)
+            rates_, result = run(f"{rate:>8} {label}", data)
+            base = base or rates_
+            flow = result.flows["f0"]
+            print(f"   goodput {flow.goodput_bps / 1e6:7.1f} Mb/s" + ratio(rates_, base)
+                  + f"   ev/seg {result.events / max(flow.segments_sent, 1):.2f}")
+
+
 def hub_and_spoke(items: int) -> dict[str, Any]:
     """Branches (a host and a router each) on a Frame Relay switch, a PVC each to the hub
     router, and a transfer each to the hub's server: six items per branch."""
@@ -185,7 +207,7 @@ def validate_curve(long: bool) -> None:
 
 
 CURVES = {"window": window_curve, "flows": flows_curve, "rate": rate_curve,
-          "validate": validate_curve}
+          "pacing": pacing_curve, "validate": validate_curve}
 
 
 def main() -> None:

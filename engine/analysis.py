@@ -328,7 +328,7 @@ def _tcp_plan(f: TcpBulkFlow, facts: PathFacts, loss_of: Callable, extra: int) -
     acked = 1.0 - loss_of(f.dst, f.src, TCP_IP_HEADERS, 1.0).mean
     first = min(1 - (1 - loss.first) * acked, 0.99)
     again = min(1 - (1 - loss.again) * acked, 0.99)
-    if e > 0 and tcp.variant != "none":
+    if e > 0 and tcp.variant not in ("none", "bbr"):  # BBR's rate does not follow loss
         # PFTK: B = 1 / (RTT sqrt(2bp/3) + T0 min(1, 3 sqrt(3bp/8)) p f(p)), p the loss
         # events per packet, T0 f(p) the stall of a timeout and its backoff (_stall).
         t0 = min(max(tcp.min_rto, 2 * rtt), tcp.max_rto)

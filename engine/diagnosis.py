@@ -120,7 +120,10 @@ def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Shar
     b = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
     p = s.plr or 0.0
     achieved = s.goodput_bps
-    loss_bound = mathis_bps(tcp.mss, measured_rtt, p, b) if p > 0 and measured_rtt else None
+    # Mathis models a loss-driven window; BBR's rate is not set by loss (docs/scenario.md).
+    loss_based = tcp.variant != "bbr"
+    loss_bound = (mathis_bps(tcp.mss, measured_rtt, p, b)
+                  if p > 0 and measured_rtt and loss_based else None)
     if loss_bound is not None and loss_bound < achieved:
         loss_bound = None  # not a sawtooth the formula describes (see the module docstring)
     active = s.completion_time if s.completion_time is not None else _active(flow, end)
@@ -226,7 +229,9 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link:
         mathis = (f"caps goodput near {_fmt_bps(bounds.mathis_bps)} (Mathis et al.)"
                   if bounds.mathis_bps else "cost loss recoveries")
         return (f"Loss of {p:.2%} of data packets {mathis}: find and remove the loss "
-                "(errors, queue overflow) or use a variant that recovers better (SACK).")
+                "(errors, queue overflow) or use a variant that recovers better (SACK); "
+                "if it is random (line errors, not a full queue), bbr does not slow down "
+                "for it.")
     if name == "timeouts":
         return (f"{s.timeouts} retransmission timeouts stalled the transfer: losses in "
                 "bursts defeat fast retransmit; SACK or NewReno recovery, larger queues or "

@@ -88,7 +88,7 @@ NOTES: dict[str, str] = {
     "Pvc.id": "Unique among PVCs; names its `pvc.<id>.*` results and series.",
     "Pvc.src": "Router at the PVC's forward entry.",
     "Pvc.dst": "Router at the PVC's forward exit.",
-    "Series.unit": "Unit of `v`: bytes, s, bit/s, packets, ratio.",
+    "Series.unit": "Unit of `v`: bytes, s, bit/s, packets, ratio, state (`bbr_state`).",
     "Series.t": "Sample times, simulated seconds.",
     "Series.v": "Values. Rate series (`*_bps`, `utilization`): the mean over the interval "
     "ending at `t`; the others hold from `t` to the next sample.",

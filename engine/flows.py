@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable
 
 from engine.kernel import Call
+from engine.net import stream
 from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet
 from engine.recorder import DelayStats, TcpProbe
 from engine.tcp.cc import congestion_ops
@@ -74,8 +75,11 @@ class TcpFlow(Flow):
         self.rtt_min = math.inf
         self.rtt_max = 0.0
         limit = self.total if self.total is not None else math.inf
-        self.sender = TcpSender(env, self, tcp, limit, fwd, congestion_ops(tcp),
-                                recovery_for(tcp), advertised_window(tcp))
+        cc = congestion_ops(tcp)
+        if cc.randomized:
+            cc.random = stream(seed, f"flow:{spec.id}:cc").random
+        self.sender = TcpSender(env, self, tcp, limit, fwd, cc, recovery_for(tcp),
+                                advertised_window(tcp))
         self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
         # The last element of each path is the peer endpoint.
         self.sender.path = fwd + (self.receiver,)

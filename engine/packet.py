@@ -41,6 +41,8 @@ class Packet:
         "fecn",
         "becn",
         "ece",  # the receiver echoes FECN seen on data back to the sender (BECN analogue)
+        "tx",  # data: the sender's delivery-rate snapshot at transmission (engine.tcp.rate)
+        "echo",  # ACK: the data packet whose arrival triggered it (a TSecr), or None
     )
 
     def __init__(self, flow, kind: Kind, size: int, path: tuple, sent_at: float):
@@ -60,6 +62,8 @@ class Packet:
         self.fecn = False
         self.becn = False
         self.ece = False
+        self.tx = None
+        self.echo = None
 
     @property
     def carries_data(self) -> bool:

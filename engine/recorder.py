@@ -126,10 +126,12 @@ class DelayStats:
 
 
 class TcpProbe:
-    """Traces a TCP sender's state after each ACK, timeout and transmission burst."""
+    """Traces a TCP sender's state after each ACK, timeout and transmission burst; a
+    pacing sender's rate too, and BBR's mode and bandwidth estimate."""
 
     __slots__ = ("prefix", "cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
-                 "retransmissions", "delay", "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now")
+                 "retransmissions", "delay", "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now",
+                 "pacing_rate", "bbr_state", "bbr_bw")
 
     def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
@@ -150,6 +152,9 @@ class TcpProbe:
         self.cwnd_area = 0.0
         self._cwnd_since = None
         self._cwnd_now = 0
+        self.pacing_rate: Trace | None = None  # set by `start` when the sender paces
+        self.bbr_state: Trace | None = None
+        self.bbr_bw: Trace | None = None
 
     def effective_cwnd(self, snd) -> int:
         return snd.window() if not snd.cc.limits_window else snd.st.cwnd
@@ -159,6 +164,11 @@ class TcpProbe:
         self._cwnd_now = self.effective_cwnd(snd)
         self.cwnd_max = self._cwnd_now
         self.cwnd.add(snd.env.now, self._cwnd_now)
+        if snd.pacing:
+            self.pacing_rate = Trace("bit/s")
+        if snd.cc.rate_based:
+            self.bbr_state = Trace("state")
+            self.bbr_bw = Trace("bit/s")
 
     def on_send(self, snd) -> None:
         now = snd.env.now
@@ -192,6 +202,15 @@ class TcpProbe:
             self.rto.add(now, rtt.rto)
         if snd.retransmissions != self.retransmissions.last_v:
             self.retransmissions.add(now, snd.retransmissions)
+        if self.pacing_rate is not None:
+            self._on_pacing(snd, now)
+
+    def _on_pacing(self, snd, now: float) -> None:
+        self.pacing_rate.add(now, snd.cc.pacing_rate(snd.st) * 8)
+        if self.bbr_state is not None:
+            cc = snd.cc
+            self.bbr_state.add(now, int(cc.mode))
+            self.bbr_bw.add(now, cc.bw.get() * 8)
 
     def cwnd_mean(self, end: float) -> float | None:
         if self._cwnd_since is None:
@@ -206,8 +225,9 @@ class TcpProbe:
 
     def series(self) -> dict[str, Trace]:
         names = ("cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
-                 "retransmissions", "delay")
-        return {self.prefix + n: getattr(self, n) for n in names}
+                 "retransmissions", "delay", "pacing_rate", "bbr_state", "bbr_bw")
+        return {self.prefix + n: trace for n in names
+                if (trace := getattr(self, n)) is not None}
 
 
 class LinkProbe:

@@ -95,8 +95,9 @@ class Bounds(_Model):
         "the other traffic that actually crossed it meanwhile")
     window_bps: float | None = Field(description="Effective window / base round-trip time")
     mathis_bps: float | None = Field(
-        description="Mathis et al.: MSS/RTT * sqrt(3/2bp); null without loss, or when the "
-        "flow delivered more (its losses did not shape a congestion-avoidance sawtooth)")
+        description="Mathis et al.: MSS/RTT * sqrt(3/2bp); null without loss, for bbr (which "
+        "loss does not limit), or when the flow delivered more (its losses did not shape a "
+        "congestion-avoidance sawtooth)")
     application_bps: float | None = Field(default=None, description="The application's own rate")
     achieved_bps: float | None
 

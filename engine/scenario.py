@@ -375,8 +375,11 @@ class DelayedAckSpec(_Model):
 class TcpSpec(_Model):
     """TCP sender and receiver settings of a tcp_bulk flow."""
 
-    variant: Literal["none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic"] = "newreno"
-    """Congestion control; `none` is a fixed window with go-back-N on timeout."""
+    variant: Literal[
+        "none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic", "bbr"
+    ] = "newreno"
+    """Congestion control; `none` is a fixed window with go-back-N on timeout; `bbr` is BBR
+    v1 (Linux's tcp_bbr, ns-3's TcpBbr: rate-based, paced, not loss-based)."""
     sack: bool = False
     """SACK loss recovery (RFC 6675) under any variant."""
     fast_retransmit: bool = True
@@ -416,6 +419,11 @@ class TcpSpec(_Model):
     """cubic: multiplicative decrease factor (RFC 9438)."""
     cubic_fast_convergence: bool = True
     cubic_tcp_friendliness: bool = True
+    pacing: bool | None = None
+    """Pace segments: at Linux's rate, cwnd/srtt times 2 while cwnd < ssthresh/2, else
+    times 1.2 (the first 10 segments leave unpaced); `bbr` paces at its own rate. Null
+    means the variant's default: on for `bbr` (which rejects false), off for the others,
+    as in Linux without the fq qdisc and in ns-3."""
 
     @model_validator(mode="after")
     def _check(self) -> TcpSpec:
@@ -429,6 +437,12 @@ class TcpSpec(_Model):
                 f"min_rto {format_duration(self.min_rto)}",
                 self.max_rto,
             )
+        if self.variant == "bbr" and self.pacing is False:
+            errors.add(("pacing",), "invalid_combination",
+                       "bbr always paces: its rate is its model of the path", self.pacing)
+        if self.variant == "none" and self.pacing:
+            errors.add(("pacing",), "invalid_combination",
+                       "pacing follows cwnd, which variant none does not have", self.pacing)
         if self.vegas_alpha > self.vegas_beta:
             errors.add(
                 ("vegas_beta",),

@@ -33,7 +33,7 @@ def advertised_window(spec) -> int:
 class TcpReceiver:
     __slots__ = (
         "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
-        "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent",
+        "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent", "latest",
     )
 
     def __init__(self, env, flow, spec, path: tuple):
@@ -51,6 +51,7 @@ class TcpReceiver:
         self.recent: tuple[int, int] | None = None  # the block of the latest arrival
         self.pending = 0  # in-order segments not yet acknowledged
         self.acks_sent = 0
+        self.latest: Packet | None = None  # the last data segment to arrive, echoed by ACKs
 
     def accept(self, pkt: Packet) -> None:
         if pkt.kind == Kind.SYN:
@@ -59,6 +60,7 @@ class TcpReceiver:
         if pkt.kind != Kind.DATA:
             return
         self.flow.data_received(pkt)
+        self.latest = pkt
         seq = pkt.seq
         end = seq + pkt.length
         rcv_nxt = self.rcv_nxt
@@ -123,5 +125,6 @@ class TcpReceiver:
         pkt.ack = self.rcv_nxt
         pkt.wnd = self.wnd
         pkt.sack = sack
+        pkt.echo = self.latest
         self.acks_sent += 1
         self.path[0].accept(pkt)

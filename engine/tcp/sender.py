@@ -10,12 +10,17 @@ from __future__ import annotations
 
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.tcp.rate import DeliveryRate
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
 # SYN options: MSS (4), window scale (3) + NOP, SACK-permitted (2) + 2 NOPs.
 SYN_OPTIONS = 12
+# Linux spaces segments only once ten have been sent (tcp_update_skb_after_send:
+# data_segs_out >= 10), and ns-3 leaves the initial window unpaced: the first flight
+# leaves at once, the eleventh segment is the first to wait.
+UNPACED_SEGMENTS = 10
 
 
 class TcpSender:
@@ -25,7 +30,7 @@ class TcpSender:
         "env", "flow", "spec", "path", "cc", "recovery", "st", "limit", "snd_buf", "rwnd",
         "rtt", "timer", "established", "syn_sent_at", "syn_retries", "dupacks", "rto_una",
         "timed_seq", "timed_at", "probe", "segments_sent", "retransmissions", "timeouts",
-        "fast_retransmits", "dup_acks",
+        "fast_retransmits", "dup_acks", "rate", "pacing", "pace_timer", "next_release",
     )
 
     def __init__(self, env, flow, spec, limit: float, path: tuple, cc, recovery, rwnd: int):
@@ -56,6 +61,12 @@ class TcpSender:
         self.timeouts = 0
         self.fast_retransmits = 0
         self.dup_acks = 0
+        # Delivery-rate samples for congestion control that models the path (BBR).
+        self.rate = DeliveryRate() if cc.rate_based else None
+        # Pacing: one timer per flow releases the next segment at next_release.
+        self.pacing = bool(spec.pacing) or cc.always_paces
+        self.pace_timer = Timer(env, self.try_send) if self.pacing else None
+        self.next_release = 0.0
 
     # --- application side -------------------------------------------------------------
 
@@ -87,6 +98,9 @@ class TcpSender:
         what the recovery strategy chooses."""
         if not self.established:
             return
+        if self.pacing and self.env.now < self.next_release:
+            self._hold()
+            return
         recovery = self.recovery
         if recovery.paces_recovery and self.st.phase == Phase.RECOVERY:
             sent = recovery.transmit(self)
@@ -94,6 +108,14 @@ class TcpSender:
             sent = self._send_window(extra)
         if sent and self.probe is not None:
             self.probe.on_send(self)
+        rate = self.rate
+        if rate is not None and not rate.app_limited and self.st.snd_max >= self.limit:
+            rate.mark_app_limited(self.in_flight())  # the application has no more data
+
+    def _hold(self) -> None:
+        """Pacing holds the next segment: the flow's one pacing timer releases it."""
+        if not self.pace_timer.running:
+            self.pace_timer.start(self.next_release - self.env.now)
 
     def _send_window(self, extra: int) -> bool:
         """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
@@ -119,6 +141,9 @@ class TcpSender:
                 if skipped != st.snd_nxt:
                     st.snd_nxt = min(skipped, st.snd_max)
                     continue
+            if self.pacing and self.env.now < self.next_release:
+                self._hold()
+                break
             self._send_data(st.snd_nxt, int(length))
             st.snd_nxt += int(length)
             if st.snd_nxt > st.snd_max:
@@ -143,7 +168,41 @@ class TcpSender:
             self.timed_at = now
         if not self.timer.running:
             self.timer.start(self.rtt.rto)  # RFC 6298 5.1
+        if self.rate is not None:
+            st = self.st
+            retrans = seq < st.snd_max
+            # A fast-recovery retransmission is a loss newly found; after a timeout every
+            # segment outstanding was deemed lost at once (Linux's tcp_enter_loss), so the
+            # go-back-N resends are not new losses.
+            self.rate.on_send(pkt, now, st.snd_una == st.snd_max, retrans,
+                              retrans and st.phase != Phase.LOSS)
+        if self.pacing:
+            self._pace(length, now)
         self.path[0].accept(pkt)
+
+    def _pace(self, length: int, now: float) -> None:
+        """The next segment may leave `length` / rate after this one (Linux's earliest
+        departure time, tcp_wstamp_ns); a segment sent late does not bank credit."""
+        rate = self.cc.pacing_rate(self.st)
+        if rate > 0 and self.segments_sent >= UNPACED_SEGMENTS:
+            release = self.next_release
+            self.next_release = (release if release > now else now) + length / rate
+
+    def in_flight(self) -> int:
+        """Bytes believed in the network (Linux's tcp_packets_in_flight): sent, less what
+        is acknowledged, known delivered out of order, or, after a timeout, deemed lost."""
+        st = self.st
+        recovery = self.recovery
+        if st.phase == Phase.LOSS:
+            # What go-back-N has resent; it skipped what the receiver SACKed (the blocks
+            # crossed are those of the resent stretch, holes the resends have yet to fill).
+            flight = st.snd_nxt - st.snd_una
+            if recovery.scoreboard and flight > 0:
+                flight -= recovery.board.sacked.covered_between(st.snd_una, st.snd_nxt)
+            return flight
+        if st.phase == Phase.RECOVERY and recovery.scoreboard:
+            return recovery.board.pipe(st.snd_una, st.snd_max)
+        return st.snd_max - st.snd_una - self.rate.dup_bytes
 
     # --- what recovery strategies ask for (engine.tcp.recovery.base.Sender) ---------------
 
@@ -229,6 +288,7 @@ class TcpSender:
         self.established = True
         self.rwnd = pkt.wnd
         self.timer.stop()
+        self.st.now = self.env.now
         if self.syn_sent_at is not None:
             # The SYN's round trip seeds the RTO estimator (RFC 6298 2.2) and nothing else:
             # a 52 B segment's RTT is not a data segment's, and congestion control taking
@@ -245,6 +305,9 @@ class TcpSender:
         if ack > st.snd_max:
             return  # acknowledges data never sent: ignore (RFC 793)
         st.now = self.env.now
+        rate = self.rate
+        una, dup_acks = st.snd_una, self.dup_acks
+        prior_in_flight = self.in_flight() if rate is not None else 0
         if pkt.sack is not None or self.recovery.scoreboard:
             self.recovery.on_sack(self, pkt)
         if ack > st.snd_una:
@@ -279,9 +342,29 @@ class TcpSender:
                 self._limited_transmit()
         else:
             self.rwnd = pkt.wnd
+        if rate is not None:
+            self._cong_control(pkt, st.snd_una - una, self.dup_acks != dup_acks,
+                               prior_in_flight)
         self.try_send()
         if self.probe is not None:
             self.probe.on_ack(self)
+
+    def _cong_control(self, pkt: Packet, acked: int, dupack: bool, prior_in_flight: int) -> None:
+        """A rate-based strategy sets cwnd from the ACK's delivery-rate sample, after the
+        recovery strategy (whose window changes it overrides), as Linux's cong_control.
+        Its cwnd counts bytes in flight; the sender's window test counts from snd_una
+        (or, in an RFC 6675 recovery, the pipe), so what is known delivered out of order
+        is added back."""
+        st = self.st
+        rs = self.rate.on_ack(pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una,
+                              prior_in_flight)
+        in_flight = self.in_flight()
+        cwnd = self.cc.cong_control(st, rs, self.rate, in_flight)
+        if not (st.phase == Phase.RECOVERY and self.recovery.paces_recovery):
+            beyond = st.snd_nxt - st.snd_una - in_flight
+            if beyond > 0:
+                cwnd += beyond
+        st.cwnd = cwnd
 
     def _limited_transmit(self) -> None:
         """RFC 3042 / RFC 5681 3.2: on the first and second duplicate ACKs send new data

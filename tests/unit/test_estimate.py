@@ -73,6 +73,11 @@ SYNTHETIC = {
         [_tcp(variant="cubic")],
         duration="60s",
     ),
+    "1% loss bbr": lambda: _scenario(
+        _links("2Mbps", "40ms", loss={"model": "bernoulli", "rate": 0.01}),
+        [_tcp(variant="bbr", sack=True)],
+        duration="60s",
+    ),
     "gilbert-elliott sack": lambda: _scenario(
         _links("2Mbps", "30ms", loss={"model": "gilbert_elliott", "p_gb": 0.01, "p_bg": 0.3}),
         [_tcp(variant="sack")],

@@ -1,6 +1,7 @@
 """Congestion-control strategies, chosen by the scenario's `tcp.variant`."""
 
 from engine.tcp.cc.base import CongestionOps, FixedWindow, RenoGrowth
+from engine.tcp.cc.bbr import Bbr
 from engine.tcp.cc.cubic import Cubic
 from engine.tcp.cc.vegas import Vegas
 
@@ -12,6 +13,7 @@ REGISTRY: dict[str, type[CongestionOps]] = {
     "sack": RenoGrowth,
     "vegas": Vegas,
     "cubic": Cubic,
+    "bbr": Bbr,
 }
 
 

@@ -10,11 +10,23 @@ from __future__ import annotations
 
 from engine.tcp.state import Phase, TcpState
 
+PACING_SS_RATIO = 2.0  # Linux sysctl tcp_pacing_ss_ratio = 200 (%)
+PACING_CA_RATIO = 1.2  # Linux sysctl tcp_pacing_ca_ratio = 120 (%)
+
 
 class CongestionOps:
     name = "base"
     #: False for a fixed-window sender (variant `none`): no cwnd limit at all.
     limits_window = True
+    #: True when the strategy sets cwnd from per-ACK delivery-rate samples (Linux's
+    #: `cong_control`, ns-3's `HasCongControl`): the sender then keeps an
+    #: `engine.tcp.rate.DeliveryRate` and calls `cong_control` on every ACK.
+    rate_based = False
+    #: True when the strategy paces whatever `tcp.pacing` says (BBR, as ns-3 forces it).
+    always_paces = False
+    #: True when the strategy draws random numbers: the flow then sets `random` to a
+    #: stream of its own (engine.net.stream), so runs stay deterministic.
+    randomized = False
 
     def __init__(self, spec) -> None:
         self.spec = spec
@@ -53,6 +65,24 @@ class CongestionOps:
 
     def on_recovery_exit(self, st: TcpState) -> None:
         """Fast recovery ended by a full ACK; cwnd has been set by the recovery strategy."""
+
+    def cong_control(self, st: TcpState, rs, rate, in_flight: int) -> int:
+        """Only when `rate_based`: an ACK was processed (recovery included); return the
+        congestion window in Linux's sense, the bytes allowed in flight (`in_flight`
+        excludes what is known delivered out of order or lost). `rs` is the ACK's
+        `RateSample`, `rate` the connection's `DeliveryRate`."""
+        raise NotImplementedError
+
+    def pacing_rate(self, st: TcpState) -> float:
+        """Bytes of payload per second the sender paces at when pacing is on; 0: no pacing
+        yet. Linux's tcp_update_pacing_rate (and ns-3's): the current rate cwnd/srtt times
+        2 (tcp_pacing_ss_ratio) while cwnd < ssthresh / 2, else times 1.2
+        (tcp_pacing_ca_ratio), so slow start can still double per round trip."""
+        if st.srtt <= 0:
+            return 0.0
+        ratio = PACING_SS_RATIO if st.cwnd < st.ssthresh / 2 else PACING_CA_RATIO
+        outstanding = st.snd_max - st.snd_una
+        return ratio * (st.cwnd if st.cwnd > outstanding else outstanding) / st.srtt
 
 
 class RenoGrowth(CongestionOps):

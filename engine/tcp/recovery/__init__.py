@@ -15,6 +15,7 @@ REGISTRY: dict[str, type[NoRecovery]] = {
     "sack": SackRecovery,  # NS-2's Sack1
     "vegas": NewRenoRecovery,
     "cubic": NewRenoRecovery,
+    "bbr": NewRenoRecovery,  # Linux's recovery under BBR's cwnd (its own loss response)
 }
 
 
