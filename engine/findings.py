@@ -771,7 +771,7 @@ def render(rows: list[Row]) -> str:
     out = ["| # | finding | paper | ours | verdict | why |", "|---|---|---|---|---|---|"]
     for r in rows:
         f = r.finding
-        verdict = f.verdict
+        verdict: str = f.verdict
         if not r.consistent:
             verdict += f" (STALE: the check {'holds' if r.holds else 'fails'})"
         out.append(f"| {f.key} | {_cell(f.claim)} | {_cell(f.paper)} | {_cell(r.ours)} | "

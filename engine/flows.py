@@ -129,6 +129,7 @@ class TcpFlow(Flow):
     def summary(self, end: float) -> dict:
         s = self.sender
         completed = self.total is not None and self.delivered_bytes >= self.total
+        done_at = self.done_at if completed else None
         active = self.active_time(end)
         lost = self.data_dropped
         arrived = self.arrived
@@ -136,7 +137,7 @@ class TcpFlow(Flow):
         out = {
             "kind": "tcp",
             "completed": completed,
-            "completion_time": (self.done_at - self.start) if completed else None,
+            "completion_time": done_at - self.start if done_at is not None else None,
             "bytes_delivered": self.delivered_bytes,
             "goodput_bps": self.delivered_bytes * 8 / active if active > 0 else 0.0,
             "throughput_pps": arrived / active if active > 0 else 0.0,
@@ -156,7 +157,7 @@ class TcpFlow(Flow):
         }
         out.update(self.delays.summary())
         out["cwnd_max"] = self.probe.cwnd_max
-        out["cwnd_mean"] = self.probe.cwnd_mean(self.done_at if completed else end)
+        out["cwnd_mean"] = self.probe.cwnd_mean(done_at if done_at is not None else end)
         return out
 
 

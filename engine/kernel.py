@@ -36,7 +36,8 @@ class Call:
         self.callbacks = _CALLBACKS
         self.fn = fn
         self.value = value
-        heappush(env._queue, (env._now + delay, NORMAL, next(env._eid), self))
+        queue: list[Any] = env._queue  # simpy's heap, holding a Call as if it were an Event
+        heappush(queue, (env._now + delay, NORMAL, next(env._eid), self))
 
 
 def _invoke(event: Call) -> None:
@@ -76,7 +77,8 @@ class Line:
         eid = next(env._eid)
         if not items:
             self.callbacks = _LINE_CALLBACKS
-            heappush(env._queue, (at, NORMAL, eid, self))
+            queue: list[Any] = env._queue
+            heappush(queue, (at, NORMAL, eid, self))
         items.append((at, eid, target, value))
 
 
@@ -86,7 +88,8 @@ def _deliver(line: Line) -> None:
     if items:
         at, eid, _, _ = items[0]
         line.callbacks = _LINE_CALLBACKS
-        heappush(line.env._queue, (at, NORMAL, eid, line))
+        queue: list[Any] = line.env._queue
+        heappush(queue, (at, NORMAL, eid, line))
     target.accept(value)
 
 

@@ -167,7 +167,9 @@ class DropTail:
         """Whether `pkt` (`wire` bytes) may join the `waiting` packets queued at `port`."""
         if self.limit_packets is not None:
             return waiting < self.limit_packets
-        return port.queued_bytes + wire <= self.limit_bytes
+        limit = self.limit_bytes
+        assert limit is not None  # the queue model requires one of the two limits
+        return port.queued_bytes + wire <= limit
 
 
 class Red(DropTail):

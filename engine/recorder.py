@@ -206,8 +206,9 @@ class TcpProbe:
             self._on_pacing(snd, now)
 
     def _on_pacing(self, snd, now: float) -> None:
+        assert self.pacing_rate is not None
         self.pacing_rate.add(now, snd.cc.pacing_rate(snd.st) * 8)
-        if self.bbr_state is not None:
+        if self.bbr_state is not None and self.bbr_bw is not None:
             cc = snd.cc
             self.bbr_state.add(now, int(cc.mode))
             self.bbr_bw.add(now, cc.bw.get() * 8)

@@ -78,7 +78,7 @@ class _Target(NamedTuple):
     """
 
     tail: list[str]
-    index: dict[str, int]  # position in `tail` = distance to the destination
+    distance: dict[str, int]  # position in `tail` = distance to the destination
     search: _Search
 
 
@@ -180,7 +180,7 @@ class Topology:
     @staticmethod
     def _distance(target: _Target, node: str) -> int | None:
         """Hops from a forwarding `node` (or the destination) to the destination."""
-        at = target.index.get(node)
+        at = target.distance.get(node)
         if at is not None:
             return at
         level = target.search.level.get(node)
@@ -204,7 +204,7 @@ class Topology:
         target = self._target(dst)
         hops: list[Hop] = []
         node = src
-        if not self._can_forward(src) and src not in target.index:
+        if not self._can_forward(src) and src not in target.distance:
             # A host first steps to the neighbour closest to dst, smallest link id first.
             best: tuple[int, str, str] | None = None
             for link_id, neighbour in self._adjacent[src]:
@@ -220,7 +220,7 @@ class Topology:
         elif self._distance(target, src) is None:
             return None
         while node != dst:
-            at = target.index.get(node)
+            at = target.distance.get(node)
             if at is not None:
                 nxt = target.tail[at - 1]  # within the tail there is one way in
                 link_id = self._first_link[(node, nxt)]

@@ -134,7 +134,8 @@ def _apply(base: dict, params: dict[str, Any], loc_prefix: tuple) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        errors = [{"loc": loc_prefix + tuple(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        errors: list[dict[str, Any]] = [
+            {"loc": loc_prefix + tuple(e["loc"]), "msg": e["msg"], "type": e["type"]}
                   for e in exc.errors(include_url=False)]
         first = errors[0]
         raise StudyError(first["loc"], f"{first['msg']} (point {params})", errors) from None
@@ -177,6 +178,7 @@ def resolve_base(spec: StudySpec, *, scenario_by_id=None) -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        errors = [{"loc": ("base",) + tuple(e["loc"]), "msg": e["msg"], "type": e["type"]}
+        errors: list[dict[str, Any]] = [
+            {"loc": ("base",) + tuple(e["loc"]), "msg": e["msg"], "type": e["type"]}
                   for e in exc.errors(include_url=False)]
         raise StudyError(errors[0]["loc"], errors[0]["msg"], errors) from None

@@ -107,7 +107,7 @@ _VALID_UNITS: dict[Kind, str] = {
     + ", ".join(LINE_RATES)
     + ")",
 }
-_DIMENSION_NAMES = {
+_DIMENSION_NAMES: dict[tuple[tuple[str, Any], ...], str] = {
     (("[time]", 1),): "a duration",
     (("[information]", 1),): "a size",
     (("[information]", 1), ("[time]", -1)): "a rate",
@@ -124,7 +124,7 @@ def _registry() -> pint.UnitRegistry:
     """Build the private unit registry on first use (importing pint takes ~0.2 s)."""
     import pint
 
-    registry = pint.UnitRegistry(None)  # None: no default definitions, only ours
+    registry: pint.UnitRegistry = pint.UnitRegistry(None)  # no default definitions, only ours
     for definition in _DEFINITIONS:
         registry.define(definition)
     return registry
