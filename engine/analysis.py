@@ -88,7 +88,7 @@ def _analyse(
             payload = f.packet_size
             size = payload + UDP_HEADER + IP_HEADER
         one_way = 0.0
-        best = None
+        best: tuple[str, float, float, float] | None = None
         for hop in hops:
             link = links[hop.link_id]
             wire = link_wire(link, size)
@@ -114,8 +114,9 @@ def _analyse(
             pvc_share = pvc_capacity
             if isinstance(f, TcpBulkFlow):
                 pvc_share /= max(tcp_on.get(_port_key(hops[span.first]), 1), 1)
-            if pvc_share < best[3]:
+            if best is None or pvc_share < best[3]:
                 best = (f"pvc:{pvc.id}", policed, pvc_capacity, pvc_share)
+        assert best is not None  # a route has at least one hop
         key, rate, capacity, share = best
         base_rtt = window = window_bps = bdp = None
         if isinstance(f, TcpBulkFlow):

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from engine import findings
 from engine.presets import UnknownPreset, list_presets, load_preset, load_study, preset_names
+from engine.result import Result
 from engine.scenario import Scenario, load_scenario
 from engine.simulation import simulate
 from engine.study import Point, StudyError, StudySpec, expand, resolve_base
@@ -104,7 +105,7 @@ def _run_point(args: tuple[Scenario, int]):
     return simulate(scenario, seed=seed)
 
 
-def run_study(spec: StudySpec, jobs: int) -> list[tuple[Point, int, object]]:
+def run_study(spec: StudySpec, jobs: int) -> list[tuple[Point, int, Result]]:
     points = expand(spec, resolve_base(spec))
     tasks = [(p.scenario, seed) for p in points for seed in p.seeds]
     keys = [(p, seed) for p in points for seed in p.seeds]
@@ -165,12 +166,12 @@ def run_findings(*, write: bool, jobs: int, out=sys.stdout) -> int:
         runs[study] = findings.records(study, rows)
     stale = 0
     for name, items in findings.DERIVATIONS.items():
-        rows = findings.evaluate(items, runs)
-        stale += sum(1 for r in rows if not r.consistent)
+        table = findings.evaluate(items, runs)
+        stale += sum(1 for r in table if not r.consistent)
         if write:
             path = findings.presets_dir() / name
-            path.write_text(findings.rewrite(path.read_text(), findings.render(rows)))
-        out.write(f"\n{name}\n" + findings.render_text(rows))
+            path.write_text(findings.rewrite(path.read_text(), findings.render(table)))
+        out.write(f"\n{name}\n" + findings.render_text(table))
     if write:
         findings.write_snapshot(runs, ENGINE_VERSION)
     if stale:

@@ -28,7 +28,7 @@ import math
 from engine.analysis import PathFacts, path_facts
 from engine.net import link_wire
 from engine.packet import TCP_IP_HEADERS
-from engine.result import Bounds, Diagnosis, PvcSummary, Result, TcpFlowSummary
+from engine.result import Bounds, Diagnosis, Limit, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.units import format_rate
 from engine.usage import Share
@@ -135,11 +135,12 @@ def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Shar
         application_bps=None,
         achieved_bps=achieved,
     )
-    candidates = {"link_capacity": link.bound_bps}
+    candidates: dict[Limit, float] = {"link_capacity": link.bound_bps}
     if window_bps is not None:
         candidates["receive_window"] = window_bps
     if loss_bound is not None and tcp.variant != "none":
         candidates["loss"] = loss_bound
+    name: Limit
     name, bound = min(candidates.items(), key=lambda kv: kv[1])
     window_by_sndbuf = tcp.snd_buf is not None and f.window_bytes == tcp.snd_buf
     if name == "receive_window" and window_by_sndbuf:
@@ -185,7 +186,7 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link:
     if name == "receive_window":
         scaling = "" if tcp.window_scaling or bdp <= 65535 else " with window_scaling"
         return (f"Receive window {w:,} B is below the path's bandwidth-delay product "
-                f"({bdp:,.0f} B at {_fmt_bps(f.link_bps)} and {f.base_rtt * 1e3:.0f} ms): "
+                f"({bdp:,.0f} B at {_fmt_bps(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
                 f"raise rcv_buf{scaling} to at least {math.ceil(bdp):,} B; a faster link "
                 "alone will not help.")
     if name == "send_buffer":

@@ -165,10 +165,10 @@ def type_name(
     if origin is Literal:
         return " \\| ".join(f"`{a}`" for a in get_args(tp))
     if origin in (list, tuple) or origin is typing.Sequence:
-        args = get_args(tp)
+        args = list(get_args(tp))
         return f"list of {type_name(args[0], seen)}" if args else "list"
     if origin is dict:
-        args = get_args(tp)
+        args = list(get_args(tp))
         return f"map of {type_name(args[1], seen)}" if args else "map"
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         if seen is not None and tp not in seen:

@@ -74,7 +74,7 @@ from simpy import Environment
 
 from engine import routing
 from engine.kernel import Call
-from engine.net import DropTail, Egress, stream
+from engine.net import Discipline, Egress, stream
 from engine.packet import Packet
 from engine.recorder import Trace
 from engine.result import PvcSummary
@@ -233,6 +233,7 @@ class PvcDirection:
         # The FrQueue of the port this direction leaves each node by (for BECN lookups).
         self.egress_at: dict[str, FrQueue] = {}
         self.cir = cir = float(pvc.cir)
+        assert pvc.bc is not None  # Pvc's validator defaults it to one second of CIR
         bc, be = float(pvc.bc), float(pvc.be)
         kind = IntervalPolicer if pvc.policing == "interval" else TokenBucket
         self.policer = kind(cir, bc, be)
@@ -335,7 +336,9 @@ class PvcExit:
             return
         if pkt.becn:
             # This router is the entry of the opposite direction: BECN tells its shaper.
-            shaper = direction.opposite.shaper
+            opposite = direction.opposite
+            assert opposite is not None  # every PVC has both directions
+            shaper = opposite.shaper
             if shaper is not None:
                 shaper.on_becn(direction.env._now)
         hop = pkt.hop + 1
@@ -497,7 +500,7 @@ class FrQueue:
     __slots__ = ("inner", "port", "node", "congestion", "de_discard", "limit_packets",
                  "limit_bytes", "limit", "cycle")
 
-    def __init__(self, inner: DropTail, port: Egress, switch: FrSwitchSpec):
+    def __init__(self, inner: Discipline, port: Egress, switch: FrSwitchSpec):
         self.inner = inner
         self.port = port
         self.node = port.src
@@ -505,7 +508,9 @@ class FrQueue:
         self.de_discard = switch.de_discard_threshold
         self.limit_packets = inner.limit_packets
         self.limit_bytes = inner.limit_bytes
-        self.limit = inner.limit_packets if inner.limit_packets is not None else inner.limit_bytes
+        limit = inner.limit_packets if inner.limit_packets is not None else inner.limit_bytes
+        assert limit is not None  # the queue model requires one of the two limits
+        self.limit: int = limit  # packets, or bytes when the queue counts bytes
         self.cycle: CycleAverage | None = None
         if switch.congestion_measure == "cycle_average":
             self.cycle = CycleAverage(by_bytes=inner.limit_packets is None)
@@ -514,7 +519,7 @@ class FrQueue:
         """Fraction of the queue's limit in use (the frame being serialised excluded)."""
         if self.limit_packets is not None:
             return waiting / self.limit_packets
-        return self.port.queued_bytes / self.limit_bytes
+        return self.port.queued_bytes / self.limit
 
     def congestion_fill(self, now: float) -> float:
         """The fill that FECN/BECN marking compares with the congestion threshold."""
@@ -547,7 +552,7 @@ class FrQueue:
                    direction: PvcDirection) -> bool:
         circuit = direction.circuit
         limit = self.limit_packets
-        fill = waiting / limit if limit is not None else port.queued_bytes / self.limit_bytes
+        fill = waiting / limit if limit is not None else port.queued_bytes / self.limit
         if pkt.de and fill >= self.de_discard:
             circuit.de_dropped += 1
             return False
@@ -561,7 +566,9 @@ class FrQueue:
                 pkt.fecn = True
                 circuit.fecn_marked += 1
         if not pkt.becn:
-            partner = direction.opposite.egress_at.get(self.node)
+            opposite = direction.opposite
+            assert opposite is not None
+            partner = opposite.egress_at.get(self.node)
             if partner is not None and partner.congested(now):
                 pkt.becn = True
                 circuit.becn_marked += 1

@@ -15,11 +15,16 @@ import hashlib
 import math
 import random
 from collections import deque
+from typing import TYPE_CHECKING, Protocol
 
 from simpy import Environment
 
 from engine.kernel import Line
 from engine.packet import Packet
+
+if TYPE_CHECKING:  # the probe and the tap import this module
+    from engine.capture import TapPoint
+    from engine.recorder import LinkProbe
 
 # Framing added to an IP datagram on the wire, in bytes, per encapsulation.
 #   ethernet: preamble+SFD 8, header 14, FCS 4, inter-frame gap 12; payload padded to 46.
@@ -151,6 +156,16 @@ def make_loss(spec, rng: random.Random, encap: str = "ppp",
 # --- queue disciplines --------------------------------------------------------------------
 
 
+class Discipline(Protocol):
+    """What a port asks its queue: may this packet join the ones waiting? Its limits,
+    waiting packets or queued bytes (one of the two is set)."""
+
+    limit_packets: int | None
+    limit_bytes: int | None
+
+    def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool: ...
+
+
 class DropTail:
     """Tail drop when the waiting packets (the one being serialised excluded) hit the limit.
 
@@ -251,7 +266,7 @@ class Egress:
         "_wire_cache",
     )
 
-    def __init__(self, env: Environment, link, src: str, dst: str, queue: DropTail,
+    def __init__(self, env: Environment, link, src: str, dst: str, queue: Discipline,
                  loss: LossModel | None):
         self.env = env
         self.link_id = link.id
@@ -266,8 +281,8 @@ class Egress:
         self.busy_until = 0.0
         self.queued_bytes = 0
         self._waiting: deque = deque()  # [start_time, wire_bytes] of packets not yet started
-        self.probe = None
-        self.tap = None  # an engine.capture.TapPoint when this direction is captured
+        self.probe: LinkProbe | None = None
+        self.tap: TapPoint | None = None  # set when this direction is captured
         self.line = Line(env)  # packets propagating to the next hop, in arrival order
         self.packets = self.bytes = self.drops = self.error_drops = 0
         self.busy_total = self.wait_total = 0.0

@@ -8,6 +8,10 @@ forwarding decision is a list index, not a table lookup.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engine.framerelay import PvcDirection
 
 IP_HEADER = 20
 TCP_HEADER = 20
@@ -57,7 +61,7 @@ class Packet:
         self.ack = 0
         self.wnd = 0
         self.sack = None
-        self.pvc = None
+        self.pvc: PvcDirection | None = None
         self.de = False
         self.fecn = False
         self.becn = False

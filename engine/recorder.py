@@ -16,6 +16,7 @@ from array import array
 import numpy as np
 
 from engine.net import stream
+from engine.result import Series
 
 TRACE_CAP = 20_000
 RESERVOIR = 50_000
@@ -79,8 +80,8 @@ class Trace:
             span = self.t[-1] - self.t[0] if len(self.t) > 1 else 0.0
             self.min_dt = max(self.min_dt * 2, span / self.cap)
 
-    def export(self) -> dict:
-        return {"unit": self.unit, "t": self.t.tolist(), "v": self.v.tolist()}
+    def series(self) -> Series:
+        return Series(unit=self.unit, t=self.t.tolist(), v=self.v.tolist())
 
 
 class DelayStats:

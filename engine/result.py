@@ -102,9 +102,12 @@ class Bounds(_Model):
     achieved_bps: float | None
 
 
+Limit = Literal["receive_window", "link_capacity", "loss", "congestion_window",
+                "application", "timeouts", "send_buffer", "incomplete", "pvc_policing"]
+
+
 class Diagnosis(_Model):
-    limit: Literal["receive_window", "link_capacity", "loss", "congestion_window",
-                   "application", "timeouts", "send_buffer", "incomplete", "pvc_policing"]
+    limit: Limit
     bounds: Bounds
     bdp_bytes: float | None
     rtt: float | None = Field(default=None, description="Base round-trip time of the path, s")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from typing import Literal
 
 import simpy
 from simpy.core import StopSimulation
@@ -21,7 +22,7 @@ from engine.flows import TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.recorder import LinkProbe, RateSampler, Trace
-from engine.result import CaptureSummary, Result
+from engine.result import CaptureSummary, LinkSummary, Result, Series
 from engine.scenario import Scenario
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
@@ -44,7 +45,9 @@ class Network:
         self.warnings: list[str] = list(scenario.warnings(self.topology))
         self.ports: dict[tuple[str, str, str], Egress] = {}
         for link in scenario.links:
-            for src, dst, direction in ((link.a, link.b, "a_to_b"), (link.b, link.a, "b_to_a")):
+            sides: tuple[tuple[str, str, Literal["a_to_b", "b_to_a"]], ...] = (
+                (link.a, link.b, "a_to_b"), (link.b, link.a, "b_to_a"))
+            for src, dst, direction in sides:
                 name = f"link:{link.id}:{src}>{dst}"
                 loss = None
                 if link.loss.direction in (direction, "both"):
@@ -64,6 +67,7 @@ class Network:
         self.done = env.event()
         for spec in scenario.flows:
             fwd = self._path(spec.src, spec.dst)
+            flow: TcpFlow | UdpFlow
             if spec.kind == "tcp_bulk":
                 rev = self._path(spec.dst, spec.src)
                 flow = TcpFlow(env, spec, seed, fwd, rev, self._flow_done)
@@ -152,36 +156,37 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     end = env.now
     net.sampler.flush()
     flows = {f.id: f.summary(end) for f in net.flows}
-    links = {}
-    series: dict[str, dict] = {}
+    links: dict[str, LinkSummary] = {}
+    series: dict[str, Series] = {}
     for port in net.ports.values():
-        links[port.key] = {
-            "packets": port.packets,
-            "bytes": port.bytes,
-            "drops": port.drops,
-            "error_drops": port.error_drops,
-            "utilization": port.busy_time(end) / end if end > 0 else 0.0,
-            "queue_mean": port.queue_wait_total(end) / end if end > 0 else 0.0,
-            "queue_max": port.queue_max,
-            "queue_delay_mean": port.wait_total / port.packets if port.packets else 0.0,
-        }
+        links[port.key] = LinkSummary(
+            packets=port.packets,
+            bytes=port.bytes,
+            drops=port.drops,
+            error_drops=port.error_drops,
+            utilization=port.busy_time(end) / end if end > 0 else 0.0,
+            queue_mean=port.queue_wait_total(end) / end if end > 0 else 0.0,
+            queue_max=port.queue_max,
+            queue_delay_mean=port.wait_total / port.packets if port.packets else 0.0,
+        )
+        assert port.probe is not None
         for key, trace in port.probe.series().items():
             if len(trace.t):
-                series[key] = trace.export()
+                series[key] = trace.series()
     for f in net.flows:
         if isinstance(f, TcpFlow):
             for key, trace in f.probe.series().items():
                 if len(trace.t):
-                    series[key] = trace.export()
+                    series[key] = trace.series()
             g = net.goodput[f.id]
             if len(g.t):
-                series[f"flow.{f.id}.goodput_bps"] = g.export()
+                series[f"flow.{f.id}.goodput_bps"] = g.series()
     pvcs = {}
     if net.frame_relay is not None:
         pvcs = net.frame_relay.summaries()
         for key, trace in net.frame_relay.series().items():
             if len(trace.t):
-                series[key] = trace.export()
+                series[key] = trace.series()
     result = Result(
         engine_version=ENGINE_VERSION,
         scenario_hash=net.scenario.scenario_hash(),
@@ -201,6 +206,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     for tap in net.taps:
         data, packets = pcap_file(tap, net.scenario, net.flows, end)
         spec = tap.spec
+        assert spec.at is not None  # CaptureSpec's validator names the end
         result.captures.append(CaptureSummary(
             link=spec.link, direction=spec.direction, at=spec.at, packets=packets,
             missed=tap.missed, snaplen=spec.snaplen, bytes=len(data),

@@ -93,4 +93,4 @@ def test_block_sampling_equals_point_by_point_sampling(beats, n_ports, cap, seed
     sampler.flush()
     for got, want in zip(goodput + [p.probe.utilization for p in ports],
                          ref_goodput + ref_util, strict=True):
-        assert got.export() == want.export()
+        assert got.series() == want.series()
