@@ -41,10 +41,8 @@ def mathis_bps(mss: int, rtt: float, p: float, acked_per_ack: int) -> float:
     return mss * 8 / rtt * math.sqrt(3 / (2 * acked_per_ack * p))
 
 
-def _fmt_bps(x: float) -> str:
-    if x >= 1e6:
-        return f"{x / 1e6:,.2f} Mbit/s"
-    return f"{x / 1e3:,.0f} kbit/s"
+def _rate(bps: float | None) -> str:
+    return format_rate(bps or 0.0, digits=3)
 
 
 def diagnose(
@@ -182,11 +180,11 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link:
     tcp = flow.tcp
     bdp = f.bdp_bytes or 0.0
     w = f.window_bytes or 0
-    share = _fmt_bps(link.bound_bps)
+    share = _rate(link.bound_bps)
     if name == "receive_window":
         scaling = "" if tcp.window_scaling or bdp <= 65535 else " with window_scaling"
         return (f"Receive window {w:,} B is below the path's bandwidth-delay product "
-                f"({bdp:,.0f} B at {_fmt_bps(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
+                f"({bdp:,.0f} B at {_rate(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
                 f"raise rcv_buf{scaling} to at least {math.ceil(bdp):,} B; a faster link "
                 "alone will not help.")
     if name == "send_buffer":
@@ -194,14 +192,14 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link:
                 f"product ({bdp:,.0f} B): raise snd_buf to at least {math.ceil(bdp):,} B.")
     if name == "link_capacity" and link.resource.startswith("pvc:"):
         return (f"The PVC's traffic contract ({link.resource[4:]}: "
-                f"{_fmt_bps(link.capacity_bps)} of payload in the long run, {share} for this "
+                f"{_rate(link.capacity_bps)} of payload in the long run, {share} for this "
                 "flow over its transfer, bursts included) is the limit, not the access links: "
                 "raise the CIR (or Be), or the transfer stays this slow.")
     if name == "link_capacity":
         if link.others_fraction >= BUSY_OTHERS:
             return (f"The bottleneck {link.resource} is the limit: other traffic took "
                     f"{link.others_fraction:.0%} of it while this flow ran, leaving {share} of "
-                    f"its {_fmt_bps(link.capacity_bps)} of payload; less competing traffic "
+                    f"its {_rate(link.capacity_bps)} of payload; less competing traffic "
                     "(or a faster link) helps, a larger window does not.")
         return (f"The bottleneck {link.resource} ({share} of payload for this flow) is the "
                 f"limit; the window ({w:,} B) already covers the bandwidth-delay product "
@@ -227,7 +225,7 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link:
                 f"({burst:,.0f} bit) and each discard costs a loss recovery. Shape at the "
                 f"router to the CIR (becn_shaping), or buy a larger CIR or Be{raise_to}.")
     if name == "loss":
-        mathis = (f"caps goodput near {_fmt_bps(bounds.mathis_bps)} (Mathis et al.)"
+        mathis = (f"caps goodput near {_rate(bounds.mathis_bps)} (Mathis et al.)"
                   if bounds.mathis_bps else "cost loss recoveries")
         return (f"Loss of {p:.2%} of data packets {mathis}: find and remove the loss "
                 "(errors, queue overflow) or use a variant that recovers better (SACK); "

@@ -322,9 +322,11 @@ def format_size(size: int) -> str:
     return f"{size:,} B"
 
 
-def format_rate(bps: float) -> str:
-    """Render a rate with a decimal prefix for messages: "1.544 Mbit/s"."""
+def format_rate(bps: float, digits: int = 6) -> str:
+    """Render a rate with a decimal prefix and `digits` significant digits: "1.544 Mbit/s"
+    (validation messages echo a setting exactly); 3 digits for measured figures in prose
+    ("926 kbit/s"). The one rate formatter: diagnoses, warnings and sweep conclusions."""
     for factor, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if bps >= factor:
-            return f"{bps / factor:.6g} {prefix}bit/s"
-    return f"{bps:.6g} bit/s"
+        if abs(bps) >= factor:
+            return f"{bps / factor:,.{digits}g} {prefix}bit/s"
+    return f"{bps:,.{digits}g} bit/s"

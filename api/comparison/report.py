@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from api.comparison import stats
+from engine.units import format_rate
 
 # (metric, unit, better when) per flow kind: the figures a comparison is about.
 METRICS: dict[str, list[tuple[str, str, str]]] = {
@@ -268,9 +269,7 @@ def fmt(value: float | None, unit: str) -> str:
     if unit == "s":
         return f"{value:,.1f} s" if abs(value) >= 1 else f"{value * 1e3:,.1f} ms"
     if unit == "bit/s":
-        if abs(value) >= 1e6:
-            return f"{value / 1e6:,.2f} Mbit/s"
-        return f"{value / 1e3:,.1f} kbit/s" if abs(value) >= 1e3 else f"{value:,.0f} bit/s"
+        return format_rate(value, digits=3)
     if unit == "fraction":
         return f"{value * 100:.2f}%"
     return f"{value:,.1f} {unit}"
