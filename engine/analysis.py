@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 from engine import routing
+from engine.kernel import SLICES
 from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Scenario, TcpBulkFlow
@@ -210,7 +211,6 @@ def _captures(scenario: Scenario, facts: dict[str, PathFacts]) -> tuple[int, int
 # run ends), and follows the packets hop by hop. Checked against real runs of the presets
 # and synthetic scenarios (tests/unit/test_estimate.py): within a factor of 2 of `events`.
 
-SLICES = 100  # simulate() runs in this many slices of `duration`, one event each
 GENTLE = frozenset({"sack", "cubic", "vegas"})
 TIMER_EVERY = 4  # one retransmission or delayed-ACK timer event per this many segments
 PCAP_FILE_HEADER, PCAP_RECORD_HEADER = 24, 16

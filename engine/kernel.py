@@ -19,6 +19,10 @@ from typing import Any
 from simpy import Environment
 from simpy.events import NORMAL
 
+#: A run advances in this many slices of its duration (simulate() reports progress and
+#: checks for cancellation between two), one extra event each: the cost estimate counts them.
+SLICES = 100
+
 
 class Call:
     """An already-triggered event that calls `fn(value)` after `delay`.

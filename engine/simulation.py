@@ -20,14 +20,13 @@ from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
+from engine.kernel import SLICES
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.recorder import LinkProbe, RateSampler, Trace
 from engine.result import CaptureSummary, LinkSummary, Result, Series
 from engine.scenario import Scenario
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
-
-SLICES = 100  # progress callbacks per run, at most
 
 
 class SimulationCancelled(Exception):
