@@ -354,6 +354,17 @@ class TcpSpec(_Model):
     """Retransmission timeout before the first RTT sample (RFC 6298 2.1)."""
     handshake: bool = True
     """Open with SYN / SYN-ACK, counted in the completion time."""
+    recovery: Literal["classic", "prr"] = "prr"
+    """The window during fast recovery. `prr`: Proportional Rate Reduction (RFC 6937,
+    RFC 9937), the default of Linux and ns-3: each ACK lets out data in proportion to what
+    it reports delivered, so the data in flight falls to ssthresh over one round trip.
+    `classic`: RFC 5681 / RFC 6582 window inflation (cwnd = ssthresh + 3 SMSS, one SMSS
+    more per duplicate ACK), or with SACK RFC 6675's cwnd = ssthresh, as ns-2 and OPNET
+    run it. Variants tahoe and none have no fast recovery and ignore it."""
+    prr_bound: Literal["ssrb", "crb"] = "ssrb"
+    """recovery prr: the bound once pipe is below ssthresh. `ssrb` (slow-start reduction
+    bound, Linux's): up to one SMSS more than delivered on each ACK that advances snd_una;
+    `crb` (conservative): never more than delivered."""
     vegas_alpha: float = Field(default=2, gt=0, le=1e6)
     """vegas: fewest extra segments queued in the path before cwnd grows no more."""
     vegas_beta: float = Field(default=4, gt=0, le=1e6)

@@ -7,11 +7,11 @@ expected rate cwnd/BaseRTT less the actual rate cwnd/RTT, times BaseRTT. At stea
 the only queue is the bottleneck's, so its time-averaged occupancy is diff.
 """
 
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from engine.scenario import TcpSpec
 from engine.tcp.cc.vegas import Vegas
 from engine.tcp.state import TcpState
 from tests.unit.engine_helpers import bulk, dumbbell, run, series
@@ -24,7 +24,7 @@ BASE = 0.1  # s
 
 def vegas(cwnd_segments: float, *, alpha=2, beta=4, gamma=1, slow_start=False):
     """A Vegas strategy over a bare state with cwnd set and BaseRTT = BASE learnt."""
-    cc = Vegas(SimpleNamespace(vegas_alpha=alpha, vegas_beta=beta, vegas_gamma=gamma))
+    cc = Vegas(TcpSpec(vegas_alpha=alpha, vegas_beta=beta, vegas_gamma=gamma))
     st = TcpState(MSS, 1)
     cc.init(st)
     cc.on_rtt_sample(st, BASE)
