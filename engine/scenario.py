@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -318,6 +319,15 @@ class FrameRelaySpec(_Model):
     pvcs: list[Pvc] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
+def _quickack_switch(value: Any) -> Any:
+    """`true`/`false` are accepted for the default behaviour and for none."""
+    if value is True:
+        return "linux"
+    if value is False:
+        return "off"
+    return value
+
+
 class DelayedAckSpec(_Model):
     """Receiver delayed ACKs (RFC 1122 4.2.3.2, RFC 5681 4.2)."""
 
@@ -326,6 +336,15 @@ class DelayedAckSpec(_Model):
     """ACK at least every `count` full-sized segments."""
     timeout: Duration = Field(default=0.2, gt=0, le=0.5)
     """Longest delay of an ACK; RFC 1122 caps it at 0.5 s."""
+    quickack: Annotated[Literal["linux", "ns3", "off"], BeforeValidator(_quickack_switch)] = (
+        "linux")
+    """ACK the first data segments of a connection at once instead of delaying them, so
+    that a sender with a small initial window does not wait for the delayed-ACK timeout.
+    `linux` (the default; `true` means the same): Linux's quickack mode on the first data
+    segment, min(16, rcv_wnd / (2 * MSS)) immediate ACKs (at least 2), with rcv_wnd
+    Linux's initial receive window, at most 10 segments of 1460 B (so 5 ACKs for a
+    64 KB buffer); `ns3`: ns-3's TcpSocketBase, the first data segment only; `off`
+    (`false`): every segment may wait, as ns-2's DelAck sink and OPNET."""
 
 
 class TcpSpec(_Model):

@@ -12,6 +12,28 @@ from engine.tcp.sender import SYN_OPTIONS
 MAX_UNSCALED_WINDOW = 65535
 MAX_WINDOW_SHIFT = 14
 MAX_SACK_BLOCKS = 4  # 40 bytes of options: 2 + 4 * 8 (no timestamps option)
+MAX_QUICKACKS = 16  # Linux TCP_MAX_QUICKACKS
+LINUX_INIT_RCVWND = 10  # Linux TCP_DEFAULT_INIT_RCVWND, segments of 1460 B
+
+
+def quick_acks(spec, wnd: int) -> int:
+    """How many data segments are ACKed at once when a connection starts.
+
+    Linux (tcp_event_data_recv on the first data segment, tcp_incr_quickack): rcv_wnd /
+    (2 * rcv_mss), at least 2, at most TCP_MAX_QUICKACKS; rcv_wnd is then the initial
+    receive window, which tcp_select_initial_window caps at 10 segments (of 1460 B for a
+    larger MSS), and rcv_mss the first segment's length. ns-3 (TcpSocketBase::
+    ProcessSynRcvd sets m_delAckCount to its maximum): the first segment only.
+    """
+    mode = spec.delayed_ack.quickack
+    if mode == "off" or not spec.delayed_ack.enabled:
+        return 0
+    if mode == "ns3":
+        return 1
+    mss = spec.mss
+    init_segments = LINUX_INIT_RCVWND if mss <= 1460 else max(1460 * LINUX_INIT_RCVWND // mss, 2)
+    rcv_wnd = min(wnd, init_segments * mss)
+    return min(max(rcv_wnd // (2 * mss), 2), MAX_QUICKACKS)
 
 
 def window_shift(rcv_buf: int) -> int:
@@ -34,6 +56,7 @@ class TcpReceiver:
     __slots__ = (
         "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
         "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent",
+        "quick",
     )
 
     def __init__(self, env, flow, spec, path: tuple):
@@ -51,6 +74,9 @@ class TcpReceiver:
         self.recent: tuple[int, int] | None = None  # the block of the latest arrival
         self.pending = 0  # in-order segments not yet acknowledged
         self.acks_sent = 0
+        # Immediate ACKs left at the connection's start (Linux quickack mode); every ACK
+        # sent uses one, as Linux's tcp_dec_quickack_mode counts them.
+        self.quick = quick_acks(spec, self.wnd)
 
     def accept(self, pkt: Packet) -> None:
         if pkt.kind == Kind.SYN:
@@ -78,8 +104,9 @@ class TcpReceiver:
             self.rcv_nxt = rcv_nxt
             self.recent = None
             self.flow.delivered(rcv_nxt)
-            if filled_gap or not self.delack_enabled:
-                self.send_ack()  # RFC 5681 4.2: ACK at once when a gap is filled
+            if filled_gap or not self.delack_enabled or self.quick:
+                # RFC 5681 4.2: ACK at once when a gap is filled; and in quickack mode.
+                self.send_ack()
                 return
             self.pending += 1
             if self.pending >= self.delack_count:
@@ -112,6 +139,8 @@ class TcpReceiver:
         return tuple(blocks)
 
     def send_ack(self) -> None:
+        if self.quick:
+            self.quick -= 1
         self.pending = 0
         self.timer.stop()
         blocks = self.sack_blocks()
