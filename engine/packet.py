@@ -41,6 +41,9 @@ class Packet:
         "fecn",
         "becn",
         "ece",  # the receiver echoes FECN seen on data back to the sender (BECN analogue)
+        # TCP from the receiver: the send time of the oldest segment this ACK covers (as
+        # the timestamps option echoes it); set by the receiver only, never on data.
+        "echo",
     )
 
     def __init__(self, flow, kind: Kind, size: int, path: tuple, sent_at: float):

@@ -380,6 +380,15 @@ class TcpSpec(_Model):
     `classic`: RFC 5681 / RFC 6582 window inflation (cwnd = ssthresh + 3 SMSS, one SMSS
     more per duplicate ACK), or with SACK RFC 6675's cwnd = ssthresh, as ns-2 and OPNET
     run it. Variants tahoe and none have no fast recovery and ignore it."""
+    slow_start: Literal["standard", "hystart", "hystart++"] | None = None
+    """How slow start ends besides a loss. `standard`: RFC 5681, at ssthresh or the first
+    loss. `hystart`: HyStart as Linux's CUBIC runs it: from 16 segments on, leave slow
+    start when the round's ACK train lasts over half the smallest RTT or its RTT rises by
+    clamp(min RTT / 8, 4 ms, 16 ms). `hystart++`: RFC 9406 (Windows, FreeBSD): on that RTT
+    rise, 5 rounds of Conservative Slow Start at a quarter of the growth, then congestion
+    avoidance; in the first slow start only. None (the default) is the variant's own:
+    `hystart` for cubic (on by default in Linux and ns-3), `standard` for the others (no
+    delay exit in Linux's Reno or ns-3's NewReno; Vegas has its own, `vegas_gamma`)."""
     prr_bound: Literal["ssrb", "crb"] = "ssrb"
     """recovery prr: the bound once pipe is below ssthresh. `ssrb` (slow-start reduction
     bound, Linux's): up to one SMSS more than delivered on each ACK that advances snd_una;
@@ -408,6 +417,14 @@ class TcpSpec(_Model):
                 f"max_rto {format_duration(self.max_rto)} is below "
                 f"min_rto {format_duration(self.min_rto)}",
                 self.max_rto,
+            )
+        if self.variant == "none" and self.slow_start not in (None, "standard"):
+            errors.add(
+                ("slow_start",),
+                "invalid_combination",
+                f"slow_start {self.slow_start} needs a congestion window: variant none "
+                "sends a fixed window and has no slow start",
+                self.slow_start,
             )
         if self.vegas_alpha > self.vegas_beta:
             errors.add(

@@ -56,7 +56,7 @@ class TcpReceiver:
     __slots__ = (
         "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
         "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent",
-        "quick",
+        "quick", "echo",
     )
 
     def __init__(self, env, flow, spec, path: tuple):
@@ -77,6 +77,7 @@ class TcpReceiver:
         # Immediate ACKs left at the connection's start (Linux quickack mode); every ACK
         # sent uses one, as Linux's tcp_dec_quickack_mode counts them.
         self.quick = quick_acks(spec, self.wnd)
+        self.echo = 0.0  # send time of the oldest segment the next ACK covers
 
     def accept(self, pkt: Packet) -> None:
         if pkt.kind == Kind.SYN:
@@ -85,6 +86,8 @@ class TcpReceiver:
         if pkt.kind != Kind.DATA:
             return
         self.flow.data_received(pkt)
+        if not self.pending:
+            self.echo = pkt.sent_at
         seq = pkt.seq
         end = seq + pkt.length
         rcv_nxt = self.rcv_nxt
@@ -152,5 +155,6 @@ class TcpReceiver:
         pkt.ack = self.rcv_nxt
         pkt.wnd = self.wnd
         pkt.sack = sack
+        pkt.echo = self.echo
         self.acks_sent += 1
         self.path[0].accept(pkt)

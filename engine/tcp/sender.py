@@ -25,7 +25,7 @@ class TcpSender:
         "env", "flow", "spec", "path", "cc", "recovery", "st", "limit", "snd_buf", "rwnd",
         "rtt", "timer", "established", "syn_sent_at", "syn_retries", "dupacks", "rto_una",
         "timed_seq", "timed_at", "probe", "segments_sent", "retransmissions", "timeouts",
-        "fast_retransmits", "dup_acks",
+        "fast_retransmits", "dup_acks", "ss_samples",
     )
 
     def __init__(self, env, flow, spec, limit: float, path: tuple, cc, recovery, rwnd: int):
@@ -37,6 +37,8 @@ class TcpSender:
         self.recovery = recovery
         self.st = st = TcpState(spec.mss, spec.initial_cwnd)
         cc.init(st)
+        # HyStart / HyStart++ want every ACK's RTT sample in slow start.
+        self.ss_samples = cc.slow_start.samples
         self.limit = limit  # bytes the application wants sent (inf: unlimited)
         self.snd_buf = spec.snd_buf if spec.snd_buf is not None else INFINITE_WINDOW
         self.rwnd = rwnd  # the peer's advertised window; learned from the SYN-ACK
@@ -188,6 +190,7 @@ class TcpSender:
         recovery point (RFC 5681 eq. 4, RFC 6582 `recover`)."""
         st = self.st
         self.cc.on_congestion_event(st)
+        self.cc.slow_start.on_congestion(st)
         st.ssthresh = self.cc.ssthresh_after_loss(st)
         st.limited_sent = 0
         st.recover = st.snd_max
@@ -262,6 +265,8 @@ class TcpSender:
                 self.set_phase(Phase.OPEN)
             use = self.recovery.on_new_ack(self, acked)
             if use == AckUse.GROW:
+                if st.cwnd < st.ssthresh and self.ss_samples and st.phase == Phase.OPEN:
+                    self.cc.slow_start.on_sample(st, st.now - pkt.echo)
                 self.cc.on_ack(st, acked, st.cwnd < min(self.rwnd, self.snd_buf))
             # RFC 6298 5.2/5.3: stop the timer when all is acknowledged, else restart it.
             if st.snd_una >= st.snd_max:
@@ -325,6 +330,7 @@ class TcpSender:
         st.recover = st.snd_max  # RFC 6582 3.2 step 4
         self.dupacks = 0
         self.set_phase(Phase.LOSS)
+        self.cc.slow_start.on_timeout(st)
         self.rtt.backoff()  # RFC 6298 5.5
         self.go_back_n()  # 5.4: retransmit the earliest unacknowledged segment first
         self.try_send()

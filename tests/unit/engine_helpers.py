@@ -43,7 +43,7 @@ def link(
 
 def tcp_opts(**overrides: Any) -> dict:
     """A deterministic textbook TCP: no handshake, no delayed ACKs, 1 s initial RTO, RFC 5681
-    / 6582 / 6675 fast recovery (not PRR)."""
+    / 6582 / 6675 fast recovery (not PRR), RFC 5681 slow start (no HyStart)."""
     opts: dict[str, Any] = {
         "variant": "reno",
         "mss": 1460,
@@ -56,6 +56,7 @@ def tcp_opts(**overrides: Any) -> dict:
         "max_rto": 60.0,
         "initial_rto": 1.0,
         "recovery": "classic",
+        "slow_start": "standard",
     }
     opts.update(overrides)
     return opts

@@ -20,6 +20,7 @@ from engine_helpers import (
     value_at,
 )
 
+from engine.scenario import TcpSpec
 from engine.tcp.cc.base import RenoGrowth
 from engine.tcp.state import INFINITE_WINDOW, TcpState
 
@@ -30,7 +31,7 @@ MSS = 1460
 
 def reno_state(cwnd: int, ssthresh: int = INFINITE_WINDOW) -> tuple[RenoGrowth, TcpState]:
     st = TcpState(MSS, 1)
-    cc = RenoGrowth(None)
+    cc = RenoGrowth(TcpSpec(mss=MSS))
     cc.init(st)
     st.cwnd, st.ssthresh = cwnd, ssthresh
     return cc, st
@@ -41,7 +42,7 @@ def reno_state(cwnd: int, ssthresh: int = INFINITE_WINDOW) -> tuple[RenoGrowth, 
 
 def test_initial_window_and_ssthresh():
     st = TcpState(MSS, 3)
-    RenoGrowth(None).init(st)
+    RenoGrowth(TcpSpec(mss=MSS)).init(st)
     assert st.cwnd == 3 * MSS
     assert st.ssthresh >= 1 << 40  # "arbitrarily high" (RFC 5681 3.1)
 

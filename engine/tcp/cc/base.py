@@ -8,6 +8,7 @@ mutates state, so the sender applies it at the RFC's step.
 
 from __future__ import annotations
 
+from engine.tcp.cc.slowstart import SlowStart, slow_start_for
 from engine.tcp.state import Phase, TcpState
 
 
@@ -18,6 +19,9 @@ class CongestionOps:
 
     def __init__(self, spec) -> None:
         self.spec = spec
+        #: how slow start grows and ends (`tcp.slow_start`); the sender feeds it RTT
+        #: samples when it asks for them.
+        self.slow_start: SlowStart = slow_start_for(spec)
 
     def init(self, st: TcpState) -> None:
         """RFC 5681 3.1: IW from `initial_cwnd`, ssthresh arbitrarily high."""
@@ -62,8 +66,9 @@ class RenoGrowth(CongestionOps):
 
     def increase_window(self, st: TcpState, acked: int) -> None:
         if st.cwnd < st.ssthresh:
-            # Slow start: cwnd += min(N, SMSS) per ACK (eq. 2).
-            st.cwnd += min(acked, st.mss)
+            # Slow start: cwnd += min(N, SMSS) per ACK (eq. 2), or less in HyStart++'s
+            # conservative phase.
+            st.cwnd += self.slow_start.increment(st, acked)
         else:
             # Congestion avoidance: cwnd += SMSS*SMSS/cwnd per ACK (eq. 3), at least 1 byte.
             st.cwnd += max(1, st.mss * st.mss // st.cwnd)
