@@ -399,6 +399,16 @@ class TcpSpec(_Model):
     """vegas: most extra segments queued in the path before cwnd shrinks."""
     vegas_gamma: float = Field(default=1, gt=0, le=1e6)
     """vegas: extra segments queued that end slow start."""
+    vegas_loss: Literal["linux", "ns3", "classic"] = "linux"
+    """vegas: the response to loss and how BaseRTT is kept. Both references stop Vegas
+    outside the Open state (recovery and the slow start after a timeout are Reno's), decide
+    on a round only with 3 or more per-ACK RTT samples (else Reno's growth) and keep
+    ssthresh >= 3/4 cwnd. `linux` (tcp_vegas): Reno's halving on loss; a timeout resets
+    Vegas and BaseRTT is learnt again. `ns3` (TcpVegas): ssthresh = max(min(ssthresh,
+    cwnd - 1 MSS), 2 MSS) on loss; BaseRTT kept. `classic`: the engine's Vegas before
+    these were modelled (decisions in every phase from one timed segment per round trip,
+    Reno's halving), which under heavy random loss delivers well above both; the seed
+    presets pin it."""
     cubic_c: float = Field(default=0.4, gt=0, le=1e3)
     """cubic: scaling constant C (RFC 9438)."""
     cubic_beta: float = Field(default=0.7, gt=0, lt=1)

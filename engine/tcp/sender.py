@@ -255,6 +255,8 @@ class TcpSender:
             if self.timed_seq is not None and ack > self.timed_seq:
                 self._rtt_sample(st.now - self.timed_at)
                 self.timed_seq = None
+            if self.cc.ack_samples:
+                self.cc.on_ack_rtt(st, st.now - pkt.echo)
             st.snd_una = ack
             if st.snd_nxt < ack:
                 st.snd_nxt = ack

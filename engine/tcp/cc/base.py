@@ -16,6 +16,9 @@ class CongestionOps:
     name = "base"
     #: False for a fixed-window sender (variant `none`): no cwnd limit at all.
     limits_window = True
+    #: True when the strategy wants every ACK's RTT sample (`on_ack_rtt`), as Linux's
+    #: pkts_acked hook has them; the sender then computes one per ACK of new data.
+    ack_samples = False
 
     def __init__(self, spec) -> None:
         self.spec = spec
@@ -51,6 +54,11 @@ class CongestionOps:
 
     def on_rtt_sample(self, st: TcpState, rtt: float) -> None:
         """A valid RTT measurement (Karn's rule already applied)."""
+
+    def on_ack_rtt(self, st: TcpState, rtt: float) -> None:
+        """Every ACK of new data, before it is processed: the RTT of the oldest segment it
+        covers (echoed by the receiver, as the timestamps option would), when
+        `ack_samples`."""
 
     def on_state_change(self, st: TcpState, phase: Phase) -> None:
         """Notify-only: the sender moved to `phase`."""
