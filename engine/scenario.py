@@ -373,6 +373,21 @@ class TcpSpec(_Model):
     """Retransmission timeout before the first RTT sample (RFC 6298 2.1)."""
     handshake: bool = True
     """Open with SYN / SYN-ACK, counted in the completion time."""
+    syn_options: int = Field(default=12, ge=0, le=40, multiple_of=4)
+    """Bytes of TCP options on the SYN and the SYN-ACK (a 40 B header plus these). The
+    default 12 is MSS (4), window scale (3) and SACK-permitted (2) padded with NOPs;
+    Linux also sends timestamps (20 B); ns-2's SYN has none (0)."""
+    limited_transmit: bool = True
+    """Limited Transmit (RFC 3042): a new segment on each of the first two duplicate
+    ACKs. On by default, as in Linux, ns-3 (LimitedTransmit) and ns-2 (singledup_); no
+    effect on variant none."""
+    timer_granularity: PositiveDuration | None = None
+    """The tick of the sender's retransmission clock. None (the default): a continuous
+    clock, RTT samples exact and G = 1 ms in RFC 6298's RTO formula, close to Linux
+    (microsecond RTTs, a millisecond-jiffy RTO timer at HZ=1000). A duration (e.g. 10 ms,
+    ns-2's tcpTick_; 500 ms, the BSD slow timer's): RTT samples count whole ticks, the RTO
+    is rounded up to whole ticks and G is one tick. The delayed-ACK timer is not ticked
+    (Linux and ns-2 schedule it on its own)."""
     recovery: Literal["classic", "prr"] = "prr"
     """The window during fast recovery. `prr`: Proportional Rate Reduction (RFC 6937,
     RFC 9937), the default of Linux and ns-3: each ACK lets out data in proportion to what

@@ -7,7 +7,6 @@ from __future__ import annotations
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet
 from engine.tcp.ranges import Ranges
-from engine.tcp.sender import SYN_OPTIONS
 
 MAX_UNSCALED_WINDOW = 65535
 MAX_WINDOW_SHIFT = 14
@@ -56,7 +55,7 @@ class TcpReceiver:
     __slots__ = (
         "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
         "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent",
-        "quick", "echo",
+        "quick", "echo", "syn_options",
     )
 
     def __init__(self, env, flow, spec, path: tuple):
@@ -78,10 +77,11 @@ class TcpReceiver:
         # sent uses one, as Linux's tcp_dec_quickack_mode counts them.
         self.quick = quick_acks(spec, self.wnd)
         self.echo = 0.0  # send time of the oldest segment the next ACK covers
+        self.syn_options = spec.syn_options
 
     def accept(self, pkt: Packet) -> None:
         if pkt.kind == Kind.SYN:
-            self._send(Kind.SYNACK, TCP_IP_HEADERS + SYN_OPTIONS)
+            self._send(Kind.SYNACK, TCP_IP_HEADERS + self.syn_options)
             return
         if pkt.kind != Kind.DATA:
             return

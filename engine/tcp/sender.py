@@ -14,9 +14,6 @@ from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
-# SYN options: MSS (4), window scale (3) + NOP, SACK-permitted (2) + 2 NOPs.
-SYN_OPTIONS = 12
-
 
 class TcpSender:
     # Slotted like the packet: one sender per flow is touched on every ACK, and a
@@ -42,7 +39,8 @@ class TcpSender:
         self.limit = limit  # bytes the application wants sent (inf: unlimited)
         self.snd_buf = spec.snd_buf if spec.snd_buf is not None else INFINITE_WINDOW
         self.rwnd = rwnd  # the peer's advertised window; learned from the SYN-ACK
-        self.rtt = RttEstimator(spec.initial_rto, spec.min_rto, spec.max_rto)
+        self.rtt = RttEstimator(spec.initial_rto, spec.min_rto, spec.max_rto,
+                                spec.timer_granularity)
         self.timer = Timer(env, self.on_timeout)
         self.established = not spec.handshake
         self.syn_sent_at: float | None = None
@@ -212,7 +210,7 @@ class TcpSender:
 
     def _send_syn(self) -> None:
         now = self.env.now
-        pkt = Packet(self.flow, Kind.SYN, TCP_IP_HEADERS + SYN_OPTIONS, self.path, now)
+        pkt = Packet(self.flow, Kind.SYN, TCP_IP_HEADERS + self.spec.syn_options, self.path, now)
         self.syn_sent_at = now if self.syn_retries == 0 else None
         self.timer.start(self.rtt.rto)
         self.path[0].accept(pkt)
