@@ -6,6 +6,7 @@ import math
 import pytest
 from engine_helpers import bulk, one_link, rtt, run, script_loss, series
 
+from engine import Scenario
 from engine.scenario import TcpSpec
 
 pytestmark = pytest.mark.unit
@@ -84,3 +85,27 @@ def test_a_tail_loss_is_resent_a_whole_number_of_ticks_after_the_last_send():
     assert flow.timeouts == 1
     ts, vs = series(result, "flow.f.rto")
     assert all(abs(v / tick - round(v / tick)) < 1e-9 for v in vs[1:])
+
+
+# --- validation ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("field,value", [
+    ("recovery", "fast"), ("prr_bound", "ssr"), ("slow_start", "hystart+"),
+    ("vegas_loss", "bsd"), ("syn_options", 6), ("timer_granularity", "0s"),
+    ("limited_transmit", "sometimes"),
+])
+def test_a_bad_value_names_its_field_path(field, value):
+    flow = bulk(**{field: value})
+    with pytest.raises(ValueError) as info:
+        Scenario.model_validate({"name": "x", "nodes": [{"id": "h1", "kind": "host"},
+                                                       {"id": "h2", "kind": "host"}],
+                                 "links": [{"id": "l", "a": "h1", "b": "h2", "rate": 1e6}],
+                                 "flows": [flow]})
+    locs = [e["loc"] for e in info.value.errors()]
+    assert ("flows", 0, "tcp", field) in locs, locs
+
+
+def test_an_old_scenario_without_the_new_fields_still_validates():
+    tcp = TcpSpec.model_validate({"variant": "vegas", "delayed_ack": {"enabled": True}})
+    assert (tcp.recovery, tcp.slow_start, tcp.vegas_loss, tcp.delayed_ack.quickack) == (
+        "prr", None, "linux", "linux")
