@@ -14,6 +14,8 @@ with a deep buffer means a window's worth of losses. Two delay-based exits:
   start. After a retransmission timeout it starts over, delay_min forgotten (Linux's
   bictcp_reset). Linux's allowance for TSO/GSO bursts in the ACK train
   (hystart_ack_delay, at most 1 ms) is left out: the engine sends segment by segment.
+  ns-3's TcpCubic differs in two constants and so leaves slow start later: its ACK train
+  must last the whole delay_min, and its delay threshold is capped at 1 s, not 16 ms.
 - `HyStartPlusPlus`, RFC 9406: per round, the minimum of at least 8 RTT samples; when it
   rises by clamp(lastRoundMinRTT / 8, 4 ms, 16 ms) over the previous round's, Conservative
   Slow Start (CSS) grows cwnd at a quarter of slow start's rate for up to 5 rounds, then

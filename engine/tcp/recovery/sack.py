@@ -80,7 +80,10 @@ class SackRecovery(NoRecovery):
         return AckUse.RECOVERY
 
     def _prr_window(self, snd: Sender, safe_ack: bool) -> None:
-        """RFC 6937: cwnd = pipe + sndcnt for the ACK just processed."""
+        """RFC 6937: cwnd = pipe + sndcnt for the ACK just processed. `safe_ack` is an ACK
+        that advances snd_una (Linux also requires that it marks no new loss; the
+        scoreboard does not track that per ACK, so this bound is Linux's or a segment
+        more on such an ACK)."""
         st = snd.st
         pipe = self.board.pipe(st.snd_una, st.snd_max)
         st.cwnd = pipe + self.prr.sndcnt(self.delivered, pipe, safe_ack)
