@@ -58,7 +58,6 @@ PROTO_TCP, PROTO_UDP = 6, 17
 DONT_FRAGMENT = 0x4000
 SYN, ACK, ECE = 0x02, 0x10, 0x40  # TCP flags
 NOP, EOL = b"\x01", b"\x00"
-SYN_OPTIONS = 12  # as engine.tcp.sender counts them
 
 
 class Tap:
@@ -192,15 +191,18 @@ class _Endpoints:
         self.shift = window_shift(tcp.rcv_buf) if tcp.window_scaling else 0
         # Both ends run the flow's TcpSpec: the same buffer, window and options each way.
         self.window = advertised_window(tcp)
-        options = struct.pack("!BBH", 2, 4, tcp.mss)
+        # The SYN carries `tcp.syn_options` bytes (12 by default): MSS, window scale and
+        # SACK-permitted, 4 bytes each, as many as fit, then the end of the option list and
+        # zeros (NOPs would read as options a middlebox removed).
+        budget = tcp.syn_options
+        wanted = [struct.pack("!BBH", 2, 4, tcp.mss)]
         if tcp.window_scaling:
-            options += NOP + struct.pack("!BBB", 3, 3, self.shift)
+            wanted.append(NOP + struct.pack("!BBB", 3, 3, self.shift))
         if tcp.sack or tcp.variant == "sack":
-            options += NOP * 2 + b"\x04\x02"
-        # End of option list, then zeros, up to the 12 bytes the engine counts (NOPs would
-        # read as options a middlebox removed).
-        if len(options) < SYN_OPTIONS:
-            options += EOL + bytes(SYN_OPTIONS - len(options) - 1)
+            wanted.append(NOP * 2 + b"\x04\x02")
+        options = b"".join(wanted[: budget // 4])
+        if len(options) < budget:
+            options += EOL + bytes(budget - len(options) - 1)
         self.syn_options = options
 
 

@@ -47,6 +47,9 @@ class Packet:
         "ece",  # the receiver echoes FECN seen on data back to the sender (BECN analogue)
         "tx",  # data: the sender's delivery-rate snapshot at transmission (engine.tcp.rate)
         "echo",  # ACK: the data packet whose arrival triggered it (a TSecr), or None
+        # ACK: the send time of the oldest segment this ACK covers (as the timestamps option
+        # echoes it); set by the receiver only, never on data.
+        "echo_at",
     )
 
     def __init__(self, flow, kind: Kind, size: int, path: tuple, sent_at: float):

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -362,6 +363,15 @@ class FrameRelaySpec(_Model):
     pvcs: list[Pvc] = Field(default_factory=list, max_length=MAX_ITEMS)
 
 
+def _quickack_switch(value: Any) -> Any:
+    """`true`/`false` are accepted for the default behaviour and for none."""
+    if value is True:
+        return "linux"
+    if value is False:
+        return "off"
+    return value
+
+
 class DelayedAckSpec(_Model):
     """Receiver delayed ACKs (RFC 1122 4.2.3.2, RFC 5681 4.2)."""
 
@@ -370,6 +380,15 @@ class DelayedAckSpec(_Model):
     """ACK at least every `count` full-sized segments."""
     timeout: Duration = Field(default=0.2, gt=0, le=0.5)
     """Longest delay of an ACK; RFC 1122 caps it at 0.5 s."""
+    quickack: Annotated[Literal["linux", "ns3", "off"], BeforeValidator(_quickack_switch)] = (
+        "linux")
+    """ACK the first data segments of a connection at once instead of delaying them, so
+    that a sender with a small initial window does not wait for the delayed-ACK timeout.
+    `linux` (the default; `true` means the same): Linux's quickack mode on the first data
+    segment, min(16, rcv_wnd / (2 * MSS)) immediate ACKs (at least 2), with rcv_wnd
+    Linux's initial receive window, at most 10 segments of 1460 B (so 5 ACKs for a
+    64 KB buffer); `ns3`: ns-3's TcpSocketBase, the first data segment only; `off`
+    (`false`): every segment may wait, as ns-2's DelAck sink and OPNET."""
 
 
 class TcpSpec(_Model):
@@ -407,12 +426,57 @@ class TcpSpec(_Model):
     """Retransmission timeout before the first RTT sample (RFC 6298 2.1)."""
     handshake: bool = True
     """Open with SYN / SYN-ACK, counted in the completion time."""
+    syn_options: int = Field(default=12, ge=0, le=40, multiple_of=4)
+    """Bytes of TCP options on the SYN and the SYN-ACK (a 40 B header plus these). The
+    default 12 is MSS (4), window scale (3) and SACK-permitted (2) padded with NOPs;
+    Linux also sends timestamps (20 B); ns-2's SYN has none (0)."""
+    limited_transmit: bool = True
+    """Limited Transmit (RFC 3042): a new segment on each of the first two duplicate
+    ACKs. On by default, as in Linux, ns-3 (LimitedTransmit) and ns-2 (singledup_); no
+    effect on variant none."""
+    timer_granularity: PositiveDuration | None = None
+    """The tick of the sender's retransmission clock. None (the default): a continuous
+    clock, RTT samples exact and G = 1 ms in RFC 6298's RTO formula, close to Linux
+    (microsecond RTTs, a millisecond-jiffy RTO timer at HZ=1000). A duration (e.g. 10 ms,
+    ns-2's tcpTick_; 500 ms, the BSD slow timer's): RTT samples count whole ticks, the RTO
+    is rounded up to whole ticks and G is one tick. The delayed-ACK timer is not ticked
+    (Linux and ns-2 schedule it on its own)."""
+    recovery: Literal["classic", "prr"] = "prr"
+    """The window during fast recovery. `prr`: Proportional Rate Reduction (RFC 6937,
+    RFC 9937), the default of Linux and ns-3: each ACK lets out data in proportion to what
+    it reports delivered, so the data in flight falls to ssthresh over one round trip.
+    `classic`: RFC 5681 / RFC 6582 window inflation (cwnd = ssthresh + 3 SMSS, one SMSS
+    more per duplicate ACK), or with SACK RFC 6675's cwnd = ssthresh, as ns-2 and OPNET
+    run it. Variants tahoe and none have no fast recovery and ignore it."""
+    slow_start: Literal["standard", "hystart", "hystart++"] | None = None
+    """How slow start ends besides a loss. `standard`: RFC 5681, at ssthresh or the first
+    loss. `hystart`: HyStart as Linux's CUBIC runs it: from 16 segments on, leave slow
+    start when the round's ACK train lasts over half the smallest RTT or its RTT rises by
+    clamp(min RTT / 8, 4 ms, 16 ms). `hystart++`: RFC 9406 (Windows, FreeBSD): on that RTT
+    rise, 5 rounds of Conservative Slow Start at a quarter of the growth, then congestion
+    avoidance; in the first slow start only. None (the default) is the variant's own:
+    `hystart` for cubic (on by default in Linux and ns-3), `standard` for the others (no
+    delay exit in Linux's Reno or ns-3's NewReno; Vegas has its own, `vegas_gamma`)."""
+    prr_bound: Literal["ssrb", "crb"] = "ssrb"
+    """recovery prr: the bound once pipe is below ssthresh. `ssrb` (slow-start reduction
+    bound, Linux's): up to one SMSS more than delivered on each ACK that advances snd_una;
+    `crb` (conservative): never more than delivered."""
     vegas_alpha: float = Field(default=2, gt=0, le=1e6)
     """vegas: fewest extra segments queued in the path before cwnd grows no more."""
     vegas_beta: float = Field(default=4, gt=0, le=1e6)
     """vegas: most extra segments queued in the path before cwnd shrinks."""
     vegas_gamma: float = Field(default=1, gt=0, le=1e6)
     """vegas: extra segments queued that end slow start."""
+    vegas_loss: Literal["linux", "ns3", "classic"] = "linux"
+    """vegas: the response to loss and how BaseRTT is kept. Both references stop Vegas
+    outside the Open state (recovery and the slow start after a timeout are Reno's), decide
+    on a round only with 3 or more per-ACK RTT samples (else Reno's growth) and keep
+    ssthresh >= 3/4 cwnd. `linux` (tcp_vegas): Reno's halving on loss; a timeout resets
+    Vegas and BaseRTT is learnt again. `ns3` (TcpVegas): ssthresh = max(min(ssthresh,
+    cwnd - 1 MSS), 2 MSS) on loss; BaseRTT kept. `classic`: the engine's Vegas before
+    these were modelled (decisions in every phase from one timed segment per round trip,
+    Reno's halving), which under heavy random loss delivers well above both; the seed
+    presets pin it."""
     cubic_c: float = Field(default=0.4, gt=0, le=1e3)
     """cubic: scaling constant C (RFC 9438)."""
     cubic_beta: float = Field(default=0.7, gt=0, lt=1)
@@ -443,6 +507,22 @@ class TcpSpec(_Model):
         if self.variant == "none" and self.pacing:
             errors.add(("pacing",), "invalid_combination",
                        "pacing follows cwnd, which variant none does not have", self.pacing)
+        if self.variant == "none" and self.slow_start not in (None, "standard"):
+            errors.add(
+                ("slow_start",),
+                "invalid_combination",
+                f"slow_start {self.slow_start} needs a congestion window: variant none "
+                "sends a fixed window and has no slow start",
+                self.slow_start,
+            )
+        if self.variant == "bbr" and self.slow_start not in (None, "standard"):
+            errors.add(
+                ("slow_start",),
+                "invalid_combination",
+                f"slow_start {self.slow_start} does not apply to bbr: it leaves STARTUP by its "
+                "own rule (three rounds without 25% more bandwidth)",
+                self.slow_start,
+            )
         if self.vegas_alpha > self.vegas_beta:
             errors.add(
                 ("vegas_beta",),

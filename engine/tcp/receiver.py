@@ -7,11 +7,32 @@ from __future__ import annotations
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet
 from engine.tcp.ranges import Ranges
-from engine.tcp.sender import SYN_OPTIONS
 
 MAX_UNSCALED_WINDOW = 65535
 MAX_WINDOW_SHIFT = 14
 MAX_SACK_BLOCKS = 4  # 40 bytes of options: 2 + 4 * 8 (no timestamps option)
+MAX_QUICKACKS = 16  # Linux TCP_MAX_QUICKACKS
+LINUX_INIT_RCVWND = 10  # Linux TCP_DEFAULT_INIT_RCVWND, segments of 1460 B
+
+
+def quick_acks(spec, wnd: int) -> int:
+    """How many data segments are ACKed at once when a connection starts.
+
+    Linux (tcp_event_data_recv on the first data segment, tcp_incr_quickack): rcv_wnd /
+    (2 * rcv_mss), at least 2, at most TCP_MAX_QUICKACKS; rcv_wnd is then the initial
+    receive window, which tcp_select_initial_window caps at 10 segments (of 1460 B for a
+    larger MSS), and rcv_mss the first segment's length. ns-3 (TcpSocketBase::
+    ProcessSynRcvd sets m_delAckCount to its maximum): the first segment only.
+    """
+    mode = spec.delayed_ack.quickack
+    if mode == "off" or not spec.delayed_ack.enabled:
+        return 0
+    if mode == "ns3":
+        return 1
+    mss = spec.mss
+    init_segments = LINUX_INIT_RCVWND if mss <= 1460 else max(1460 * LINUX_INIT_RCVWND // mss, 2)
+    rcv_wnd = min(wnd, init_segments * mss)
+    return min(max(rcv_wnd // (2 * mss), 2), MAX_QUICKACKS)
 
 
 def window_shift(rcv_buf: int) -> int:
@@ -34,6 +55,7 @@ class TcpReceiver:
     __slots__ = (
         "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
         "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent", "latest",
+        "quick", "echo_at", "syn_options",
     )
 
     def __init__(self, env, flow, spec, path: tuple):
@@ -52,15 +74,22 @@ class TcpReceiver:
         self.pending = 0  # in-order segments not yet acknowledged
         self.acks_sent = 0
         self.latest: Packet | None = None  # the last data segment to arrive, echoed by ACKs
+        # Immediate ACKs left at the connection's start (Linux quickack mode); every ACK
+        # sent uses one, as Linux's tcp_dec_quickack_mode counts them.
+        self.quick = quick_acks(spec, self.wnd)
+        self.echo_at = 0.0  # send time of the oldest segment the next ACK covers
+        self.syn_options = spec.syn_options
 
     def accept(self, pkt: Packet) -> None:
         if pkt.kind == Kind.SYN:
-            self._send(Kind.SYNACK, TCP_IP_HEADERS + SYN_OPTIONS)
+            self._send(Kind.SYNACK, TCP_IP_HEADERS + self.syn_options)
             return
         if pkt.kind != Kind.DATA:
             return
         self.flow.data_received(pkt)
         self.latest = pkt
+        if not self.pending:
+            self.echo_at = pkt.sent_at
         seq = pkt.seq
         end = seq + pkt.length
         rcv_nxt = self.rcv_nxt
@@ -80,8 +109,9 @@ class TcpReceiver:
             self.rcv_nxt = rcv_nxt
             self.recent = None
             self.flow.delivered(rcv_nxt)
-            if filled_gap or not self.delack_enabled:
-                self.send_ack()  # RFC 5681 4.2: ACK at once when a gap is filled
+            if filled_gap or not self.delack_enabled or self.quick:
+                # RFC 5681 4.2: ACK at once when a gap is filled; and in quickack mode.
+                self.send_ack()
                 return
             self.pending += 1
             if self.pending >= self.delack_count:
@@ -114,6 +144,8 @@ class TcpReceiver:
         return tuple(blocks)
 
     def send_ack(self) -> None:
+        if self.quick:
+            self.quick -= 1
         self.pending = 0
         self.timer.stop()
         blocks = self.sack_blocks()
@@ -126,5 +158,6 @@ class TcpReceiver:
         pkt.wnd = self.wnd
         pkt.sack = sack
         pkt.echo = self.latest
+        pkt.echo_at = self.echo_at
         self.acks_sent += 1
         self.path[0].accept(pkt)

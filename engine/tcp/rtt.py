@@ -1,6 +1,13 @@
-"""Retransmission timeout per RFC 6298, with Karn's rule applied by the caller."""
+"""Retransmission timeout per RFC 6298, with Karn's rule applied by the caller.
+
+The clock is continuous unless the flow sets `tcp.timer_granularity`: then, as ns-2's
+tcpTick_ and the BSD timers count, RTT samples are whole ticks (rounded, at least one) and
+the RTO is a whole number of ticks (rounded up), with G = one tick.
+"""
 
 from __future__ import annotations
+
+import math
 
 
 class RttEstimator:
@@ -11,9 +18,13 @@ class RttEstimator:
     K = 4
     GRANULARITY = 0.001  # G, the clock granularity of RFC 6298 section 2
 
-    __slots__ = ("min_rto", "max_rto", "srtt", "rttvar", "rto", "backoffs", "samples")
+    __slots__ = ("min_rto", "max_rto", "srtt", "rttvar", "rto", "backoffs", "samples", "tick",
+                 "granularity")
 
-    def __init__(self, initial_rto: float, min_rto: float, max_rto: float):
+    def __init__(self, initial_rto: float, min_rto: float, max_rto: float,
+                 tick: float | None = None):
+        self.tick = tick
+        self.granularity = tick if tick is not None else self.GRANULARITY
         self.min_rto = min_rto
         self.max_rto = max_rto
         self.srtt: float | None = None
@@ -25,6 +36,8 @@ class RttEstimator:
 
     def sample(self, r: float) -> None:
         """RFC 6298 2.2/2.3: fold a measurement from a segment that was not retransmitted."""
+        if self.tick is not None:
+            r = max(round(r / self.tick), 1) * self.tick
         if self.srtt is None:
             self.srtt = r
             self.rttvar = r / 2
@@ -36,7 +49,9 @@ class RttEstimator:
         self._update()
 
     def _update(self) -> None:
-        rto = self.srtt + max(self.GRANULARITY, self.K * self.rttvar)
+        rto = self.srtt + max(self.granularity, self.K * self.rttvar)
+        if self.tick is not None:
+            rto = math.ceil(rto / self.tick - 1e-9) * self.tick
         # 2.4: rounded up to min_rto; 2.5: a maximum of at least 60 s may be placed.
         self.rto = min(max(rto, self.min_rto), self.max_rto)
 

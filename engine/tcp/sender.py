@@ -15,8 +15,6 @@ from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
-# SYN options: MSS (4), window scale (3) + NOP, SACK-permitted (2) + 2 NOPs.
-SYN_OPTIONS = 12
 # Linux spaces segments only once ten have been sent (tcp_update_skb_after_send:
 # data_segs_out >= 10), and ns-3 leaves the initial window unpaced: the first flight
 # leaves at once, the eleventh segment is the first to wait.
@@ -31,6 +29,7 @@ class TcpSender:
         "rtt", "timer", "established", "syn_sent_at", "syn_retries", "dupacks", "rto_una",
         "timed_seq", "timed_at", "probe", "segments_sent", "retransmissions", "timeouts",
         "fast_retransmits", "dup_acks", "rate", "pacing", "pace_timer", "next_release",
+        "ss_samples",
     )
 
     def __init__(self, env, flow, spec, limit: float, path: tuple, cc, recovery, rwnd: int):
@@ -42,10 +41,13 @@ class TcpSender:
         self.recovery = recovery
         self.st = st = TcpState(spec.mss, spec.initial_cwnd)
         cc.init(st)
+        # HyStart / HyStart++ want every ACK's RTT sample in slow start.
+        self.ss_samples = cc.slow_start.samples
         self.limit = limit  # bytes the application wants sent (inf: unlimited)
         self.snd_buf = spec.snd_buf if spec.snd_buf is not None else INFINITE_WINDOW
         self.rwnd = rwnd  # the peer's advertised window; learned from the SYN-ACK
-        self.rtt = RttEstimator(spec.initial_rto, spec.min_rto, spec.max_rto)
+        self.rtt = RttEstimator(spec.initial_rto, spec.min_rto, spec.max_rto,
+                                spec.timer_granularity)
         self.timer = Timer(env, self.on_timeout)
         self.established = not spec.handshake
         self.syn_sent_at: float | None = None
@@ -247,6 +249,7 @@ class TcpSender:
         recovery point (RFC 5681 eq. 4, RFC 6582 `recover`)."""
         st = self.st
         self.cc.on_congestion_event(st)
+        self.cc.slow_start.on_congestion(st)
         st.ssthresh = self.cc.ssthresh_after_loss(st)
         st.limited_sent = 0
         st.recover = st.snd_max
@@ -268,7 +271,7 @@ class TcpSender:
 
     def _send_syn(self) -> None:
         now = self.env.now
-        pkt = Packet(self.flow, Kind.SYN, TCP_IP_HEADERS + SYN_OPTIONS, self.path, now)
+        pkt = Packet(self.flow, Kind.SYN, TCP_IP_HEADERS + self.spec.syn_options, self.path, now)
         self.syn_sent_at = now if self.syn_retries == 0 else None
         self.timer.start(self.rtt.rto)
         self.path[0].accept(pkt)
@@ -315,6 +318,8 @@ class TcpSender:
             if self.timed_seq is not None and ack > self.timed_seq:
                 self._rtt_sample(st.now - self.timed_at)
                 self.timed_seq = None
+            if self.cc.ack_samples:
+                self.cc.on_ack_rtt(st, st.now - pkt.echo_at)
             st.snd_una = ack
             if st.snd_nxt < ack:
                 st.snd_nxt = ack
@@ -325,6 +330,8 @@ class TcpSender:
                 self.set_phase(Phase.OPEN)
             use = self.recovery.on_new_ack(self, acked)
             if use == AckUse.GROW:
+                if st.cwnd < st.ssthresh and self.ss_samples and st.phase == Phase.OPEN:
+                    self.cc.slow_start.on_sample(st, st.now - pkt.echo_at)
                 self.cc.on_ack(st, acked, st.cwnd < min(self.rwnd, self.snd_buf))
             # RFC 6298 5.2/5.3: stop the timer when all is acknowledged, else restart it.
             if st.snd_una >= st.snd_max:
@@ -408,6 +415,7 @@ class TcpSender:
         st.recover = st.snd_max  # RFC 6582 3.2 step 4
         self.dupacks = 0
         self.set_phase(Phase.LOSS)
+        self.cc.slow_start.on_timeout(st)
         self.rtt.backoff()  # RFC 6298 5.5
         self.go_back_n()  # 5.4: retransmit the earliest unacknowledged segment first
         self.try_send()

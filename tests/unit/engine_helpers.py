@@ -42,7 +42,8 @@ def link(
 
 
 def tcp_opts(**overrides: Any) -> dict:
-    """A deterministic textbook TCP: no handshake, no delayed ACKs, 1 s initial RTO."""
+    """A deterministic textbook TCP: no handshake, no delayed ACKs, 1 s initial RTO, RFC 5681
+    / 6582 / 6675 fast recovery (not PRR), RFC 5681 slow start (no HyStart)."""
     opts: dict[str, Any] = {
         "variant": "reno",
         "mss": 1460,
@@ -54,6 +55,8 @@ def tcp_opts(**overrides: Any) -> dict:
         "min_rto": 1.0,
         "max_rto": 60.0,
         "initial_rto": 1.0,
+        "recovery": "classic",
+        "slow_start": "standard",
     }
     opts.update(overrides)
     return opts

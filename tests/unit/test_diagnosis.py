@@ -5,9 +5,9 @@ numbers."""
 from __future__ import annotations
 
 import pytest
+from engine_helpers import bulk, one_link, run
 
 from engine.net import wire_bytes
-from tests.unit.engine_helpers import bulk, one_link, run
 
 pytestmark = pytest.mark.unit
 

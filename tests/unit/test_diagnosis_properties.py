@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from engine_helpers import link, tcp_opts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Scenario, simulate
-from tests.unit.engine_helpers import link, tcp_opts
 
 pytestmark = pytest.mark.unit
 

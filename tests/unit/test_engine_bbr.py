@@ -22,14 +22,7 @@ import math
 from types import SimpleNamespace
 
 import pytest
-from pydantic import ValidationError
-
-from engine.net import wire_bytes
-from engine.tcp.cc.base import RenoGrowth
-from engine.tcp.cc.bbr import CWND_MIN_SEGMENTS, PROBE_RTT_DURATION, Mode, WindowedMax
-from engine.tcp.rate import DeliveryRate
-from engine.tcp.state import TcpState
-from tests.unit.engine_helpers import (
+from engine_helpers import (
     bulk,
     dumbbell,
     first_time,
@@ -38,6 +31,14 @@ from tests.unit.engine_helpers import (
     series,
     value_at,
 )
+from pydantic import ValidationError
+
+from engine.net import wire_bytes
+from engine.scenario import TcpSpec
+from engine.tcp.cc.base import RenoGrowth
+from engine.tcp.cc.bbr import CWND_MIN_SEGMENTS, PROBE_RTT_DURATION, Mode, WindowedMax
+from engine.tcp.rate import DeliveryRate
+from engine.tcp.state import TcpState
 
 pytestmark = pytest.mark.unit
 
@@ -102,7 +103,7 @@ def test_windowed_max_keeps_the_best_sample_for_its_window_then_forgets_it():
 
 def test_linux_pacing_rate_is_twice_cwnd_over_srtt_in_early_slow_start_else_1_2():
     st = TcpState(MSS, 10)
-    cc = RenoGrowth(SimpleNamespace())
+    cc = RenoGrowth(TcpSpec(mss=MSS))
     assert cc.pacing_rate(st) == 0.0  # no RTT yet: no pacing
     st.srtt = 0.1
     st.ssthresh = 100 * MSS
@@ -243,7 +244,12 @@ def test_a_single_loss_leaves_the_model_alone_and_cwnd_comes_back(sack):
     for key in ("flow.f.bbr_bw", "flow.f.pacing_rate"):
         assert value_at(result, key, t) == value_at(result, key, t - 1e-6)
     ts, bw = series(result, "flow.f.bbr_bw")
-    assert all(abs(v - C) <= 0.02 * C for tt, v in zip(ts, bw, strict=True) if tt > t)
+    # After recovery the receiver's delayed-ACK pairing shifts by one segment, so a sample
+    # may begin at an ACK for one segment and end at an ACK for two: one segment more than
+    # the interval carried at rate C, over a sample of about one BDP (Linux's and ns-3's
+    # samples have the same quantisation).
+    high = C * (1 + 1 / BDP_SEGMENTS)
+    assert all(0.98 * C <= v <= high for tt, v in zip(ts, bw, strict=True) if tt > t)
     assert f.goodput_bps >= 0.95 * C
 
 

@@ -18,6 +18,7 @@ import pytest
 from engine_helpers import bulk, one_link, run, script_loss, series, value_at
 
 from engine.recorder import TRACE_CAP
+from engine.scenario import TcpSpec
 from engine.tcp.cc.cubic import Cubic
 from engine.tcp.state import Phase, TcpState
 
@@ -32,7 +33,7 @@ def cubic(**spec):
     fields = {"cubic_c": C, "cubic_beta": BETA, "cubic_fast_convergence": True,
               "cubic_tcp_friendliness": True}
     fields.update(spec)
-    cc = Cubic(SimpleNamespace(**fields))
+    cc = Cubic(TcpSpec(**fields))
     st = TcpState(MSS, 1)
     cc.init(st)
     return cc, st

@@ -216,11 +216,11 @@ def test_window_scaling_sets_the_effective_window(rcv_buf, scaling, advertised, 
 
 def test_delayed_ack_timer_adds_to_a_one_segment_round_trip():
     """A window of one segment: the receiver holds each ACK for its timer (RFC 1122
-    4.2.3.2), so a segment leaves every R + timeout."""
+    4.2.3.2), so a segment leaves every R + timeout (no quick ACKs at the start)."""
     rate, delay, timeout = T1, 0.04, 0.2
     sc = one_link(rate=rate, delay=delay, flows=[bulk(
         nbytes=50 * MSS, variant="none", rcv_buf=MSS,
-        delayed_ack={"enabled": True, "count": 2, "timeout": timeout})])
+        delayed_ack={"enabled": True, "count": 2, "timeout": timeout, "quickack": "off"})])
     flow = run(sc).flows["f"]
     cycle = rtt(rate=rate, delay=delay) + timeout
     assert flow.rtt_min == pytest.approx(cycle, rel=1e-9)

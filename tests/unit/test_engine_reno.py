@@ -20,6 +20,7 @@ from engine_helpers import (
     value_at,
 )
 
+from engine.scenario import TcpSpec
 from engine.tcp.cc.base import RenoGrowth
 from engine.tcp.state import INFINITE_WINDOW, TcpState
 
@@ -30,7 +31,7 @@ MSS = 1460
 
 def reno_state(cwnd: int, ssthresh: int = INFINITE_WINDOW) -> tuple[RenoGrowth, TcpState]:
     st = TcpState(MSS, 1)
-    cc = RenoGrowth(None)
+    cc = RenoGrowth(TcpSpec(mss=MSS))
     cc.init(st)
     st.cwnd, st.ssthresh = cwnd, ssthresh
     return cc, st

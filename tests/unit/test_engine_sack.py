@@ -23,6 +23,7 @@ from engine_helpers import (
     value_at,
 )
 
+from engine.scenario import TcpSpec
 from engine.tcp.recovery.sack import SackRecovery
 from engine.tcp.state import TcpState
 
@@ -42,7 +43,7 @@ def scoreboard(*sacked: tuple[int, int], snd_max: int = 10, limit: int | None = 
     end = (limit if limit is not None else 1000) * MSS
     snd = SimpleNamespace(st=st, limit=end,
                           new_data_length=lambda: min(MSS, end - st.snd_max))
-    rec = SackRecovery(SimpleNamespace(mss=MSS))
+    rec = SackRecovery(TcpSpec(mss=MSS, recovery="classic"))
     rec.board.update(0, tuple((start * MSS, end * MSS) for start, end in sacked), end)
     return rec, snd
 

@@ -6,12 +6,12 @@ whose contract cannot pass one frame."""
 from __future__ import annotations
 
 import pytest
+from engine_helpers import IP_TCP, bulk, cbr, one_link, run, ser
 from pydantic import ValidationError
 
 from engine import Scenario
 from engine.net import DropTail, Red
 from engine.simulation import Network
-from tests.unit.engine_helpers import IP_TCP, bulk, cbr, one_link, run, ser
 
 pytestmark = pytest.mark.unit
 

@@ -8,6 +8,7 @@ mutates state, so the sender applies it at the RFC's step.
 
 from __future__ import annotations
 
+from engine.tcp.cc.slowstart import SlowStart, slow_start_for
 from engine.tcp.state import Phase, TcpState
 
 PACING_SS_RATIO = 2.0  # Linux sysctl tcp_pacing_ss_ratio = 200 (%)
@@ -27,9 +28,15 @@ class CongestionOps:
     #: True when the strategy draws random numbers: the flow then sets `random` to a
     #: stream of its own (engine.net.stream), so runs stay deterministic.
     randomized = False
+    #: True when the strategy wants every ACK's RTT sample (`on_ack_rtt`), as Linux's
+    #: pkts_acked hook has them; the sender then computes one per ACK of new data.
+    ack_samples = False
 
     def __init__(self, spec) -> None:
         self.spec = spec
+        #: how slow start grows and ends (`tcp.slow_start`); the sender feeds it RTT
+        #: samples when it asks for them.
+        self.slow_start: SlowStart = slow_start_for(spec)
 
     def init(self, st: TcpState) -> None:
         """RFC 5681 3.1: IW from `initial_cwnd`, ssthresh arbitrarily high."""
@@ -59,6 +66,11 @@ class CongestionOps:
 
     def on_rtt_sample(self, st: TcpState, rtt: float) -> None:
         """A valid RTT measurement (Karn's rule already applied)."""
+
+    def on_ack_rtt(self, st: TcpState, rtt: float) -> None:
+        """Every ACK of new data, before it is processed: the RTT of the oldest segment it
+        covers (echoed by the receiver, as the timestamps option would), when
+        `ack_samples`."""
 
     def on_state_change(self, st: TcpState, phase: Phase) -> None:
         """Notify-only: the sender moved to `phase`."""
@@ -92,8 +104,9 @@ class RenoGrowth(CongestionOps):
 
     def increase_window(self, st: TcpState, acked: int) -> None:
         if st.cwnd < st.ssthresh:
-            # Slow start: cwnd += min(N, SMSS) per ACK (eq. 2).
-            st.cwnd += min(acked, st.mss)
+            # Slow start: cwnd += min(N, SMSS) per ACK (eq. 2), or less in HyStart++'s
+            # conservative phase.
+            st.cwnd += self.slow_start.increment(st, acked)
         else:
             # Congestion avoidance: cwnd += SMSS*SMSS/cwnd per ACK (eq. 3), at least 1 byte.
             st.cwnd += max(1, st.mss * st.mss // st.cwnd)

@@ -1,17 +1,47 @@
-"""TCP Vegas (Brakmo & Peterson, 1995), in the form of Linux's tcp_vegas.c.
+"""TCP Vegas (Brakmo & Peterson, 1995) as Linux's tcp_vegas.c and ns-3's TcpVegas run it.
 
 Once per round trip Vegas compares the expected rate cwnd/BaseRTT with the actual rate
-cwnd/RTT; their difference times BaseRTT estimates the packets this flow keeps queued:
-    diff = cwnd * (RTT - BaseRTT) / RTT        (in segments)
-In congestion avoidance it adds a segment when diff < alpha, removes one when diff > beta,
-and holds otherwise; it leaves slow start once diff > gamma. Loss is handled as by Reno
-(the variant's recovery strategy, ssthresh = FlightSize / 2).
+cwnd/RTT (RTT: the smallest sample of the round); their difference estimates the packets
+this flow keeps queued. In congestion avoidance it adds a segment when diff < alpha,
+removes one when diff > beta, and holds otherwise; it leaves slow start once diff > gamma,
+with cwnd cut to the window that matches the actual rate.
+
+Both references (and `tcp.vegas_loss` chooses between them) share the structure:
+- an RTT sample on every ACK of new data feeds BaseRTT (the smallest ever) and the
+  round's minimum; a round with 2 samples or fewer is decided as Reno would (they are
+  likely delayed ACKs);
+- Vegas runs only in the Open state: on entering recovery or loss it stops, the window
+  is the recovery's and Reno's (slow start back to ssthresh after a timeout), and on
+  returning to Open it starts a fresh round with no samples;
+- after each decision ssthresh = max(ssthresh, 3/4 cwnd).
+
+They differ on loss:
+- `linux`: ssthresh = Reno's halving (tcp_reno_ssthresh); diff = cwnd (RTT - BaseRTT) /
+  BaseRTT; a retransmission timeout resets Vegas whole, BaseRTT included (sending after
+  the timeout with nothing in flight raises CA_EVENT_TX_START, which calls
+  tcp_vegas_init), so BaseRTT is learnt again from the samples that follow.
+- `ns3`: ssthresh = max(min(ssthresh, cwnd - 1 MSS), 2 MSS) (TcpVegas::GetSsThresh, used
+  for losses too); diff = cwnd - floor(cwnd BaseRTT / RTT); BaseRTT kept for the life of
+  the connection.
+
+`classic` is the engine's Vegas before these were modelled, kept for the seed presets
+(ns-2 era): a decision every round from the one segment timed per round trip (Karn), in
+every phase including the slow start after a timeout, Reno's halving, BaseRTT kept; diff =
+cwnd (RTT - BaseRTT) / RTT. Under heavy random loss it delivers well above Reno and the
+references: its decision runs on one sample where they fall back to Reno's growth, and so
+adds a whole segment per round trip where Reno with delayed ACKs adds half of one, and
+after a timeout it resumes Vegas decisions at once instead of Reno's slow start.
+
+In every mode the window grows only while cwnd limits the sender (the engine's rule for
+all variants); a decrease acts regardless.
 """
 
 from __future__ import annotations
 
 from engine.tcp.cc.base import RenoGrowth
-from engine.tcp.state import TcpState
+from engine.tcp.state import Phase, TcpState
+
+INF = float("inf")
 
 
 class Vegas(RenoGrowth):
@@ -22,23 +52,111 @@ class Vegas(RenoGrowth):
         self.alpha = spec.vegas_alpha
         self.beta = spec.vegas_beta
         self.gamma = spec.vegas_gamma
-        self.base_rtt = float("inf")
-        self.min_rtt = float("inf")  # smallest sample of the current round trip
+        self.mode = spec.vegas_loss
+        self.ack_samples = self.mode != "classic"
+        self.base_rtt = INF
+        self.min_rtt = INF  # smallest sample of the current round trip
         self.samples = 0
         self.epoch_end = 0  # snd_nxt when the current round trip began
+        self.doing_vegas = True
+
+    # --- samples ---------------------------------------------------------------------------
 
     def on_rtt_sample(self, st: TcpState, rtt: float) -> None:
+        if self.ack_samples:
+            return  # the per-ACK samples (on_ack_rtt) feed linux and ns3
+        self._sample(rtt)
+
+    def on_ack_rtt(self, st: TcpState, rtt: float) -> None:
+        """pkts_acked / PktsAcked: the RTT of the oldest segment this ACK covers."""
+        self._sample(rtt if rtt > 1e-6 else 1e-6)
+
+    def _sample(self, rtt: float) -> None:
         if rtt < self.base_rtt:
             self.base_rtt = rtt
         if rtt < self.min_rtt:
             self.min_rtt = rtt
         self.samples += 1
 
-    def on_congestion_event(self, st: TcpState) -> None:
+    # --- phases and losses -------------------------------------------------------------------
+
+    def on_state_change(self, st: TcpState, phase: Phase) -> None:
+        if not self.ack_samples:
+            return
+        if phase == Phase.OPEN:
+            self._enable(st)
+        else:
+            self.doing_vegas = False
+            if phase == Phase.LOSS and self.mode == "linux":
+                self.base_rtt = INF  # tcp_vegas_init on the post-timeout TX_START
+
+    def _enable(self, st: TcpState) -> None:
+        self.doing_vegas = True
+        self.epoch_end = st.snd_nxt
         self.samples = 0
-        self.min_rtt = float("inf")
+        self.min_rtt = INF
+
+    def on_congestion_event(self, st: TcpState) -> None:
+        if not self.ack_samples:
+            self.samples = 0
+            self.min_rtt = INF
+
+    def ssthresh_after_loss(self, st: TcpState) -> int:
+        if self.mode == "ns3":
+            return max(min(st.ssthresh, st.cwnd - st.mss), 2 * st.mss)
+        return super().ssthresh_after_loss(st)
+
+    # --- the once-per-round decision ----------------------------------------------------------
 
     def on_ack(self, st: TcpState, acked: int, cwnd_limited: bool) -> None:
+        if not self.ack_samples:
+            self._classic(st, acked, cwnd_limited)
+            return
+        if not self.doing_vegas:
+            super().on_ack(st, acked, cwnd_limited)
+            return
+        # Linux: after(ack, beg_snd_nxt); ns-3: m_lastAckedSeq >= m_begSndNxt.
+        if st.snd_una > self.epoch_end or (self.mode == "ns3" and st.snd_una == self.epoch_end):
+            self.epoch_end = st.snd_nxt
+            if self.samples <= 2:
+                super().on_ack(st, acked, cwnd_limited)
+            else:
+                self._decide(st, acked, cwnd_limited)
+            self.samples = 0
+            self.min_rtt = INF
+        elif st.cwnd < st.ssthresh and cwnd_limited:
+            self.increase_window(st, acked)
+
+    def _decide(self, st: TcpState, acked: int, cwnd_limited: bool) -> None:
+        mss = st.mss
+        segments = st.cwnd // mss
+        rtt, base = self.min_rtt, self.base_rtt
+        target = int(segments * base / rtt)
+        # ns-3: cwnd - floor(expected window); Linux: cwnd (RTT - BaseRTT) / BaseRTT.
+        diff = segments - target if self.mode == "ns3" else segments * (rtt - base) / base
+        if diff > self.gamma and st.cwnd < st.ssthresh:
+            st.cwnd = min(segments, target + 1) * mss
+            st.ssthresh = self._vegas_ssthresh(st)
+        elif st.cwnd < st.ssthresh:
+            if cwnd_limited:
+                self.increase_window(st, acked)
+        elif diff > self.beta:
+            st.cwnd = (segments - 1) * mss
+            st.ssthresh = self._vegas_ssthresh(st)
+        elif diff < self.alpha and cwnd_limited:
+            st.cwnd = (segments + 1) * mss
+        if st.cwnd < 2 * mss:
+            st.cwnd = 2 * mss
+        three_quarters = 3 * st.cwnd // 4
+        if st.ssthresh < three_quarters:
+            st.ssthresh = three_quarters
+
+    def _vegas_ssthresh(self, st: TcpState) -> int:
+        if self.mode == "ns3":
+            return max(min(st.ssthresh, st.cwnd - st.mss), 2 * st.mss)
+        return min(st.ssthresh, st.cwnd)
+
+    def _classic(self, st: TcpState, acked: int, cwnd_limited: bool) -> None:
         # Vegas decides on every round trip even when the receive window holds the
         # sender: its decrease must still act, only its growth waits for cwnd to limit.
         if st.snd_una < self.epoch_end:
@@ -68,4 +186,4 @@ class Vegas(RenoGrowth):
         elif diff < self.alpha and cwnd_limited:
             st.cwnd += mss
         self.samples = 0
-        self.min_rtt = float("inf")
+        self.min_rtt = INF

@@ -73,7 +73,9 @@ class NoRecovery:
     limited_transmit = False
 
     def __init__(self, spec) -> None:
-        """`spec` is the flow's TcpSpec."""
+        """`spec` is the flow's TcpSpec; `limited_transmit: false` turns RFC 3042 off."""
+        if not spec.limited_transmit:
+            self.limited_transmit = False
 
     def on_sack(self, snd: Sender, pkt: Packet) -> None:
         """An ACK arrived, carrying SACK blocks or not (before it is processed)."""

@@ -11,12 +11,17 @@ NextSeg without walking the window.
 Rule 4 of NextSeg (the optional "rescue" retransmission) is left out, as in ns-3: when the
 receive window blocks new data it resends data that is merely in flight, and a lost tail
 segment is then recovered by the retransmission timer.
+
+With `tcp.recovery: prr` (the default) cwnd in recovery is not ssthresh but pipe + PRR's
+sndcnt on every ACK (`prr.py`), as Linux runs RFC 6675 loss detection under PRR; NextSeg
+still chooses what is sent.
 """
 
 from __future__ import annotations
 
 from engine.packet import Packet
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
+from engine.tcp.recovery.prr import Prr
 from engine.tcp.recovery.scoreboard import Scoreboard
 from engine.tcp.state import Phase
 
@@ -30,24 +35,37 @@ class SackRecovery(NoRecovery):
     def __init__(self, spec) -> None:
         super().__init__(spec)
         self.board = Scoreboard(spec.mss)
+        self.prr = Prr(spec.mss, spec.prr_bound == "ssrb") if spec.recovery == "prr" else None
+        self.delivered = 0  # RFC 6937 DeliveredData of the ACK being processed
 
     def on_sack(self, snd: Sender, pkt: Packet) -> None:
-        una = pkt.ack if pkt.ack > snd.st.snd_una else snd.st.snd_una
+        old_una = snd.st.snd_una
+        una = pkt.ack if pkt.ack > old_una else old_una
+        sacked = self.board.sacked.total
         self.board.update(una, pkt.sack, snd.limit)
+        self.delivered = una - old_una + self.board.sacked.total - sacked
 
     def skip_sacked(self, seq: int) -> int:
         return self.board.skip_sacked(seq)
 
     def on_dupack(self, snd: Sender) -> None:
         st = snd.st
-        if st.phase == Phase.RECOVERY or st.snd_una < st.recover:
+        if st.phase == Phase.RECOVERY:
+            if self.prr is not None:
+                self._prr_window(snd, safe_ack=False)
+            return
+        if st.snd_una < st.recover:
             return
         if snd.dupacks >= DUPACK_THRESHOLD or self.board.is_lost(st.snd_una):
             # RFC 6675 5 step 4: RecoveryPoint = HighData; ssthresh = cwnd = FlightSize/2.
+            recover_fs = st.flight_size
             snd.begin_fast_retransmit()
             st.cwnd = st.ssthresh
             snd.set_phase(Phase.RECOVERY)
             self.board.high_rxt = st.snd_una
+            if self.prr is not None:
+                self.prr.start(recover_fs, st.ssthresh)
+                self._prr_window(snd, safe_ack=False)
             self._retransmit(snd, st.snd_una)  # step 4.3: the first segment, at once
             snd.restart_rto()
 
@@ -57,7 +75,18 @@ class SackRecovery(NoRecovery):
             return AckUse.GROW
         if st.snd_una >= st.recover:
             snd.exit_recovery()
+        elif self.prr is not None:
+            self._prr_window(snd, safe_ack=True)
         return AckUse.RECOVERY
+
+    def _prr_window(self, snd: Sender, safe_ack: bool) -> None:
+        """RFC 6937: cwnd = pipe + sndcnt for the ACK just processed. `safe_ack` is an ACK
+        that advances snd_una (Linux also requires that it marks no new loss; the
+        scoreboard does not track that per ACK, so this bound is Linux's or a segment
+        more on such an ACK)."""
+        st = snd.st
+        pipe = self.board.pipe(st.snd_una, st.snd_max)
+        st.cwnd = pipe + self.prr.sndcnt(self.delivered, pipe, safe_ack)
 
     def transmit(self, snd: Sender) -> bool:
         """RFC 6675 5 step (C): while cwnd - pipe >= 1 SMSS, send what NextSeg() offers."""
@@ -72,6 +101,8 @@ class SackRecovery(NoRecovery):
             seq, length, new = seg
             if new:
                 snd.send_new_data(length)
+                if self.prr is not None:
+                    self.prr.out += length
             else:
                 self._retransmit(snd, seq)
             pipe += length
@@ -82,6 +113,8 @@ class SackRecovery(NoRecovery):
         length = min(snd.st.mss, snd.st.snd_max - seq)
         snd.retransmit(seq, length)
         self.board.retransmitted(seq, length)
+        if self.prr is not None:
+            self.prr.out += length
 
     def next_seg(self, snd: Sender) -> tuple[int, int, bool] | None:
         """RFC 6675 NextSeg(): (seq, length, is_new_data) or None."""
