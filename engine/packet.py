@@ -52,6 +52,8 @@ class Packet:
         "echo_at",
     )
 
+    echo_at: float  # set on ACKs only (see above)
+
     def __init__(self, flow, kind: Kind, size: int, path: tuple, sent_at: float):
         self.flow = flow
         self.kind = kind
@@ -63,14 +65,14 @@ class Packet:
         self.length = 0
         self.ack = 0
         self.wnd = 0
-        self.sack = None
+        self.sack: tuple | None = None
         self.pvc: PvcDirection | None = None
         self.de = False
         self.fecn = False
         self.becn = False
         self.ece = False
-        self.tx = None
-        self.echo = None
+        self.tx: tuple | None = None
+        self.echo: Packet | None = None
 
     @property
     def carries_data(self) -> bool:

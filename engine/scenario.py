@@ -699,7 +699,7 @@ class Scenario(_Model):
         before_topology = len(errors.lines)
         _check_unique(errors, ("nodes",), self.nodes)
         _check_unique(errors, ("links",), self.links)
-        nodes = {}
+        nodes: dict[str, Node] = {}
         for node in self.nodes:
             nodes.setdefault(node.id, node)
         for index, link in enumerate(self.links):
@@ -890,7 +890,7 @@ class Scenario(_Model):
         for flow in self.flows:
             hops = topology.route(flow.src, flow.dst)
             span = topology.pvc_span(hops) if hops else None
-            if span is None:
+            if span is None or hops is None:
                 continue
             size = (flow.tcp.mss + IP_TCP_HEADERS if isinstance(flow, TcpBulkFlow)
                     else flow.packet_size + IP_UDP_HEADERS)

@@ -121,7 +121,9 @@ class FlowUsage:
                 others_fraction=others / window,
             ))
         for i, direction in enumerate(self.pvcs):
-            wire = direction.first_port.wire(size)
+            first = direction.first_port
+            assert first is not None  # set when the PVC's path is spliced
+            wire = first.wire(size)
             bits = wire * 8
             admitted = last.admitted[i] - start.admitted[i]
             others = max(0.0, admitted - own_packets * bits)

@@ -110,7 +110,9 @@ class DeliveryRate:
         rs.interval = -1.0
         rs.rtt = -1.0
         echo = ack.echo
-        tx = echo.tx if echo is not None and delivered else None
+        if echo is None or not delivered:
+            return rs
+        tx = echo.tx
         if tx is None:
             return rs
         echo.tx = None  # one sample per segment (Linux clears a SACKed skb's stamp)

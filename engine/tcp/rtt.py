@@ -49,7 +49,9 @@ class RttEstimator:
         self._update()
 
     def _update(self) -> None:
-        rto = self.srtt + max(self.granularity, self.K * self.rttvar)
+        srtt = self.srtt
+        assert srtt is not None  # called after a sample
+        rto = srtt + max(self.granularity, self.K * self.rttvar)
         if self.tick is not None:
             rto = math.ceil(rto / self.tick - 1e-9) * self.tick
         # 2.4: rounded up to min_rto; 2.5: a maximum of at least 60 s may be placed.

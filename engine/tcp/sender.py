@@ -8,12 +8,17 @@ application (a bulk transfer) has `limit` bytes to send, or unlimited until it s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet
 from engine.tcp.rate import DeliveryRate
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
+
+if TYPE_CHECKING:  # the recorder's probe, attached by the flow
+    from engine.recorder import TcpProbe
 
 # Linux spaces segments only once ten have been sent (tcp_update_skb_after_send:
 # data_segs_out >= 10), and ns-3 leaves the initial window unpaced: the first flight
@@ -56,7 +61,7 @@ class TcpSender:
         self.rto_una: int | None = None  # snd_una at the last timeout
         self.timed_seq: int | None = None  # one segment timed at a time (Karn's rule)
         self.timed_at = 0.0
-        self.probe = None
+        self.probe: TcpProbe | None = None
         # counters read by the recorder
         self.segments_sent = 0
         self.retransmissions = 0
@@ -116,8 +121,10 @@ class TcpSender:
 
     def _hold(self) -> None:
         """Pacing holds the next segment: the flow's one pacing timer releases it."""
-        if not self.pace_timer.running:
-            self.pace_timer.start(self.next_release - self.env.now)
+        timer = self.pace_timer
+        assert timer is not None  # only a pacing sender holds segments
+        if not timer.running:
+            timer.start(self.next_release - self.env.now)
 
     def _send_window(self, extra: int) -> bool:
         """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
@@ -204,7 +211,9 @@ class TcpSender:
             return flight
         if st.phase == Phase.RECOVERY and recovery.scoreboard:
             return recovery.board.pipe(st.snd_una, st.snd_max)
-        return st.snd_max - st.snd_una - self.rate.dup_bytes
+        rate = self.rate
+        assert rate is not None  # asked by rate-based strategies only
+        return st.snd_max - st.snd_una - rate.dup_bytes
 
     # --- what recovery strategies ask for (engine.tcp.recovery.base.Sender) ---------------
 
@@ -297,7 +306,7 @@ class TcpSender:
             # a 52 B segment's RTT is not a data segment's, and congestion control taking
             # it for BaseRTT/min RTT would see a queue that is not there.
             self.rtt.sample(self.env.now - self.syn_sent_at)
-            self.st.srtt = self.rtt.srtt
+            self.st.srtt = self.rtt.srtt or 0.0
         elif self.syn_retries:
             self.rtt.reset_for_data_after_syn_loss()
         self.try_send()
@@ -363,8 +372,10 @@ class TcpSender:
         (or, in an RFC 6675 recovery, the pipe), so what is known delivered out of order
         is added back."""
         st = self.st
-        rs = self.rate.on_ack(pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una,
-                              prior_in_flight)
+        rate = self.rate
+        assert rate is not None
+        rs = rate.on_ack(pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una,
+                         prior_in_flight)
         in_flight = self.in_flight()
         cwnd = self.cc.cong_control(st, rs, self.rate, in_flight)
         if not (st.phase == Phase.RECOVERY and self.recovery.paces_recovery):
@@ -385,7 +396,7 @@ class TcpSender:
     def _rtt_sample(self, r: float) -> None:
         self.rtt.sample(r)
         st = self.st
-        st.srtt = self.rtt.srtt
+        st.srtt = self.rtt.srtt or 0.0
         st.last_rtt = r
         if r < st.min_rtt:
             st.min_rtt = r

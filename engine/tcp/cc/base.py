@@ -8,6 +8,8 @@ mutates state, so the sender applies it at the RFC's step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from engine.tcp.cc.slowstart import SlowStart, slow_start_for
 from engine.tcp.state import Phase, TcpState
 
@@ -28,6 +30,8 @@ class CongestionOps:
     #: True when the strategy draws random numbers: the flow then sets `random` to a
     #: stream of its own (engine.net.stream), so runs stay deterministic.
     randomized = False
+    #: The flow's own random stream (`random.random`) when `randomized`.
+    random: Callable[[], float] | None = None
     #: True when the strategy wants every ACK's RTT sample (`on_ack_rtt`), as Linux's
     #: pkts_acked hook has them; the sender then computes one per ACK of new data.
     ack_samples = False

@@ -142,7 +142,7 @@ class Bbr(CongestionOps):
         self.mss = 0
         self.initial_cwnd = 0
         self.delivered_time = 0.0  # of the connection, at the last ACK
-        self.extra_acked = [0, 0]  # bytes, two windows of EXTRA_ACKED_WINDOW_ROUNDS
+        self.extra_acked: list[float] = [0, 0]  # bytes, two windows of EXTRA_ACKED_WINDOW_ROUNDS
         self.extra_acked_index = 0
         self.extra_acked_rounds = 0
         self.ack_epoch_start = 0.0

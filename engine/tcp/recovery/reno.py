@@ -111,8 +111,10 @@ class RenoRecovery(NoRecovery):
         return pipe if pipe > 0 else 0
 
     def _prr_window(self, st, delivered: int, safe_ack: bool) -> None:
+        prr = self.prr
+        assert prr is not None  # PRR's window in PRR recovery only
         pipe = self._pipe(st)
-        st.cwnd = pipe + self.prr.sndcnt(delivered, pipe, safe_ack)
+        st.cwnd = pipe + prr.sndcnt(delivered, pipe, safe_ack)
 
     def _partial_ack(self, st, acked: int) -> None:
         """PRR on an ACK that advances snd_una short of `recover`: one of the acknowledged
@@ -126,6 +128,8 @@ class RenoRecovery(NoRecovery):
         """PRR's budget cwnd - pipe: the lost first segment, then new data."""
         st = snd.st
         mss = st.mss
+        prr = self.prr
+        assert prr is not None
         pipe = self._pipe(st)
         sent = False
         while st.cwnd - pipe >= mss:
@@ -135,14 +139,14 @@ class RenoRecovery(NoRecovery):
                 if length <= 0:
                     continue
                 snd.retransmit_first_unacked()
-                if self.prr.out == 0:
+                if prr.out == 0:
                     snd.restart_rto()  # the fast retransmission, as in classic recovery
             else:
                 length = snd.new_data_length()
                 if not length:
                     break
                 snd.send_new_data(length)
-            self.prr.out += length
+            prr.out += length
             pipe += length
             sent = True
         return sent

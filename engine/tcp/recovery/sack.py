@@ -85,8 +85,10 @@ class SackRecovery(NoRecovery):
         scoreboard does not track that per ACK, so this bound is Linux's or a segment
         more on such an ACK)."""
         st = snd.st
+        prr = self.prr
+        assert prr is not None  # PRR's window in PRR recovery only
         pipe = self.board.pipe(st.snd_una, st.snd_max)
-        st.cwnd = pipe + self.prr.sndcnt(self.delivered, pipe, safe_ack)
+        st.cwnd = pipe + prr.sndcnt(self.delivered, pipe, safe_ack)
 
     def transmit(self, snd: Sender) -> bool:
         """RFC 6675 5 step (C): while cwnd - pipe >= 1 SMSS, send what NextSeg() offers."""
