@@ -104,4 +104,6 @@ def _is_json(scope: Scope) -> bool:
     if declared is None:
         return True
     media = declared.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )

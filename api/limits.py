@@ -96,7 +96,12 @@ def enforce_budget(
         f"exceed the budget of {budget.events:,} per run: shorten `duration` or the flows' "
         "`bytes` or `stop`, lower CBR rates, or raise `sample_interval`"
     )
-    raise OverBudget(msg, errors=[field_error(loc, msg, "over_budget")], estimate=est.model_dump(), budget=budget.model_dump())
+    raise OverBudget(
+        msg,
+        errors=[field_error(loc, msg, "over_budget")],
+        estimate=est.model_dump(),
+        budget=budget.model_dump(),
+    )
 
 
 #: Seconds a client is asked to wait when its tenant has too many runs queued or running.

@@ -17,7 +17,9 @@ from settings import Settings
 
 class RateLimiter:
     def __init__(self, settings: Settings) -> None:
-        self.items: list[RateLimitItem] = parse_many(settings.rate_limit) if settings.rate_limit else []
+        self.items: list[RateLimitItem] = (
+            parse_many(settings.rate_limit) if settings.rate_limit else []
+        )
         self.storage: Storage | None = None
         if self.items:
             url = settings.broker_url

@@ -197,8 +197,19 @@ def bare_app(base: str, target: dict[str, str], tmp: Path) -> Iterator[str]:
     port = free_port()
     # The same server and options as `make run` starts the API with (api.serve.api_command).
     proc = subprocess.Popen(
-        [PY, "-m", "uvicorn", "bench.bare_app:app", "--host", "127.0.0.1", "--port", str(port),
-         "--log-level", "warning", "--no-access-log"],
+        [
+            PY,
+            "-m",
+            "uvicorn",
+            "bench.bare_app:app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            "--no-access-log",
+        ],
         cwd=ROOT,
         env={**os.environ, "BARE_BODIES": str(path)},
         start_new_session=True,
@@ -282,10 +293,14 @@ def run_mode(mode: str, connections: list[int], duration: float) -> None:
             with bare_app(base, target, tmp) as bare:
                 for name in ("summary", "series", "list"):
                     targets[f"bare-{name}"] = (f"{bare}/bare/{name}", None)
-                print(f"\n== {mode}: one uvicorn process, one worker process; wrk -t2, "
-                      f"{duration:g} s per row")
-                print(f"{'target':14} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-                      f"{'errors':>6} {'timeouts':>8}  answers after")
+                print(
+                    f"\n== {mode}: one uvicorn process, one worker process; wrk -t2, "
+                    f"{duration:g} s per row"
+                )
+                print(
+                    f"{'target':14} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+                    f"{'errors':>6} {'timeouts':>8}  answers after"
+                )
                 results: dict[tuple[str, int], dict] = {}
                 # Warm-up, not reported: each target's first requests fill the document
                 # cache and touch code and data for the first time, for both apps alike.
@@ -296,9 +311,11 @@ def run_mode(mode: str, connections: list[int], duration: float) -> None:
                         r = wrk(url, c, duration, tmp, paths)
                         results[(name, c)] = r
                         after = answers_after(f"{base}/v1/runs/{run}")
-                        print(f"{name:14} {c:5d} {r['rps']:9.0f} {fmt(r['p50']):>8} "
-                              f"{fmt(r['p99']):>8} {r['errors']:6d} {r['timeouts']:8d}  {after}",
-                              flush=True)
+                        print(
+                            f"{name:14} {c:5d} {r['rps']:9.0f} {fmt(r['p50']):>8} "
+                            f"{fmt(r['p99']):>8} {r['errors']:6d} {r['timeouts']:8d}  {after}",
+                            flush=True,
+                        )
                 print("ratios to the bare endpoint of the same shape (req/s):")
                 for c in connections:
                     parts = []

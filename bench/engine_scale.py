@@ -51,25 +51,70 @@ def dumbbell(
 ) -> dict[str, Any]:
     """The scale cases' dumbbell: `flows` senders s0.. to the receiver rcv over `wan`."""
     queue = {"discipline": "droptail", "limit_packets": 1000}
-    nodes = [{"id": "ra", "kind": "router"}, {"id": "rb", "kind": "router"},
-             {"id": "rcv", "kind": "host"}]
-    links = [
-        {"id": "wan", "a": "ra", "b": "rb", "rate": rate, "delay": "20ms", "encap": "ppp",
-         "queue": queue},
-        {"id": "lr", "a": "rb", "b": "rcv", "rate": "10Gbps", "delay": "0.1ms", "encap": "ppp",
-         "queue": queue},
+    nodes = [
+        {"id": "ra", "kind": "router"},
+        {"id": "rb", "kind": "router"},
+        {"id": "rcv", "kind": "host"},
     ]
-    tcp = {"variant": variant, "sack": sack, "rcv_buf": window, "snd_buf": window,
-           "window_scaling": window > 65535, **tcp_extra}
+    links = [
+        {
+            "id": "wan",
+            "a": "ra",
+            "b": "rb",
+            "rate": rate,
+            "delay": "20ms",
+            "encap": "ppp",
+            "queue": queue,
+        },
+        {
+            "id": "lr",
+            "a": "rb",
+            "b": "rcv",
+            "rate": "10Gbps",
+            "delay": "0.1ms",
+            "encap": "ppp",
+            "queue": queue,
+        },
+    ]
+    tcp = {
+        "variant": variant,
+        "sack": sack,
+        "rcv_buf": window,
+        "snd_buf": window,
+        "window_scaling": window > 65535,
+        **tcp_extra,
+    }
     specs = []
     for i in range(flows):
         nodes.append({"id": f"s{i}", "kind": "host"})
-        links.append({"id": f"l{i}", "a": f"s{i}", "b": "ra", "rate": "10Gbps",
-                      "delay": "0.1ms", "encap": "ppp", "queue": queue})
-        specs.append({"id": f"f{i}", "kind": "tcp_bulk", "src": f"s{i}", "dst": "rcv",
-                      "stop": f"{duration:g}s", "tcp": dict(tcp)})
-    return {"name": name, "nodes": nodes, "links": links, "flows": specs,
-            "duration": f"{duration:g}s"}
+        links.append(
+            {
+                "id": f"l{i}",
+                "a": f"s{i}",
+                "b": "ra",
+                "rate": "10Gbps",
+                "delay": "0.1ms",
+                "encap": "ppp",
+                "queue": queue,
+            }
+        )
+        specs.append(
+            {
+                "id": f"f{i}",
+                "kind": "tcp_bulk",
+                "src": f"s{i}",
+                "dst": "rcv",
+                "stop": f"{duration:g}s",
+                "tcp": dict(tcp),
+            }
+        )
+    return {
+        "name": name,
+        "nodes": nodes,
+        "links": links,
+        "flows": specs,
+        "duration": f"{duration:g}s",
+    }
 
 
 def run(label: str, data: dict[str, Any]) -> tuple[tuple[float, float], Any]:
@@ -81,8 +126,11 @@ def run(label: str, data: dict[str, Any]) -> tuple[tuple[float, float], Any]:
     result = simulate(scenario)
     cpu = time.process_time() - cpu0
     rate = result.events / result.wall_time
-    print(f"  {label:<22} events {result.events:>10,}   wall {result.wall_time:7.2f} s   "
-          f"cpu {cpu:7.2f} s   {rate:>9,.0f} ev/s", end="")
+    print(
+        f"  {label:<22} events {result.events:>10,}   wall {result.wall_time:7.2f} s   "
+        f"cpu {cpu:7.2f} s   {rate:>9,.0f} ev/s",
+        end="",
+    )
     return (rate, result.events / max(cpu, 1e-9)), result
 
 
@@ -97,12 +145,22 @@ def window_curve(long: bool) -> None:
         rates = []
         for sack in (False, True):
             label = f"{window // 1024:>6} KiB sack={'on' if sack else 'off'}"
-            data = dumbbell(f"cubic-{window}-{sack}", flows=1, rate="1Gbps", variant="cubic",
-                            sack=sack, window=window, duration=duration)
+            data = dumbbell(
+                f"cubic-{window}-{sack}",
+                flows=1,
+                rate="1Gbps",
+                variant="cubic",
+                sack=sack,
+                window=window,
+                duration=duration,
+            )
             rate, result = run(label, data)
             flow = result.flows["f0"]
-            print(f"   goodput {flow.goodput_bps / 1e6:7.1f} Mb/s   drops "
-                  f"{result.links['wan:ra>rb'].drops:>5}", end="")
+            print(
+                f"   goodput {flow.goodput_bps / 1e6:7.1f} Mb/s   drops "
+                f"{result.links['wan:ra>rb'].drops:>5}",
+                end="",
+            )
             rates.append(rate)
             print(ratio(rates[1], rates[0]) if sack else "")
 
@@ -112,8 +170,15 @@ def flows_curve(long: bool) -> None:
     print(f"flows: NewReno, 64 KB windows, 100 Mb/s, {duration:g} s (ratio = over 1 flow)")
     base = None
     for n in (1, 10, 100, 1000):
-        data = dumbbell(f"newreno-{n}", flows=n, rate="100Mbps", variant="newreno",
-                        sack=False, window=65535, duration=duration)
+        data = dumbbell(
+            f"newreno-{n}",
+            flows=n,
+            rate="100Mbps",
+            variant="newreno",
+            sack=False,
+            window=65535,
+            duration=duration,
+        )
         rate, _ = run(f"{n:>5} flows", data)
         base = base or rate
         print(ratio(rate, base))
@@ -124,8 +189,15 @@ def rate_curve(long: bool) -> None:
     rates = ["10Mbps", "100Mbps", "1Gbps"] + (["10Gbps"] if long else [])
     print(f"rate: one CUBIC + SACK flow, 16 MiB window, {duration:g} s")
     for rate in rates:
-        data = dumbbell(f"cubic-sack-{rate}", flows=1, rate=rate, variant="cubic", sack=True,
-                        window=16 * MIB, duration=duration)
+        data = dumbbell(
+            f"cubic-sack-{rate}",
+            flows=1,
+            rate=rate,
+            variant="cubic",
+            sack=True,
+            window=16 * MIB,
+            duration=duration,
+        )
         _, result = run(f"{rate:>8}", data)
         print(f"   goodput {result.flows['f0'].goodput_bps / 1e6:8.1f} Mb/s")
 
@@ -136,45 +208,92 @@ def pacing_curve(long: bool) -> None:
     print(f"pacing: one SACK flow, 16 MiB window, {duration:g} s (ratio = over unpaced CUBIC)")
     for rate in rates:
         base = None
-        for label, variant, extra in (("cubic", "cubic", {}),
-                                      ("cubic paced", "cubic", {"pacing": True}),
-                                      ("bbr", "bbr", {})):
-            data = dumbbell(f"{label}-{rate}", flows=1, rate=rate, variant=variant, sack=True,
-                            window=16 * MIB, duration=duration, **extra)
+        for label, variant, extra in (
+            ("cubic", "cubic", {}),
+            ("cubic paced", "cubic", {"pacing": True}),
+            ("bbr", "bbr", {}),
+        ):
+            data = dumbbell(
+                f"{label}-{rate}",
+                flows=1,
+                rate=rate,
+                variant=variant,
+                sack=True,
+                window=16 * MIB,
+                duration=duration,
+                **extra,
+            )
             rates_, result = run(f"{rate:>8} {label}", data)
             base = base or rates_
             flow = result.flows["f0"]
-            print(f"   goodput {flow.goodput_bps / 1e6:7.1f} Mb/s" + ratio(rates_, base)
-                  + f"   ev/seg {result.events / max(flow.segments_sent, 1):.2f}")
+            print(
+                f"   goodput {flow.goodput_bps / 1e6:7.1f} Mb/s"
+                + ratio(rates_, base)
+                + f"   ev/seg {result.events / max(flow.segments_sent, 1):.2f}"
+            )
 
 
 def hub_and_spoke(items: int) -> dict[str, Any]:
     """Branches (a host and a router each) on a Frame Relay switch, a PVC each to the hub
     router, and a transfer each to the hub's server: six items per branch."""
     branches = max(1, (items - 5) // 6)
-    nodes = [{"id": "hub", "kind": "router"}, {"id": "srv", "kind": "host"},
-             {"id": "cloud", "kind": "fr_switch"}]
-    links = [{"id": "lan", "a": "hub", "b": "srv", "rate": "1Gbps"},
-             {"id": "acc", "a": "hub", "b": "cloud", "rate": "45Mbps", "delay": "5ms",
-              "encap": "frame_relay"}]
+    nodes = [
+        {"id": "hub", "kind": "router"},
+        {"id": "srv", "kind": "host"},
+        {"id": "cloud", "kind": "fr_switch"},
+    ]
+    links = [
+        {"id": "lan", "a": "hub", "b": "srv", "rate": "1Gbps"},
+        {
+            "id": "acc",
+            "a": "hub",
+            "b": "cloud",
+            "rate": "45Mbps",
+            "delay": "5ms",
+            "encap": "frame_relay",
+        },
+    ]
     pvcs, flows = [], []
     for i in range(branches):
         nodes += [{"id": f"br{i}", "kind": "router"}, {"id": f"h{i}", "kind": "host"}]
-        links += [{"id": f"a{i}", "a": f"br{i}", "b": "cloud", "rate": "T1", "delay": "10ms",
-                   "encap": "frame_relay"},
-                  {"id": f"e{i}", "a": f"h{i}", "b": f"br{i}", "rate": "100Mbps"}]
-        pvcs.append({"id": f"p{i}", "dlci": 16 + i % 990, "src": f"br{i}", "dst": "hub",
-                     "cir": "512kbps"})
-        flows.append({"id": f"f{i}", "kind": "tcp_bulk", "src": f"h{i}", "dst": "srv",
-                      "bytes": "1MB"})
-    return {"name": "hub-and-spoke", "duration": "600s", "nodes": nodes, "links": links,
-            "frame_relay": {"pvcs": pvcs}, "flows": flows}
+        links += [
+            {
+                "id": f"a{i}",
+                "a": f"br{i}",
+                "b": "cloud",
+                "rate": "T1",
+                "delay": "10ms",
+                "encap": "frame_relay",
+            },
+            {"id": f"e{i}", "a": f"h{i}", "b": f"br{i}", "rate": "100Mbps"},
+        ]
+        pvcs.append(
+            {"id": f"p{i}", "dlci": 16 + i % 990, "src": f"br{i}", "dst": "hub", "cir": "512kbps"}
+        )
+        flows.append(
+            {"id": f"f{i}", "kind": "tcp_bulk", "src": f"h{i}", "dst": "srv", "bytes": "1MB"}
+        )
+    return {
+        "name": "hub-and-spoke",
+        "duration": "600s",
+        "nodes": nodes,
+        "links": links,
+        "frame_relay": {"pvcs": pvcs},
+        "flows": flows,
+    }
 
 
 def dumbbell_items(items: int) -> dict[str, Any]:
     """The flows dumbbell with three items per sender (node, link, flow)."""
-    return dumbbell("dumbbell", flows=max(1, (items - 5) // 3), rate="100Mbps",
-                    variant="newreno", sack=False, window=65535, duration=20.0)
+    return dumbbell(
+        "dumbbell",
+        flows=max(1, (items - 5) // 3),
+        rate="100Mbps",
+        variant="newreno",
+        sack=False,
+        window=65535,
+        duration=20.0,
+    )
 
 
 def validate_curve(long: bool) -> None:
@@ -197,25 +316,39 @@ def validate_curve(long: bool) -> None:
                 for key, t in zip(times, (t1 - t0, t2 - t1, t3 - t2), strict=True):
                     times[key].append(t)
             medians[items] = {k: statistics.median(v) for k, v in times.items()}
-            count = (len(data["nodes"]) + len(data["links"]) + len(data["flows"])
-                     + len(data.get("frame_relay", {}).get("pvcs", [])))
+            count = (
+                len(data["nodes"])
+                + len(data["links"])
+                + len(data["flows"])
+                + len(data.get("frame_relay", {}).get("pvcs", []))
+            )
             row = "   ".join(f"{k} {v * 1e3:7.1f} ms" for k, v in medians[items].items())
             print(f"  {family.__name__:<14} {count:>5} items   {row}")
-        ratio = "   ".join(f"{k} x{medians[4000][k] / medians[400][k]:.1f}"
-                           for k in medians[400])
+        ratio = "   ".join(f"{k} x{medians[4000][k] / medians[400][k]:.1f}" for k in medians[400])
         print(f"  {family.__name__:<14} 4000 / 400     {ratio}")
 
 
-CURVES = {"window": window_curve, "flows": flows_curve, "rate": rate_curve,
-          "pacing": pacing_curve, "validate": validate_curve}
+CURVES = {
+    "window": window_curve,
+    "flows": flows_curve,
+    "rate": rate_curve,
+    "pacing": pacing_curve,
+    "validate": validate_curve,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--long", action="store_true",
-                        help="the scale cases' durations and the 10 Gb/s row (many minutes)")
-    parser.add_argument("--only", default=",".join(CURVES),
-                        help="comma-separated curves to run: " + ", ".join(CURVES))
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="the scale cases' durations and the 10 Gb/s row (many minutes)",
+    )
+    parser.add_argument(
+        "--only",
+        default=",".join(CURVES),
+        help="comma-separated curves to run: " + ", ".join(CURVES),
+    )
     args = parser.parse_args()
     for name in args.only.split(","):
         CURVES[name](args.long)

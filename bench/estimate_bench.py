@@ -58,8 +58,9 @@ def measure(base_url: str, study: str) -> dict[str, Any]:
                 break
         details = [client.get(r["links"]["self"]).json() for r in runs]
     busy = [
-        (datetime.fromisoformat(r["finished_at"]) - datetime.fromisoformat(r["started_at"]))
-        .total_seconds()
+        (
+            datetime.fromisoformat(r["finished_at"]) - datetime.fromisoformat(r["started_at"])
+        ).total_seconds()
         for r in runs
         if r["started_at"] and r["finished_at"]
     ]
@@ -125,7 +126,9 @@ def main() -> None:
                 subprocess.run(
                     [sys.executable, "-m", "alembic", "upgrade", "head"],
                     env={**os.environ, "DATABASE_URL": database},
-                    cwd=ROOT, check=True, capture_output=True,
+                    cwd=ROOT,
+                    check=True,
+                    capture_output=True,
                 )
             stack = start(WORKERS, Path(tmpdir), database)
             try:

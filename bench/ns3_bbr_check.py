@@ -139,31 +139,67 @@ def ns3_run(duration: float, loss: float, seed: int, delack: int) -> dict:
 
     if not hasattr(ns.cppyy.gbl, "tcpfr_check"):
         ns.cppyy.cppdef(CPP)
-    goodput, pacing, probe_rtt, q_mean, q_max = ns.cppyy.gbl.tcpfr_check.Run(duration, loss, seed, delack)
+    goodput, pacing, probe_rtt, q_mean, q_max = ns.cppyy.gbl.tcpfr_check.Run(
+        duration, loss, seed, delack
+    )
     c = RATE * MSS / (MSS + 40 + 2)
-    return {"goodput/C": goodput / c, "pacing/C": pacing / c, "probe_rtt": probe_rtt,
-            "queue_mean": q_mean, "queue_max": q_max}
+    return {
+        "goodput/C": goodput / c,
+        "pacing/C": pacing / c,
+        "probe_rtt": probe_rtt,
+        "queue_mean": q_mean,
+        "queue_max": q_max,
+    }
 
 
 def engine_run(duration: float, loss: float, seed: int, delack: int) -> dict:
-    tcp = {"variant": "bbr", "sack": True, "mss": MSS, "rcv_buf": 16_000_000,
-           "snd_buf": 16_000_000, "window_scaling": True, "initial_cwnd": 10,
-           "min_rto": 0.2, "delayed_ack": {"enabled": delack > 1, "count": max(delack, 1),
-                                             "timeout": 0.2}}
-    access = {"rate": 100e6, "delay": 0.0001, "encap": "ppp",
-              "queue": {"discipline": "droptail", "limit_packets": 1000}}
-    wan = {"id": "wan", "a": "r1", "b": "r2", "rate": RATE, "delay": 0.02, "encap": "ppp",
-           "queue": {"discipline": "droptail", "limit_packets": 100}}
+    tcp = {
+        "variant": "bbr",
+        "sack": True,
+        "mss": MSS,
+        "rcv_buf": 16_000_000,
+        "snd_buf": 16_000_000,
+        "window_scaling": True,
+        "initial_cwnd": 10,
+        "min_rto": 0.2,
+        "delayed_ack": {"enabled": delack > 1, "count": max(delack, 1), "timeout": 0.2},
+    }
+    access = {
+        "rate": 100e6,
+        "delay": 0.0001,
+        "encap": "ppp",
+        "queue": {"discipline": "droptail", "limit_packets": 1000},
+    }
+    wan = {
+        "id": "wan",
+        "a": "r1",
+        "b": "r2",
+        "rate": RATE,
+        "delay": 0.02,
+        "encap": "ppp",
+        "queue": {"discipline": "droptail", "limit_packets": 100},
+    }
     if loss:
         wan["loss"] = {"model": "bernoulli", "rate": loss}
-    scenario = Scenario.model_validate({
-        "name": "ns3-bbr-check", "seed": seed, "duration": duration,
-        "nodes": [{"id": "h1", "kind": "host"}, {"id": "r1", "kind": "router"},
-                  {"id": "r2", "kind": "router"}, {"id": "h2", "kind": "host"}],
-        "links": [{"id": "l1", "a": "h1", "b": "r1", **access}, wan,
-                  {"id": "l2", "a": "r2", "b": "h2", **access}],
-        "flows": [{"id": "f", "kind": "tcp_bulk", "src": "h1", "dst": "h2", "tcp": tcp}],
-    })
+    scenario = Scenario.model_validate(
+        {
+            "name": "ns3-bbr-check",
+            "seed": seed,
+            "duration": duration,
+            "nodes": [
+                {"id": "h1", "kind": "host"},
+                {"id": "r1", "kind": "router"},
+                {"id": "r2", "kind": "router"},
+                {"id": "h2", "kind": "host"},
+            ],
+            "links": [
+                {"id": "l1", "a": "h1", "b": "r1", **access},
+                wan,
+                {"id": "l2", "a": "r2", "b": "h2", **access},
+            ],
+            "flows": [{"id": "f", "kind": "tcp_bulk", "src": "h1", "dst": "h2", "tcp": tcp}],
+        }
+    )
     result = simulate(scenario)
     c = RATE * MSS / wire_bytes("ppp", MSS + 40)
     pacing = result.series["flow.f.pacing_rate"]
@@ -175,9 +211,13 @@ def engine_run(duration: float, loss: float, seed: int, delack: int) -> dict:
     states = result.series["flow.f.bbr_state"].v
     probe_rtt = sum(1 for a, b in zip(states, states[1:], strict=False) if b == 3 and a != 3)
     link = result.links["wan:r1>r2"]
-    return {"goodput/C": result.flows["f"].goodput_bps / c,
-            "pacing/C": held.most_common(1)[0][0] / c, "probe_rtt": probe_rtt,
-            "queue_mean": link.queue_mean, "queue_max": link.queue_max}
+    return {
+        "goodput/C": result.flows["f"].goodput_bps / c,
+        "pacing/C": held.most_common(1)[0][0] / c,
+        "probe_rtt": probe_rtt,
+        "queue_mean": link.queue_mean,
+        "queue_max": link.queue_max,
+    }
 
 
 def main() -> None:

@@ -81,23 +81,62 @@ ROWS = [
 
 
 def engine_bps(tcp: dict, seed: int) -> float:
-    scenario = Scenario.model_validate({
-        "name": "ns3-crosscheck", "seed": seed, "duration": DURATION,
-        "nodes": [{"id": "a", "kind": "host"}, {"id": "b", "kind": "host"}],
-        "links": [{"id": "l", "a": "a", "b": "b", "rate": "10Mbps", "delay": "50ms",
-                   "encap": "ppp", "queue": {"limit_packets": 10000},
-                   "loss": {"model": "bernoulli", "rate": LOSS, "direction": "a_to_b"}}],
-        "flows": [{"id": "f", "kind": "tcp_bulk", "src": "a", "dst": "b", "tcp": {
-            "mss": 1460, "initial_cwnd": 1, "rcv_buf": 10_000_000, "window_scaling": True,
-            "sack": True, "min_rto": "1s", **tcp}}],
-    })
+    scenario = Scenario.model_validate(
+        {
+            "name": "ns3-crosscheck",
+            "seed": seed,
+            "duration": DURATION,
+            "nodes": [{"id": "a", "kind": "host"}, {"id": "b", "kind": "host"}],
+            "links": [
+                {
+                    "id": "l",
+                    "a": "a",
+                    "b": "b",
+                    "rate": "10Mbps",
+                    "delay": "50ms",
+                    "encap": "ppp",
+                    "queue": {"limit_packets": 10000},
+                    "loss": {"model": "bernoulli", "rate": LOSS, "direction": "a_to_b"},
+                }
+            ],
+            "flows": [
+                {
+                    "id": "f",
+                    "kind": "tcp_bulk",
+                    "src": "a",
+                    "dst": "b",
+                    "tcp": {
+                        "mss": 1460,
+                        "initial_cwnd": 1,
+                        "rcv_buf": 10_000_000,
+                        "window_scaling": True,
+                        "sack": True,
+                        "min_rto": "1s",
+                        **tcp,
+                    },
+                }
+            ],
+        }
+    )
     return simulate(scenario).flows["f"].goodput_bps
 
 
 def ns3_bps(python: str, type_id: str, seed: int, timestamps: bool) -> float:
-    out = subprocess.run([python, "-c", NS3_SCRIPT, type_id, str(seed), str(DURATION),
-                          str(LOSS), "1" if timestamps else "0"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            python,
+            "-c",
+            NS3_SCRIPT,
+            type_id,
+            str(seed),
+            str(DURATION),
+            str(LOSS),
+            "1" if timestamps else "0",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return float(out.strip().splitlines()[-1])
 
 
@@ -108,17 +147,23 @@ def main() -> None:
     args = parser.parse_args()
     seeds = range(1, args.seeds + 1)
     ns3_cache: dict[tuple[str, bool], float] = {}
-    print(f"goodput, kbit/s, mean of {args.seeds} seeds; p = {LOSS:.0%}, 10 Mb/s, RTT 100 ms;"
-          " ns-3 with its default timestamps option, then without")
+    print(
+        f"goodput, kbit/s, mean of {args.seeds} seeds; p = {LOSS:.0%}, 10 Mb/s, RTT 100 ms;"
+        " ns-3 with its default timestamps option, then without"
+    )
     for name, tcp, type_id in ROWS:
-        engine = (f"{statistics.mean(engine_bps(tcp, s) for s in seeds) / 1e3:8.1f}"
-                  if tcp is not None else "       -")
+        engine = (
+            f"{statistics.mean(engine_bps(tcp, s) for s in seeds) / 1e3:8.1f}"
+            if tcp is not None
+            else "       -"
+        )
         ns3 = ""
         if args.ns3_python:
             for ts in (True, False):
                 if (type_id, ts) not in ns3_cache:
                     ns3_cache[type_id, ts] = statistics.mean(
-                        ns3_bps(args.ns3_python, type_id, s, ts) for s in seeds)
+                        ns3_bps(args.ns3_python, type_id, s, ts) for s in seeds
+                    )
                 ns3 += f" {ns3_cache[type_id, ts] / 1e3:8.1f}"
         print(f"  {name:20s} engine {engine}   ns-3 {type_id:13s}{ns3}")
 

@@ -37,10 +37,14 @@ def engine_alone(study: str, jobs: int) -> float:
 
 
 def through_api(mode: str, study: str, workers: int) -> tuple[float, int, str]:
-    with tempfile.TemporaryDirectory() as tmp, service(mode, Path(tmp), workers=workers) as (
-        base,
-        _env,
-    ), httpx.Client(base_url=base, timeout=120) as client:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        service(mode, Path(tmp), workers=workers) as (
+            base,
+            _env,
+        ),
+        httpx.Client(base_url=base, timeout=120) as client,
+    ):
         time.sleep(2)  # let the worker processes finish starting
         t0 = time.perf_counter()
         r = client.post(f"/v1/presets/{study}/sweep", json={"cache": "refresh"})

@@ -85,7 +85,11 @@ class Client:
     """One API server. ``url`` and ``key`` default to ``TCPFR_URL`` and ``TCPFR_API_KEY``."""
 
     def __init__(
-        self, url: str | None = None, *, key: str | None = None, timeout: float = 60.0,
+        self,
+        url: str | None = None,
+        *,
+        key: str | None = None,
+        timeout: float = 60.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = (url or os.environ.get("TCPFR_URL") or DEFAULT_URL).rstrip("/")
@@ -139,8 +143,12 @@ class Client:
     ) -> Run:
         """Submit a run (one of ``preset``, ``scenario``, ``scenario_id``); returns at once."""
         body: dict[str, Any] = {}
-        for name, value in (("preset", preset), ("scenario", scenario), ("seed", seed),
-                            ("cache", cache)):
+        for name, value in (
+            ("preset", preset),
+            ("scenario", scenario),
+            ("seed", seed),
+            ("cache", cache),
+        ):
             if value is not None:
                 body[name] = value
         if scenario_id is not None:
@@ -158,20 +166,31 @@ class Client:
         return SeriesIndex.model_validate(self._json("GET", f"/v1/runs/{run_id}/series"))
 
     def series_data(
-        self, run_id: str | uuid.UUID, key: str, *, max_points: int | None = None,
-        start: float | None = None, end: float | None = None,
+        self,
+        run_id: str | uuid.UUID,
+        key: str,
+        *,
+        max_points: int | None = None,
+        start: float | None = None,
+        end: float | None = None,
     ) -> SeriesData:
         params = _params(max_points=max_points, start=start, end=end)
         return SeriesData.model_validate(
             self._json("GET", f"/v1/runs/{run_id}/series/{key}", params=params)
         )
 
-    def series_csv(self, run_id: str | uuid.UUID, key: str, *, max_points: int | None = None) -> str:
+    def series_csv(
+        self, run_id: str | uuid.UUID, key: str, *, max_points: int | None = None
+    ) -> str:
         params = _params(max_points=max_points, format="csv")
         return self.request("GET", f"/v1/runs/{run_id}/series/{key}", params=params).text
 
     def series(
-        self, run_id: str | uuid.UUID, key: str, *, max_points: int | None = None,
+        self,
+        run_id: str | uuid.UUID,
+        key: str,
+        *,
+        max_points: int | None = None,
         frame: bool | None = None,
     ) -> Any:
         """One series: a pandas DataFrame (columns t, v) when pandas is installed (or
@@ -192,7 +211,11 @@ class Client:
         return out
 
     def pcap(
-        self, run_id: str | uuid.UUID, link: str, *, direction: str | None = None,
+        self,
+        run_id: str | uuid.UUID,
+        link: str,
+        *,
+        direction: str | None = None,
         path: str | Path | None = None,
     ) -> bytes:
         """A run's packet capture of ``link`` (libpcap bytes; Wireshark opens them), written
@@ -208,7 +231,10 @@ class Client:
     # --- sweeps -------------------------------------------------------------------------
 
     def sweep(
-        self, body: dict[str, Any] | None = None, *, preset: str | None = None,
+        self,
+        body: dict[str, Any] | None = None,
+        *,
+        preset: str | None = None,
         **options: Any,
     ) -> Sweep:
         """Submit a sweep: a `POST /v1/sweeps` body, or a study ``preset`` with optional
@@ -268,7 +294,10 @@ class Run:
         return self
 
     def wait(
-        self, *, timeout: float | None = None, progress: Progress | None = None,
+        self,
+        *,
+        timeout: float | None = None,
+        progress: Progress | None = None,
         check: bool = True,
     ) -> Run:
         """Poll until the run has finished; ``progress(fraction, status)`` on each change.
@@ -301,8 +330,9 @@ class Run:
     def export(self, path: str | Path) -> Path:
         return self.client.export(self.id, path)
 
-    def pcap(self, link: str, *, direction: str | None = None,
-             path: str | Path | None = None) -> bytes:
+    def pcap(
+        self, link: str, *, direction: str | None = None, path: str | Path | None = None
+    ) -> bytes:
         return self.client.pcap(self.id, link, direction=direction, path=path)
 
 
@@ -328,7 +358,10 @@ class Sweep:
         return self
 
     def wait(
-        self, *, timeout: float | None = None, progress: Progress | None = None,
+        self,
+        *,
+        timeout: float | None = None,
+        progress: Progress | None = None,
         check: bool = True,
     ) -> Sweep:
         """Poll until every run has finished; ``Failed`` unless all succeeded (or not
@@ -349,8 +382,11 @@ class Sweep:
             self.refresh()
         if check and self.status != "succeeded":
             c = self.doc.progress.counts
-            raise Failed(f"sweep {self.id}", self.status,
-                         f"{c.succeeded} succeeded, {c.failed} failed, {c.cancelled} cancelled")
+            raise Failed(
+                f"sweep {self.id}",
+                self.status,
+                f"{c.succeeded} succeeded, {c.failed} failed, {c.cancelled} cancelled",
+            )
         return self
 
     def summary(self) -> dict[str, Any]:
@@ -370,7 +406,9 @@ def _problem(resp: httpx.Response) -> Problem:
     except ValueError:
         # Not problem+json (a proxy's page, say): keep what can be said.
         return Problem(
-            type="about:blank", title=resp.reason_phrase or "Error", status=resp.status_code,
+            type="about:blank",
+            title=resp.reason_phrase or "Error",
+            status=resp.status_code,
             detail=resp.text[:500] or None,
         )
 

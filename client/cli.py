@@ -83,8 +83,10 @@ def _fmt(x: Any, unit: str = "", digits: int = 1) -> str:
 def print_run(run: RunOut, out: TextIO = sys.stdout) -> None:
     w = out.write
     cached = f" (cache hit of {run.source_run_id})" if run.cache_hit else ""
-    w(f"run {run.id}  {run.status.value}{cached}  {run.scenario_name}  seed {run.seed}  "
-      f"engine {run.engine_version}\n")
+    w(
+        f"run {run.id}  {run.status.value}{cached}  {run.scenario_name}  seed {run.seed}  "
+        f"engine {run.engine_version}\n"
+    )
     if run.error:
         w(f"error: {run.error.type}: {run.error.message}\n")
     if run.summary is None:
@@ -96,12 +98,16 @@ def print_run(run: RunOut, out: TextIO = sys.stdout) -> None:
     for fid, f in s.flows.items():
         limit = ((run.diagnosis or {}).get(fid) or {}).get("limit", "-")
         if f.get("kind") == "tcp":
-            w(f"  {fid:<12} time {_fmt(f.get('completion_time'), ' s')}  goodput "
-              f"{_fmt((f.get('goodput_bps') or 0) / 1e3, ' kbit/s')}  retx "
-              f"{f.get('retransmissions')}  timeouts {f.get('timeouts')}  limit: {limit}\n")
+            w(
+                f"  {fid:<12} time {_fmt(f.get('completion_time'), ' s')}  goodput "
+                f"{_fmt((f.get('goodput_bps') or 0) / 1e3, ' kbit/s')}  retx "
+                f"{f.get('retransmissions')}  timeouts {f.get('timeouts')}  limit: {limit}\n"
+            )
         else:
-            w(f"  {fid:<12} throughput {_fmt((f.get('throughput_bps') or 0) / 1e3, ' kbit/s')}"
-              f"  plr {_fmt(f.get('plr'), '', 4)}  limit: {limit}\n")
+            w(
+                f"  {fid:<12} throughput {_fmt((f.get('throughput_bps') or 0) / 1e3, ' kbit/s')}"
+                f"  plr {_fmt(f.get('plr'), '', 4)}  limit: {limit}\n"
+            )
         advice = ((run.diagnosis or {}).get(fid) or {}).get("advice")
         if advice:
             w(f"      {advice}\n")
@@ -119,11 +125,7 @@ def print_problem(exc: ApiError, out: TextIO = sys.stderr) -> None:
 
 
 def _looks_like_file(target: str) -> bool:
-    return (
-        Path(target).is_file()
-        or os.sep in target
-        or target.endswith((".yaml", ".yml", ".json"))
-    )
+    return Path(target).is_file() or os.sep in target or target.endswith((".yaml", ".yml", ".json"))
 
 
 def load_document(path: str) -> Any:
@@ -175,8 +177,9 @@ def _run_code(run: RunOut) -> int:
 
 
 def cmd_sweep(client: Client, args: argparse.Namespace) -> int:
-    options = {k: v for k, v in (("replications", args.replications), ("seed", args.seed))
-               if v is not None}
+    options = {
+        k: v for k, v in (("replications", args.replications), ("seed", args.seed)) if v is not None
+    }
     if args.refresh:
         options["cache"] = "refresh"
     if (args.file is None) == (args.preset is None):
@@ -196,9 +199,11 @@ def cmd_sweep(client: Client, args: argparse.Namespace) -> int:
     else:
         d = sweep.doc
         c = d.progress.counts
-        print(f"sweep {d.id}  {d.status}  {d.name}  {d.run_count} runs ({d.cache_hits} from "
-              f"the cache): {c.succeeded} succeeded, {c.failed} failed, {c.cancelled} "
-              f"cancelled, {c.queued + c.running} to go")
+        print(
+            f"sweep {d.id}  {d.status}  {d.name}  {d.run_count} runs ({d.cache_hits} from "
+            f"the cache): {c.succeeded} succeeded, {c.failed} failed, {c.cancelled} "
+            f"cancelled, {c.queued + c.running} to go"
+        )
         if d.status in ("succeeded", "partial"):
             for line in sweep.summary().get("conclusions", []):
                 print(f"  {line}")
@@ -216,8 +221,10 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
             _print_json(sweep.doc)
         else:
             p = sweep.doc.progress
-            print(f"sweep {sweep.id}: {sweep.status} {p.fraction:.0%} "
-                  f"({p.finished} of {sweep.doc.run_count} runs finished)")
+            print(
+                f"sweep {sweep.id}: {sweep.status} {p.fraction:.0%} "
+                f"({p.finished} of {sweep.doc.run_count} runs finished)"
+            )
         return FAILED if sweep.status in ("failed", "cancelled", "partial") else OK
     if args.json:
         _print_json(run.doc)
@@ -236,8 +243,10 @@ def cmd_series(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         _print_json(data)
         return OK
-    print(f"# {data.key} ({data.unit}): {data.points} of {data.length} samples"
-          + (" (downsampled, MinMaxLTTB)" if data.downsampled else ""))
+    print(
+        f"# {data.key} ({data.unit}): {data.points} of {data.length} samples"
+        + (" (downsampled, MinMaxLTTB)" if data.downsampled else "")
+    )
     print("t\tv")
     for t, v in zip(data.t, data.v, strict=True):
         print(f"{t!r}\t{'' if v is None else repr(v)}")
@@ -250,14 +259,20 @@ def cmd_compare(client: Client, args: argparse.Namespace) -> int:
         _print_json(doc)
         return OK
     metrics = [(m["flow"], m["metric"], m["unit"]) for m in doc.get("metrics", [])]
-    shown = [m for m in metrics if m[1] in ("completion_time", "goodput_bps", "throughput_bps",
-                                            "retransmissions")]
+    shown = [
+        m
+        for m in metrics
+        if m[1] in ("completion_time", "goodput_bps", "throughput_bps", "retransmissions")
+    ]
     header = ["point", "runs", "parameters"] + [f"{f}.{m} ({u})" for f, m, u in shown]
     print(" | ".join(header))
     for p in doc.get("points", []):
         params = ", ".join(f"{k}={v}" for k, v in p.get("parameters", {}).items()) or "-"
-        cells = [str(p["index"]) + (" (baseline)" if p.get("is_baseline") else ""),
-                 str(len(p.get("run_ids", []))), params]
+        cells = [
+            str(p["index"]) + (" (baseline)" if p.get("is_baseline") else ""),
+            str(len(p.get("run_ids", []))),
+            params,
+        ]
         for f, m, _u in shown:
             stat = p.get("metrics", {}).get(f, {}).get(m) or {}
             cells.append(_fmt(stat.get("mean"), "", 3))
@@ -295,7 +310,8 @@ def cmd_presets(client: Client, args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(
-        prog="tcpfr", description="The tcpfr simulation service from a shell.",
+        prog="tcpfr",
+        description="The tcpfr simulation service from a shell.",
         epilog="Exit codes: 0 done, 1 run/sweep failed, 2 bad input, 3 server unreachable.",
     )
     top.add_argument("--url", help="API base URL (default: $TCPFR_URL or http://127.0.0.1:8000)")
@@ -303,8 +319,12 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     sub = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    def command(name: str, fn: Callable[[Client, argparse.Namespace], int], help: str,
-                json_flag: bool = True) -> argparse.ArgumentParser:
+    def command(
+        name: str,
+        fn: Callable[[Client, argparse.Namespace], int],
+        help: str,
+        json_flag: bool = True,
+    ) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         p.set_defaults(fn=fn)
         if json_flag:
@@ -312,11 +332,17 @@ def parser() -> argparse.ArgumentParser:
         return p
 
     p = command("run", cmd_run, "submit a run of a preset or a scenario file")
-    p.add_argument("target", metavar="PRESET|FILE",
-                   help="a preset name, a scenario YAML/JSON file, or a POST /v1/runs body file")
+    p.add_argument(
+        "target",
+        metavar="PRESET|FILE",
+        help="a preset name, a scenario YAML/JSON file, or a POST /v1/runs body file",
+    )
     p.add_argument("--seed", type=int)
-    p.add_argument("--refresh", action="store_true",
-                   help="simulate even if the result is stored (cache: refresh)")
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="simulate even if the result is stored (cache: refresh)",
+    )
     p.add_argument("--wait", action="store_true", help="wait until it has finished")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress while waiting")
 
@@ -325,8 +351,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", metavar="NAME", help="a study preset (riverbed-study, ...)")
     p.add_argument("--replications", type=int)
     p.add_argument("--seed", type=int)
-    p.add_argument("--refresh", action="store_true",
-                   help="simulate every run even if stored (cache: refresh)")
+    p.add_argument(
+        "--refresh", action="store_true", help="simulate every run even if stored (cache: refresh)"
+    )
     p.add_argument("--wait", action="store_true", help="wait until every run has finished")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress while waiting")
 
@@ -343,14 +370,22 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--baseline", metavar="ID")
 
-    p = command("export", cmd_export, "download a run's or a sweep's export bundle (zip)",
-                json_flag=False)
+    p = command(
+        "export", cmd_export, "download a run's or a sweep's export bundle (zip)", json_flag=False
+    )
     p.add_argument("id", metavar="ID")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="default: tcpfr-ID.zip (tcpfr-ID-LINK.pcap with --pcap)")
-    p.add_argument("--pcap", metavar="LINK[:DIRECTION]",
-                   help="the run's packet capture of LINK (libpcap) instead of the bundle; "
-                   "DIRECTION (a_to_b, b_to_a, both) when the link was captured more than once")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="default: tcpfr-ID.zip (tcpfr-ID-LINK.pcap with --pcap)",
+    )
+    p.add_argument(
+        "--pcap",
+        metavar="LINK[:DIRECTION]",
+        help="the run's packet capture of LINK (libpcap) instead of the bundle; "
+        "DIRECTION (a_to_b, b_to_a, both) when the link was captured more than once",
+    )
 
     command("presets", cmd_presets, "the presets (seed studies)")
     return top

@@ -219,7 +219,20 @@ class SweepOut(_Doc):
 
 #: Every model checked against the OpenAPI document.
 MODELS: list[type[_Doc]] = [
-    FieldError, Problem, PresetOut, RunError, RunLinks, RunSummary, CaptureOut, RunOut,
+    FieldError,
+    Problem,
+    PresetOut,
+    RunError,
+    RunLinks,
+    RunSummary,
+    CaptureOut,
+    RunOut,
     SeriesInfo,
-    SeriesIndex, SeriesData, RunCounts, SweepProgress, SweepLinks, SweepPoint, SweepOut,
+    SeriesIndex,
+    SeriesData,
+    RunCounts,
+    SweepProgress,
+    SweepLinks,
+    SweepPoint,
+    SweepOut,
 ]

@@ -59,9 +59,7 @@ def path_facts(scenario: Scenario) -> dict[str, PathFacts]:
     return _analyse(scenario, routing.Topology(scenario))[0]
 
 
-def _analyse(
-    scenario: Scenario, topo: routing.Topology
-) -> tuple[dict[str, PathFacts], float]:
+def _analyse(scenario: Scenario, topo: routing.Topology) -> tuple[dict[str, PathFacts], float]:
     """Each flow's facts, and when the run is expected to end (simulated seconds). Routes
     come from one `Topology`: thousands of flows share a few paths, and a dry run (every run
     request's budget check) must stay cheap for any valid scenario."""
@@ -122,24 +120,41 @@ def _analyse(
         base_rtt = window = window_bps = bdp = None
         if isinstance(f, TcpBulkFlow):
             back = topo.route(f.dst, f.src) or []
-            ack_way = sum(links[h.link_id].delay
-                          + link_wire(links[h.link_id], TCP_IP_HEADERS) * 8
-                          / links[h.link_id].rate for h in back)
+            ack_way = sum(
+                links[h.link_id].delay
+                + link_wire(links[h.link_id], TCP_IP_HEADERS) * 8 / links[h.link_id].rate
+                for h in back
+            )
             window = effective_window(f.tcp)
             if window < payload:
                 # Segments are cut to the window: the round trip of the smaller packet.
-                one_way = sum(links[h.link_id].delay
-                              + link_wire(links[h.link_id], window + TCP_IP_HEADERS)
-                              * 8 / links[h.link_id].rate for h in hops)
+                one_way = sum(
+                    links[h.link_id].delay
+                    + link_wire(links[h.link_id], window + TCP_IP_HEADERS)
+                    * 8
+                    / links[h.link_id].rate
+                    for h in hops
+                )
             base_rtt = one_way + ack_way
             window_bps = window * 8 / base_rtt if base_rtt > 0 else math.inf
             bdp = capacity * base_rtt / 8
         facts[f.id] = PathFacts(
-            flow=f.id, kind=f.kind, path=[_port_key(h) for h in hops], hops=len(hops),
-            base_rtt=base_rtt, one_way_delay=one_way, bottleneck=key,
-            bottleneck_rate_bps=rate, link_bps=capacity, share_bps=share,
-            window_bytes=window, window_bps=window_bps, pvc=pvc_id, bdp_bytes=bdp,
-            est_packets=0, est_events=0,
+            flow=f.id,
+            kind=f.kind,
+            path=[_port_key(h) for h in hops],
+            hops=len(hops),
+            base_rtt=base_rtt,
+            one_way_delay=one_way,
+            bottleneck=key,
+            bottleneck_rate_bps=rate,
+            link_bps=capacity,
+            share_bps=share,
+            window_bytes=window,
+            window_bps=window_bps,
+            pvc=pvc_id,
+            bdp_bytes=bdp,
+            est_packets=0,
+            est_events=0,
         )
     horizon = _estimate(scenario, facts, routes, topo)
     return facts, horizon
@@ -169,8 +184,7 @@ def _total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> d
         "packets": min(sum(v.est_packets for v in facts.values()), MOST),
         # A captured packet costs about an event more: its record, then its headers.
         "events": min(
-            sum(v.est_events for v in facts.values()) + _run_events(scenario, horizon)
-            + captured,
+            sum(v.est_events for v in facts.values()) + _run_events(scenario, horizon) + captured,
             MOST,
         ),
         "sim_time": horizon,
@@ -197,8 +211,9 @@ def _captures(scenario: Scenario, facts: dict[str, PathFacts]) -> tuple[int, int
             flows = flows & set(capture.flows)
         n = min(capture.max_packets, sum(facts[k].est_packets for k in flows))
         packets += n
-        size += PCAP_FILE_HEADER + n * (PCAP_RECORD_HEADER + min(capture.snaplen,
-                                                                 mtu[capture.link]))
+        size += PCAP_FILE_HEADER + n * (
+            PCAP_RECORD_HEADER + min(capture.snaplen, mtu[capture.link])
+        )
     return packets, size
 
 
@@ -410,9 +425,7 @@ def _estimate(
     when the run is expected to end."""
     links = _links(scenario)
     backs = {
-        f.id: topo.route(f.dst, f.src) or []
-        for f in scenario.flows
-        if isinstance(f, TcpBulkFlow)
+        f.id: topo.route(f.dst, f.src) or [] for f in scenario.flows if isinstance(f, TcpBulkFlow)
     }
     plans = _plans(scenario, facts, routes, backs, links)
     horizon = _horizon(scenario, plans)

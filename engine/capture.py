@@ -81,8 +81,21 @@ class Tap:
         if len(records) >= self.limit:
             self.missed += 1
             return
-        records.append((t, pkt.flow, pkt.kind, pkt.seq, pkt.length, pkt.ack, pkt.wnd, pkt.sack,
-                        pkt.ece, pkt.path, pkt.hop))
+        records.append(
+            (
+                t,
+                pkt.flow,
+                pkt.kind,
+                pkt.seq,
+                pkt.length,
+                pkt.ack,
+                pkt.wnd,
+                pkt.sack,
+                pkt.ece,
+                pkt.path,
+                pkt.hop,
+            )
+        )
 
 
 class TapPoint:
@@ -176,8 +189,18 @@ def _checksum(*parts: bytes) -> int:
 class _Endpoints:
     """Everything a flow's headers need that is the same for all its packets."""
 
-    __slots__ = ("src", "dst", "sport", "dport", "isn_src", "isn_dst", "shift", "window",
-                 "syn_options", "tcp")
+    __slots__ = (
+        "src",
+        "dst",
+        "sport",
+        "dport",
+        "isn_src",
+        "isn_dst",
+        "shift",
+        "window",
+        "syn_options",
+        "tcp",
+    )
 
     def __init__(self, flow, index: int, addrs: dict[str, bytes]):
         spec = flow.spec
@@ -206,8 +229,9 @@ class _Endpoints:
         self.syn_options = options
 
 
-def _tcp_segment(ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int,
-                 sack, ece: bool) -> tuple[bytes, bytes, bytes, int]:
+def _tcp_segment(
+    ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int, sack, ece: bool
+) -> tuple[bytes, bytes, bytes, int]:
     """(source address, destination address, TCP header without checksum, payload length)."""
     options = b""
     if kind == Kind.DATA or kind == Kind.SYN:
@@ -231,23 +255,37 @@ def _tcp_segment(ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wn
         number, ack_number, flags = base + 1, peer + 1 + ack, ACK
         window = min(wnd >> ep.shift, 0xFFFF)
         if sack:
-            options = NOP * 2 + struct.pack("!BB", 5, 2 + 8 * len(sack)) + b"".join(
-                struct.pack("!II", (peer + 1 + s) & 0xFFFFFFFF, (peer + 1 + e) & 0xFFFFFFFF)
-                for s, e in sack
+            options = (
+                NOP * 2
+                + struct.pack("!BB", 5, 2 + 8 * len(sack))
+                + b"".join(
+                    struct.pack("!II", (peer + 1 + s) & 0xFFFFFFFF, (peer + 1 + e) & 0xFFFFFFFF)
+                    for s, e in sack
+                )
             )
     if ece:
         flags |= ECE
     offset = (TCP_HEADER + len(options)) // 4
-    header = struct.pack(
-        "!HHIIBBHHH", sport, dport, number & 0xFFFFFFFF, ack_number & 0xFFFFFFFF,
-        offset << 4, flags, window, 0, 0,
-    ) + options
+    header = (
+        struct.pack(
+            "!HHIIBBHHH",
+            sport,
+            dport,
+            number & 0xFFFFFFFF,
+            ack_number & 0xFFFFFFFF,
+            offset << 4,
+            flags,
+            window,
+            0,
+            0,
+        )
+        + options
+    )
     return src, dst, header, length
 
 
 def _ip_header(src: bytes, dst: bytes, proto: int, total: int, ttl: int) -> bytes:
-    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0, DONT_FRAGMENT, ttl, proto, 0,
-                         src, dst)
+    header = struct.pack("!BBHHHBBH4s4s", 0x45, 0, total, 0, DONT_FRAGMENT, ttl, proto, 0, src, dst)
     return header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
 
 
@@ -302,4 +340,3 @@ def pcap_file(tap: Tap, scenario: Scenario, flows: list, end: float) -> tuple[by
             out.append(bytes(kept - len(headers)))
         written += 1
     return b"".join(out), written
-

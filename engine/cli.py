@@ -1,9 +1,9 @@
 """`python -m engine`: run a preset or scenario file, list presets, run a study locally.
 
-    python -m engine run PRESET_OR_FILE [--json] [--seed N] [--pcap-dir DIR]
-    python -m engine presets
-    python -m engine study NAME_OR_FILE [--json] [--jobs N]
-    python -m engine findings [--write] [--jobs N]
+python -m engine run PRESET_OR_FILE [--json] [--seed N] [--pcap-dir DIR]
+python -m engine presets
+python -m engine study NAME_OR_FILE [--json] [--jobs N]
+python -m engine findings [--write] [--jobs N]
 """
 
 from __future__ import annotations
@@ -42,50 +42,64 @@ def _fmt(x, unit: str = "", digits: int = 3) -> str:
 
 def print_result(result, out=sys.stdout) -> None:
     w = out.write
-    w(f"sim_time {result.sim_time:.3f} s   events {result.events:,}   "
-      f"wall {result.wall_time:.2f} s   seed {result.seed}   engine {result.engine_version}\n")
+    w(
+        f"sim_time {result.sim_time:.3f} s   events {result.events:,}   "
+        f"wall {result.wall_time:.2f} s   seed {result.seed}   engine {result.engine_version}\n"
+    )
     for warning in result.warnings:
         w(f"warning: {warning}\n")
     w("\nflows\n")
     for fid, f in result.flows.items():
         if f.kind == "tcp":
-            w(f"  {fid:<12} completed={f.completed} time={_fmt(f.completion_time, ' s')} "
-              f"goodput={_fmt(f.goodput_bps / 1e3, ' kbit/s', 1)} "
-              f"delivered={_fmt(f.bytes_delivered, ' B')} segs={f.segments_sent:,} "
-              f"retx={f.retransmissions} timeouts={f.timeouts} fast_retx={f.fast_retransmits} "
-              f"rtt_mean={_fmt(f.rtt_mean, ' s')} cwnd_max={f.cwnd_max:,}\n")
+            w(
+                f"  {fid:<12} completed={f.completed} time={_fmt(f.completion_time, ' s')} "
+                f"goodput={_fmt(f.goodput_bps / 1e3, ' kbit/s', 1)} "
+                f"delivered={_fmt(f.bytes_delivered, ' B')} segs={f.segments_sent:,} "
+                f"retx={f.retransmissions} timeouts={f.timeouts} fast_retx={f.fast_retransmits} "
+                f"rtt_mean={_fmt(f.rtt_mean, ' s')} cwnd_max={f.cwnd_max:,}\n"
+            )
         else:
-            w(f"  {fid:<12} sent={f.packets_sent:,} received={f.packets_received:,} "
-              f"dropped={f.packets_dropped:,} throughput={_fmt(f.throughput_bps / 1e3, ' kbit/s', 1)} "
-              f"delay_mean={_fmt(f.delay_mean, ' s')}\n")
+            w(
+                f"  {fid:<12} sent={f.packets_sent:,} received={f.packets_received:,} "
+                f"dropped={f.packets_dropped:,} throughput={_fmt(f.throughput_bps / 1e3, ' kbit/s', 1)} "
+                f"delay_mean={_fmt(f.delay_mean, ' s')}\n"
+            )
     w("\nlinks (per direction)\n")
     for key, link in result.links.items():
         if link.packets == 0 and link.drops == 0:
             continue
-        w(f"  {key:<28} util={link.utilization:6.1%} packets={link.packets:,} "
-          f"drops={link.drops} err={link.error_drops} queue_mean={link.queue_mean:.2f} "
-          f"queue_max={link.queue_max} qdelay={link.queue_delay_mean * 1e3:.2f} ms\n")
+        w(
+            f"  {key:<28} util={link.utilization:6.1%} packets={link.packets:,} "
+            f"drops={link.drops} err={link.error_drops} queue_mean={link.queue_mean:.2f} "
+            f"queue_max={link.queue_max} qdelay={link.queue_delay_mean * 1e3:.2f} ms\n"
+        )
     if result.pvcs:
         w("\nPVCs\n")
         for pid, p in result.pvcs.items():
-            w(f"  {pid:<12} frames={p.frames:,} de_marked={p.de_marked:,} "
-              f"excess_dropped={p.excess_dropped:,} de_dropped={p.de_dropped:,} "
-              f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
-              f"shaper_dropped={p.shaper_dropped:,} "
-              f"residual_errors={p.residual_error_rate:.4%}\n")
+            w(
+                f"  {pid:<12} frames={p.frames:,} de_marked={p.de_marked:,} "
+                f"excess_dropped={p.excess_dropped:,} de_dropped={p.de_dropped:,} "
+                f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
+                f"shaper_dropped={p.shaper_dropped:,} "
+                f"residual_errors={p.residual_error_rate:.4%}\n"
+            )
     if result.captures:
         w("\npacket captures (--pcap-dir DIR writes them)\n")
         for c in result.captures:
-            w(f"  {c.link} {c.direction:<7} packets={c.packets:,} missed={c.missed:,} "
-              f"bytes={c.bytes:,}\n")
+            w(
+                f"  {c.link} {c.direction:<7} packets={c.packets:,} missed={c.missed:,} "
+                f"bytes={c.bytes:,}\n"
+            )
     if result.diagnosis:
         w("\ndiagnosis\n")
         for fid, d in result.diagnosis.items():
             b = d.bounds
-            w(f"  {fid}: limit = {d.limit}  (link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
-              f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
-              f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
-              f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n")
+            w(
+                f"  {fid}: limit = {d.limit}  (link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
+                f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
+                f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
+                f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n"
+            )
             w(f"    {d.advice}\n")
 
 
@@ -139,9 +153,11 @@ def print_study(rows, out=sys.stdout) -> None:
             if f.kind != "tcp":
                 continue
             limit = result.diagnosis[fid].limit if fid in result.diagnosis else "-"
-            out.write(f"{values}{mark} | {seed} | {fid} | {_fmt(f.completion_time, '', 1)} | "
-                      f"{f.goodput_bps / 1e3:,.1f} | {f.retransmissions} | {f.timeouts} | "
-                      f"{limit}\n")
+            out.write(
+                f"{values}{mark} | {seed} | {fid} | {_fmt(f.completion_time, '', 1)} | "
+                f"{f.goodput_bps / 1e3:,.1f} | {f.retransmissions} | {f.timeouts} | "
+                f"{limit}\n"
+            )
 
 
 def print_findings(runs: findings.Runs, out=sys.stdout) -> None:
@@ -150,8 +166,10 @@ def print_findings(runs: findings.Runs, out=sys.stdout) -> None:
     for name, items in findings.DERIVATIONS.items():
         rows = findings.evaluate(items, runs)
         if rows:
-            out.write(f"\nfindings ({name}; the full table needs every study: "
-                      f"python -m engine findings)\n")
+            out.write(
+                f"\nfindings ({name}; the full table needs every study: "
+                f"python -m engine findings)\n"
+            )
             out.write(findings.render_text(rows))
     for study, side in findings.SIDE_TABLES.items():
         if study in runs:
@@ -180,25 +198,36 @@ def run_findings(*, write: bool, jobs: int, out=sys.stdout) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m engine",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate a preset or a scenario file (JSON or YAML)")
     run.add_argument("target")
     run.add_argument("--json", action="store_true", help="print the Result as JSON")
     run.add_argument("--seed", type=int, default=None)
-    run.add_argument("--pcap-dir", metavar="DIR", type=Path,
-                     help="write the scenario's packet captures there, as LINK-DIRECTION.pcap")
+    run.add_argument(
+        "--pcap-dir",
+        metavar="DIR",
+        type=Path,
+        help="write the scenario's packet captures there, as LINK-DIRECTION.pcap",
+    )
     sub.add_parser("presets", help="list presets")
     study = sub.add_parser("study", help="run a study (sweep) locally")
     study.add_argument("target")
     study.add_argument("--json", action="store_true")
     study.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     found = sub.add_parser(
-        "findings", help="run the seed studies and print every paper finding beside ours")
-    found.add_argument("--write", action="store_true",
-                       help="store the numbers (presets/findings.json) and rewrite the "
-                            "derivations' findings tables")
+        "findings", help="run the seed studies and print every paper finding beside ours"
+    )
+    found.add_argument(
+        "--write",
+        action="store_true",
+        help="store the numbers (presets/findings.json) and rewrite the "
+        "derivations' findings tables",
+    )
     found.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
 
@@ -220,8 +249,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         rows = run_study(_study_spec(args.target), max(1, args.jobs))
         if args.json:
-            points = [{"parameters": p.parameters, "seed": seed, "baseline": p.is_baseline,
-                       "result": r.model_dump(mode="json")} for p, seed, r in rows]
+            points = [
+                {
+                    "parameters": p.parameters,
+                    "seed": seed,
+                    "baseline": p.is_baseline,
+                    "result": r.model_dump(mode="json"),
+                }
+                for p, seed, r in rows
+            ]
             sys.stdout.write(json.dumps({"points": points}) + "\n")
         else:
             print_study(rows)

@@ -78,13 +78,17 @@ class _Policing:
         self.frame_bits = frame_bits  # a full segment's frame on the PVC's first link
 
 
-def _policing(f: PathFacts, result: Result, pvcs: dict[str, Pvc], scenario: Scenario,
-              flow: TcpBulkFlow) -> _Policing | None:
+def _policing(
+    f: PathFacts, result: Result, pvcs: dict[str, Pvc], scenario: Scenario, flow: TcpBulkFlow
+) -> _Policing | None:
     if f.pvc is None or f.pvc not in result.pvcs:
         return None
     counters = result.pvcs[f.pvc]
-    link_drops = sum(result.links[key].drops + result.links[key].error_drops
-                     for key in f.path if key in result.links)
+    link_drops = sum(
+        result.links[key].drops + result.links[key].error_drops
+        for key in f.path
+        if key in result.links
+    )
     if counters.excess_dropped == 0 or counters.excess_dropped <= link_drops:
         return None
     pvc = pvcs[f.pvc]
@@ -110,8 +114,14 @@ def _window_bound(f: PathFacts, flow: TcpBulkFlow, active: float) -> float | Non
     return f.window_bps + edges
 
 
-def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Share,
-                  policing: _Policing | None, end: float) -> Diagnosis:
+def _diagnose_tcp(
+    flow: TcpBulkFlow,
+    s: TcpFlowSummary,
+    f: PathFacts,
+    link: Share,
+    policing: _Policing | None,
+    end: float,
+) -> Diagnosis:
     tcp = flow.tcp
     rtt = f.base_rtt
     measured_rtt = s.rtt_mean or rtt
@@ -120,8 +130,9 @@ def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Shar
     achieved = s.goodput_bps
     # Mathis models a loss-driven window; BBR's rate is not set by loss (docs/scenario.md).
     loss_based = tcp.variant != "bbr"
-    loss_bound = (mathis_bps(tcp.mss, measured_rtt, p, b)
-                  if p > 0 and measured_rtt and loss_based else None)
+    loss_bound = (
+        mathis_bps(tcp.mss, measured_rtt, p, b) if p > 0 and measured_rtt and loss_based else None
+    )
     if loss_bound is not None and loss_bound < achieved:
         loss_bound = None  # not a sawtooth the formula describes (see the module docstring)
     active = s.completion_time if s.completion_time is not None else _active(flow, end)
@@ -159,8 +170,14 @@ def _diagnose_tcp(flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Shar
     if name == "loss" and policing is not None:
         name = "pvc_policing"  # the losses that set the pace are the policer's discards
     advice = _advice(name, flow, s, f, link, policing, bounds, p)
-    return Diagnosis(limit=name, bounds=bounds, bdp_bytes=f.bdp_bytes, rtt=rtt,
-                     bottleneck=link.resource, advice=advice)
+    return Diagnosis(
+        limit=name,
+        bounds=bounds,
+        bdp_bytes=f.bdp_bytes,
+        rtt=rtt,
+        bottleneck=link.resource,
+        advice=advice,
+    )
 
 
 def _active(flow: TcpBulkFlow, end: float) -> float:
@@ -171,39 +188,59 @@ def _active(flow: TcpBulkFlow, end: float) -> float:
 def _contract(pvc: Pvc) -> str:
     assert pvc.bc is not None
     tc = pvc.bc / pvc.cir
-    return (f"CIR {format_rate(pvc.cir)}, Bc {pvc.bc:,.0f} bit, Be {pvc.be:,.0f} bit, "
-            f"Tc {tc * 1e3:,.0f} ms")
+    return (
+        f"CIR {format_rate(pvc.cir)}, Bc {pvc.bc:,.0f} bit, Be {pvc.be:,.0f} bit, "
+        f"Tc {tc * 1e3:,.0f} ms"
+    )
 
 
-def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link: Share,
-            policing: _Policing | None, bounds: Bounds, p: float) -> str:
+def _advice(
+    name: str,
+    flow: TcpBulkFlow,
+    s: TcpFlowSummary,
+    f: PathFacts,
+    link: Share,
+    policing: _Policing | None,
+    bounds: Bounds,
+    p: float,
+) -> str:
     tcp = flow.tcp
     bdp = f.bdp_bytes or 0.0
     w = f.window_bytes or 0
     share = _rate(link.bound_bps)
     if name == "receive_window":
         scaling = "" if tcp.window_scaling or bdp <= 65535 else " with window_scaling"
-        return (f"Receive window {w:,} B is below the path's bandwidth-delay product "
-                f"({bdp:,.0f} B at {_rate(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
-                f"raise rcv_buf{scaling} to at least {math.ceil(bdp):,} B; a faster link "
-                "alone will not help.")
+        return (
+            f"Receive window {w:,} B is below the path's bandwidth-delay product "
+            f"({bdp:,.0f} B at {_rate(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
+            f"raise rcv_buf{scaling} to at least {math.ceil(bdp):,} B; a faster link "
+            "alone will not help."
+        )
     if name == "send_buffer":
-        return (f"Send buffer {tcp.snd_buf:,} B caps the flight below the bandwidth-delay "
-                f"product ({bdp:,.0f} B): raise snd_buf to at least {math.ceil(bdp):,} B.")
+        return (
+            f"Send buffer {tcp.snd_buf:,} B caps the flight below the bandwidth-delay "
+            f"product ({bdp:,.0f} B): raise snd_buf to at least {math.ceil(bdp):,} B."
+        )
     if name == "link_capacity" and link.resource.startswith("pvc:"):
-        return (f"The PVC's traffic contract ({link.resource[4:]}: "
-                f"{_rate(link.capacity_bps)} of payload in the long run, {share} for this "
-                "flow over its transfer, bursts included) is the limit, not the access links: "
-                "raise the CIR (or Be), or the transfer stays this slow.")
+        return (
+            f"The PVC's traffic contract ({link.resource[4:]}: "
+            f"{_rate(link.capacity_bps)} of payload in the long run, {share} for this "
+            "flow over its transfer, bursts included) is the limit, not the access links: "
+            "raise the CIR (or Be), or the transfer stays this slow."
+        )
     if name == "link_capacity":
         if link.others_fraction >= BUSY_OTHERS:
-            return (f"The bottleneck {link.resource} is the limit: other traffic took "
-                    f"{link.others_fraction:.0%} of it while this flow ran, leaving {share} of "
-                    f"its {_rate(link.capacity_bps)} of payload; less competing traffic "
-                    "(or a faster link) helps, a larger window does not.")
-        return (f"The bottleneck {link.resource} ({share} of payload for this flow) is the "
-                f"limit; the window ({w:,} B) already covers the bandwidth-delay product "
-                f"({bdp:,.0f} B): only a faster link helps.")
+            return (
+                f"The bottleneck {link.resource} is the limit: other traffic took "
+                f"{link.others_fraction:.0%} of it while this flow ran, leaving {share} of "
+                f"its {_rate(link.capacity_bps)} of payload; less competing traffic "
+                "(or a faster link) helps, a larger window does not."
+            )
+        return (
+            f"The bottleneck {link.resource} ({share} of payload for this flow) is the "
+            f"limit; the window ({w:,} B) already covers the bandwidth-delay product "
+            f"({bdp:,.0f} B): only a faster link helps."
+        )
     if name == "pvc_policing":
         assert policing is not None
         pvc = policing.pvc
@@ -211,37 +248,58 @@ def _advice(name: str, flow: TcpBulkFlow, s: TcpFlowSummary, f: PathFacts, link:
         c = policing.counters
         burst = pvc.bc + pvc.be
         if burst < policing.frame_bits:
-            return (f"PVC {pvc.id}'s contract ({_contract(pvc)}) discarded "
-                    f"{c.excess_dropped:,} frames: Bc + Be ({burst:,.0f} bit) is smaller than "
-                    f"one full frame ({policing.frame_bits:,} bit), so no full-sized segment "
-                    f"can ever pass. Raise Bc (or Be) to at least {policing.frame_bits:,} bit, "
-                    "or lower the MSS.")
+            return (
+                f"PVC {pvc.id}'s contract ({_contract(pvc)}) discarded "
+                f"{c.excess_dropped:,} frames: Bc + Be ({burst:,.0f} bit) is smaller than "
+                f"one full frame ({policing.frame_bits:,} bit), so no full-sized segment "
+                f"can ever pass. Raise Bc (or Be) to at least {policing.frame_bits:,} bit, "
+                "or lower the MSS."
+            )
         window_bits = w * 8
-        raise_to = (f"; raise Be so that Bc + Be covers the window ({window_bits:,} bit), "
-                    "letting the bursts through marked DE") if burst < window_bits else ""
-        return (f"PVC {pvc.id}'s policer discarded {c.excess_dropped:,} frames beyond its "
-                f"contract ({_contract(pvc)}) while the links dropped "
-                f"{policing.link_drops:,}: TCP's bursts exceed Bc + Be "
-                f"({burst:,.0f} bit) and each discard costs a loss recovery. Shape at the "
-                f"router to the CIR (becn_shaping), or buy a larger CIR or Be{raise_to}.")
+        raise_to = (
+            (
+                f"; raise Be so that Bc + Be covers the window ({window_bits:,} bit), "
+                "letting the bursts through marked DE"
+            )
+            if burst < window_bits
+            else ""
+        )
+        return (
+            f"PVC {pvc.id}'s policer discarded {c.excess_dropped:,} frames beyond its "
+            f"contract ({_contract(pvc)}) while the links dropped "
+            f"{policing.link_drops:,}: TCP's bursts exceed Bc + Be "
+            f"({burst:,.0f} bit) and each discard costs a loss recovery. Shape at the "
+            f"router to the CIR (becn_shaping), or buy a larger CIR or Be{raise_to}."
+        )
     if name == "loss":
-        mathis = (f"caps goodput near {_rate(bounds.mathis_bps)} (Mathis et al.)"
-                  if bounds.mathis_bps else "cost loss recoveries")
-        return (f"Loss of {p:.2%} of data packets {mathis}: find and remove the loss "
-                "(errors, queue overflow) or use a variant that recovers better (SACK); "
-                "if it is random (line errors, not a full queue), bbr does not slow down "
-                "for it.")
+        mathis = (
+            f"caps goodput near {_rate(bounds.mathis_bps)} (Mathis et al.)"
+            if bounds.mathis_bps
+            else "cost loss recoveries"
+        )
+        return (
+            f"Loss of {p:.2%} of data packets {mathis}: find and remove the loss "
+            "(errors, queue overflow) or use a variant that recovers better (SACK); "
+            "if it is random (line errors, not a full queue), bbr does not slow down "
+            "for it."
+        )
     if name == "timeouts":
-        return (f"{s.timeouts} retransmission timeouts stalled the transfer: losses in "
-                "bursts defeat fast retransmit; SACK or NewReno recovery, larger queues or "
-                f"a lower min_rto ({tcp.min_rto:g} s now) shorten the stalls.")
+        return (
+            f"{s.timeouts} retransmission timeouts stalled the transfer: losses in "
+            "bursts defeat fast retransmit; SACK or NewReno recovery, larger queues or "
+            f"a lower min_rto ({tcp.min_rto:g} s now) shorten the stalls."
+        )
     if name == "congestion_window":
         queued = ""
         if link.others_fraction >= BUSY_OTHERS:
-            queued = (f" Other traffic took {link.others_fraction:.0%} of {link.resource} "
-                      f"meanwhile: its queue lengthened every round trip (mean "
-                      f"{(s.rtt_mean or 0) * 1e3:,.0f} ms against {(f.base_rtt or 0) * 1e3:,.0f}"
-                      " ms unloaded).")
-        return ("The transfer is too short to leave slow start: the congestion window, "
-                "not the path, set the pace; a larger initial_cwnd shortens it." + queued)
+            queued = (
+                f" Other traffic took {link.others_fraction:.0%} of {link.resource} "
+                f"meanwhile: its queue lengthened every round trip (mean "
+                f"{(s.rtt_mean or 0) * 1e3:,.0f} ms against {(f.base_rtt or 0) * 1e3:,.0f}"
+                " ms unloaded)."
+            )
+        return (
+            "The transfer is too short to leave slow start: the congestion window, "
+            "not the path, set the pace; a larger initial_cwnd shortens it." + queued
+        )
     return "The flow did not finish; lengthen duration to see its steady state."

@@ -142,8 +142,12 @@ def _unit_kind(meta: list[Any]) -> str | None:
         schema = getattr(m, "json_schema", None)
         if isinstance(schema, dict) and getattr(m, "mode", None) == "validation":
             text = str(schema.get("description", ""))
-            for word, name in (("Duration", "duration"), ("Size", "size"),
-                               ("Rate", "rate"), ("Amount of data", "bits")):
+            for word, name in (
+                ("Duration", "duration"),
+                ("Size", "size"),
+                ("Rate", "rate"),
+                ("Amount of data", "bits"),
+            ):
                 if text.startswith(word):
                     return name
     return None

@@ -17,12 +17,24 @@ EXAMPLE_SCENARIO: dict[str, Any] = {
     ],
     "links": [
         {"id": "lan", "a": "client", "b": "branch", "rate": "100BaseT", "delay": "0.1ms"},
-        {"id": "wan", "a": "branch", "b": "server", "rate": "T1", "delay": "40ms",
-         "encap": "ppp", "queue": {"limit_packets": 50}},
+        {
+            "id": "wan",
+            "a": "branch",
+            "b": "server",
+            "rate": "T1",
+            "delay": "40ms",
+            "encap": "ppp",
+            "queue": {"limit_packets": 50},
+        },
     ],
     "flows": [
-        {"id": "transfer", "kind": "tcp_bulk", "src": "client", "dst": "server",
-         "bytes": "1MB", "tcp": {"variant": "newreno", "rcv_buf": "64KiB",
-                                 "window_scaling": True}},
+        {
+            "id": "transfer",
+            "kind": "tcp_bulk",
+            "src": "client",
+            "dst": "server",
+            "bytes": "1MB",
+            "tcp": {"variant": "newreno", "rcv_buf": "64KiB", "window_scaling": True},
+        },
     ],
 }

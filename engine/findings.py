@@ -38,6 +38,7 @@ END = "<!-- /findings -->"
 
 # --- what each study's runs keep ---------------------------------------------------------
 
+
 def _round(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(float(x), digits)
 
@@ -92,7 +93,7 @@ def _peak_block_mean(result, flow: str, block: int = 50) -> float | None:
         return None
     v = list(s.v)
     k = max(1, round(block * len(v) / n))  # points per block, should the cap have thinned it
-    means = [sum(v[i:i + k]) / k for i in range(0, len(v) - k + 1, k)]
+    means = [sum(v[i : i + k]) / k for i in range(0, len(v) - k + 1, k)]
     return max(means) if means else None
 
 
@@ -113,8 +114,11 @@ def _kazmi(scenario, result) -> Metrics:
 
 def _hadi(scenario, result) -> Metrics:
     f = result.flows["ftp"]
-    return {"goodput": _round(f.goodput_bps, 1), "pdr": _round(f.delivery_ratio),
-            "plr": _round(1 - f.delivery_ratio if f.delivery_ratio is not None else None)}
+    return {
+        "goodput": _round(f.goodput_bps, 1),
+        "pdr": _round(f.delivery_ratio),
+        "plr": _round(1 - f.delivery_ratio if f.delivery_ratio is not None else None),
+    }
 
 
 EXTRACT: dict[str, Callable[[Any, Any], Metrics]] = {
@@ -135,6 +139,7 @@ def records(study: str, rows: Iterable[tuple[Any, int, Any]]) -> list[dict[str, 
 
 # --- reading runs ---------------------------------------------------------------------------
 
+
 class View:
     """The runs of the studies a derivation's findings read."""
 
@@ -142,8 +147,11 @@ class View:
         self.runs = runs
 
     def values(self, study: str, point: int, metric: str) -> list[float]:
-        return [r["m"][metric] for r in self.runs[study]
-                if r["point"] == point and r["m"].get(metric) is not None]
+        return [
+            r["m"][metric]
+            for r in self.runs[study]
+            if r["point"] == point and r["m"].get(metric) is not None
+        ]
 
     def mean(self, study: str, point: int, metric: str) -> float:
         return statistics.fmean(self.values(study, point, metric))
@@ -227,16 +235,19 @@ def _f000_reno_wins(v: View):
     nr, r = _d_times(v, False), _d_times(v, True)
     wins = [sum(1 for d in v.paired(_D, i, i + 3, "time") if d > 0) for i in range(3)]
     n = len(v.paired(_D, 0, 3, "time"))
-    text = " ; ".join(f"{p}: {_s(a)} vs {_s(b)} (Reno first in {w}/{n})"
-                      for p, a, b, w in zip(_POINTS, nr, r, wins, strict=True))
+    text = " ; ".join(
+        f"{p}: {_s(a)} vs {_s(b)} (Reno first in {w}/{n})"
+        for p, a, b, w in zip(_POINTS, nr, r, wins, strict=True)
+    )
     return text, all(b < a for a, b in zip(nr, r, strict=True))
 
 
 def _f000_reno_small(v: View):
     nr, r = _d_times(v, False), _d_times(v, True)
     gains = [(a - b) / a for a, b in zip(nr, r, strict=True)]
-    text = " / ".join(f"{_s(a - b)} ({g * 100:.0f} %)"
-                      for a, b, g in zip(nr, r, gains, strict=True))
+    text = " / ".join(
+        f"{_s(a - b)} ({g * 100:.0f} %)" for a, b, g in zip(nr, r, gains, strict=True)
+    )
     return text, all(0 < g <= 0.07 for g in gains)
 
 
@@ -260,53 +271,118 @@ def _f000_t3_drops(v: View):
 
 
 SEED_000 = (
-    Finding("000-1", "Fig. 3: the T3 upgrade buys little (no drops, 30 MB, 8 KB window)",
-            "674 → 570 s (−15 %)", "reproduced",
-            "an 8,760 B window over a ≈ 0.18 s round trip caps the rate whatever the link",
-            (_L,), _f000_t3),
-    Finding("000-2", "Fig. 3: a 64 KB window on T1 is the real cure", "674 → 192 s (−72 %)",
-            "reproduced", "the window then exceeds the T1's 34.7 kB BDP: link-limited. Ours is "
-            "16 % under the paper's 192 s: 30 MB at the T1's 1.48 Mb/s of goodput takes 162 s, "
-            "so OPNET's run carried ≈ 1.25 Mb/s (more overhead per frame, or a window not "
-            "quite filling the pipe)",
-            (_L,), _f000_64k),
-    Finding("000-3", "Fig. 4: throughput in packets/s (data and ACKs, OPNET's \"traffic sent\")",
-            "50 / 58 / 186 pkt/s", "reproduced",
-            "same order and ratio; counting data alone would give 31 / 35 / 127",
-            (_L,), _f000_pps),
-    Finding("000-4", "Fig. 6: TCP delay falls with T3 and more with 64 KB", "307 / 255 / 75 s",
-            "partly", "the order and size hold for the mean time from the FTP's write of the "
-            "whole file to each byte's delivery (≈ half the transfer time), our reading of "
-            "OPNET's TCP delay; the paper does not define it, and no per-segment network delay "
-            "(≈ 0.1-0.3 s) comes near 75-307 s", (_L,), _f000_delay),
-    Finding("000-5", "Fig. 5: residual error rate 0.01 %, unchanged by the window",
-            "0.01 % at every point", "partly", "unchanged by the window in ours too, but 0: "
-            "not applied, since the paper calls these runs loss-free (\"no drops, no error\") "
-            "and 0.01 % of 20,548 frames would be 2 losses, each a 1 s timeout",
-            (_L,), _f000_rer),
-    Finding("000-6", "Fig. 7: congestion drops lengthen every transfer",
-            "674 → 833, 570 → 702, 192 → 538 s", "reproduced",
-            "p = 0.0065 per frame at the cloud, derived from the T1/8K point (§3)",
-            (_L, _D), _f000_penalty),
-    Finding("000-7", "Fig. 7: with drops, Reno finishes before no Reno on T1/8K, T3/8K, T1/64K",
-            "802 < 833, 695 < 702, 506 < 538 s", "reproduced",
-            "no Reno read as the paper's text has it: the window \"goes down\" at drops and "
-            "only the timer resends (`fast_retransmit: false`); Reno resends \"earlier\"",
-            (_D,), _f000_reno_wins),
-    Finding("000-8", "Fig. 7: Reno's saving is small", "31 / 7 / 32 s (3.7 / 1.0 / 5.9 %)",
-            "not", "a timeout-only sender pays the 1 s minimum RTO and a slow start from one "
-            "segment per loss (≈ 2 s), Reno a halved window (≈ 1 s): at any loss rate that "
-            "gives the paper's no-Reno times the gap is 10-30 %. A Tahoe baseline (fast "
-            "retransmit kept) would give 7 / 6 / 38 s, but the paper's Reno is what resends "
-            "\"earlier\", so its baseline has no fast retransmit (§5)",
-            (_D,), _f000_reno_small),
-    Finding("000-9", "Fig. 7: with drops the 64 KB window still wins",
-            "538 / 506 s vs 695-833 s", "reproduced", "", (_D,), _f000_64k_wins),
-    Finding("000-10", "Fig. 7: drops cost the 64 KB window most, relatively",
-            "+24 % / +23 % / +180 %", "reproduced",
-            "a larger window loses more per timeout and regrows longer", (_L, _D), _f000_relative),
-    Finding("000-11", "Fig. 7: with drops, T3 still buys little at 8 KB",
-            "no Reno −16 %, Reno −13 %", "reproduced", "", (_D,), _f000_t3_drops),
+    Finding(
+        "000-1",
+        "Fig. 3: the T3 upgrade buys little (no drops, 30 MB, 8 KB window)",
+        "674 → 570 s (−15 %)",
+        "reproduced",
+        "an 8,760 B window over a ≈ 0.18 s round trip caps the rate whatever the link",
+        (_L,),
+        _f000_t3,
+    ),
+    Finding(
+        "000-2",
+        "Fig. 3: a 64 KB window on T1 is the real cure",
+        "674 → 192 s (−72 %)",
+        "reproduced",
+        "the window then exceeds the T1's 34.7 kB BDP: link-limited. Ours is "
+        "16 % under the paper's 192 s: 30 MB at the T1's 1.48 Mb/s of goodput takes 162 s, "
+        "so OPNET's run carried ≈ 1.25 Mb/s (more overhead per frame, or a window not "
+        "quite filling the pipe)",
+        (_L,),
+        _f000_64k,
+    ),
+    Finding(
+        "000-3",
+        'Fig. 4: throughput in packets/s (data and ACKs, OPNET\'s "traffic sent")',
+        "50 / 58 / 186 pkt/s",
+        "reproduced",
+        "same order and ratio; counting data alone would give 31 / 35 / 127",
+        (_L,),
+        _f000_pps,
+    ),
+    Finding(
+        "000-4",
+        "Fig. 6: TCP delay falls with T3 and more with 64 KB",
+        "307 / 255 / 75 s",
+        "partly",
+        "the order and size hold for the mean time from the FTP's write of the "
+        "whole file to each byte's delivery (≈ half the transfer time), our reading of "
+        "OPNET's TCP delay; the paper does not define it, and no per-segment network delay "
+        "(≈ 0.1-0.3 s) comes near 75-307 s",
+        (_L,),
+        _f000_delay,
+    ),
+    Finding(
+        "000-5",
+        "Fig. 5: residual error rate 0.01 %, unchanged by the window",
+        "0.01 % at every point",
+        "partly",
+        "unchanged by the window in ours too, but 0: "
+        'not applied, since the paper calls these runs loss-free ("no drops, no error") '
+        "and 0.01 % of 20,548 frames would be 2 losses, each a 1 s timeout",
+        (_L,),
+        _f000_rer,
+    ),
+    Finding(
+        "000-6",
+        "Fig. 7: congestion drops lengthen every transfer",
+        "674 → 833, 570 → 702, 192 → 538 s",
+        "reproduced",
+        "p = 0.0065 per frame at the cloud, derived from the T1/8K point (§3)",
+        (_L, _D),
+        _f000_penalty,
+    ),
+    Finding(
+        "000-7",
+        "Fig. 7: with drops, Reno finishes before no Reno on T1/8K, T3/8K, T1/64K",
+        "802 < 833, 695 < 702, 506 < 538 s",
+        "reproduced",
+        'no Reno read as the paper\'s text has it: the window "goes down" at drops and '
+        'only the timer resends (`fast_retransmit: false`); Reno resends "earlier"',
+        (_D,),
+        _f000_reno_wins,
+    ),
+    Finding(
+        "000-8",
+        "Fig. 7: Reno's saving is small",
+        "31 / 7 / 32 s (3.7 / 1.0 / 5.9 %)",
+        "not",
+        "a timeout-only sender pays the 1 s minimum RTO and a slow start from one "
+        "segment per loss (≈ 2 s), Reno a halved window (≈ 1 s): at any loss rate that "
+        "gives the paper's no-Reno times the gap is 10-30 %. A Tahoe baseline (fast "
+        "retransmit kept) would give 7 / 6 / 38 s, but the paper's Reno is what resends "
+        '"earlier", so its baseline has no fast retransmit (§5)',
+        (_D,),
+        _f000_reno_small,
+    ),
+    Finding(
+        "000-9",
+        "Fig. 7: with drops the 64 KB window still wins",
+        "538 / 506 s vs 695-833 s",
+        "reproduced",
+        "",
+        (_D,),
+        _f000_64k_wins,
+    ),
+    Finding(
+        "000-10",
+        "Fig. 7: drops cost the 64 KB window most, relatively",
+        "+24 % / +23 % / +180 %",
+        "reproduced",
+        "a larger window loses more per timeout and regrows longer",
+        (_L, _D),
+        _f000_relative,
+    ),
+    Finding(
+        "000-11",
+        "Fig. 7: with drops, T3 still buys little at 8 KB",
+        "no Reno −16 %, Reno −13 %",
+        "reproduced",
+        "",
+        (_D,),
+        _f000_t3_drops,
+    ),
 )
 
 
@@ -342,18 +418,52 @@ def _f003_cheaper(v: View):
 
 
 SEED_003 = (
-    Finding("003-1", "T1 with the default 8,760 B window", "560 s", "reproduced",
-            "pipelined-window arithmetic gives 530 s (riverbed.md §4)", (_R,), _f003_t1),
-    Finding("003-2", "the T3 upgrade buys little", "560 → 475 s (−15 %)", "reproduced",
-            "our T3 gain is smaller: the cloud's extra store-and-forward scales with T1 "
-            "serialization (riverbed.md §4)", (_R,), _f003_t3),
-    Finding("003-3", "a 64 KB window on T1 finishes in \"almost\" 130 s", "≈ 130 s",
-            "reproduced", "", (_R,), _f003_64k),
-    Finding("003-4", "the window, not the bandwidth, limits the 8 KB transfers",
-            "(the lab's conclusion)", "reproduced", "our diagnosis names the limit",
-            (_R,), _f003_window),
-    Finding("003-5", "a larger window on T1 does better than the T3 upgrade",
-            "≈ 130 s vs 475 s", "reproduced", "", (_R,), _f003_cheaper),
+    Finding(
+        "003-1",
+        "T1 with the default 8,760 B window",
+        "560 s",
+        "reproduced",
+        "pipelined-window arithmetic gives 530 s (riverbed.md §4)",
+        (_R,),
+        _f003_t1,
+    ),
+    Finding(
+        "003-2",
+        "the T3 upgrade buys little",
+        "560 → 475 s (−15 %)",
+        "reproduced",
+        "our T3 gain is smaller: the cloud's extra store-and-forward scales with T1 "
+        "serialization (riverbed.md §4)",
+        (_R,),
+        _f003_t3,
+    ),
+    Finding(
+        "003-3",
+        'a 64 KB window on T1 finishes in "almost" 130 s',
+        "≈ 130 s",
+        "reproduced",
+        "",
+        (_R,),
+        _f003_64k,
+    ),
+    Finding(
+        "003-4",
+        "the window, not the bandwidth, limits the 8 KB transfers",
+        "(the lab's conclusion)",
+        "reproduced",
+        "our diagnosis names the limit",
+        (_R,),
+        _f003_window,
+    ),
+    Finding(
+        "003-5",
+        "a larger window on T1 does better than the T3 upgrade",
+        "≈ 130 s vs 475 s",
+        "reproduced",
+        "",
+        (_R,),
+        _f003_cheaper,
+    ),
 )
 
 
@@ -363,18 +473,38 @@ _G = "gupta-study"
 _QL = (11, 18, 25, 32, 39, 46)
 #: Tables II-III, packets dropped: rows delay 2..18 ms, columns QL 11..46
 GUPTA_DROPS = (
-    (45, 33, 32, 33, 27, 27), (60, 36, 35, 35, 26, 26), (43, 30, 31, 29, 23, 23),
-    (43, 33, 29, 29, 23, 23), (32, 27, 28, 9, 25, 24), (38, 34, 28, 17, 23, 23),
-    (30, 27, 26, 18, 17, 17), (39, 32, 27, 15, 18, 18), (28, 28, 24, 18, 17, 17),
-    (28, 27, 24, 18, 17, 17))
+    (45, 33, 32, 33, 27, 27),
+    (60, 36, 35, 35, 26, 26),
+    (43, 30, 31, 29, 23, 23),
+    (43, 33, 29, 29, 23, 23),
+    (32, 27, 28, 9, 25, 24),
+    (38, 34, 28, 17, 23, 23),
+    (30, 27, 26, 18, 17, 17),
+    (39, 32, 27, 15, 18, 18),
+    (28, 28, 24, 18, 17, 17),
+    (28, 27, 24, 18, 17, 17),
+)
 GUPTA_ACK = (
-    (552, 618, 657, 626, 556, 556), (513, 616, 566, 519, 569, 569), (503, 582, 523, 596, 652, 652),
-    (507, 594, 578, 507, 619, 619), (545, 570, 541, 973, 602, 602), (540, 568, 523, 606, 669, 669),
-    (539, 560, 559, 649, 543, 543), (545, 407, 544, 575, 604, 547), (545, 536, 486, 680, 596, 559),
-    (533, 561, 486, 680, 598, 552))
+    (552, 618, 657, 626, 556, 556),
+    (513, 616, 566, 519, 569, 569),
+    (503, 582, 523, 596, 652, 652),
+    (507, 594, 578, 507, 619, 619),
+    (545, 570, 541, 973, 602, 602),
+    (540, 568, 523, 606, 669, 669),
+    (539, 560, 559, 649, 543, 543),
+    (545, 407, 544, 575, 604, 547),
+    (545, 536, 486, 680, 596, 559),
+    (533, 561, 486, 680, 598, 552),
+)
 GUPTA_DELAYS = (2, 4, 6, 8, 10, 12, 14, 16, 17, 18)
-GUPTA_TABLE1 = ((10, 5, 2, 11, 16), (15, 10, 5, 18, 18), (20, 15, 8, 25, 20),
-                (25, 20, 11, 32, 10), (30, 25, 14, 39, 29), (35, 30, 17, 46, 34))
+GUPTA_TABLE1 = (
+    (10, 5, 2, 11, 16),
+    (15, 10, 5, 18, 18),
+    (20, 15, 8, 25, 20),
+    (25, 20, 11, 32, 10),
+    (30, 25, 14, 39, 29),
+    (35, 30, 17, 46, 34),
+)
 
 
 def _gp(q: int, d: int) -> int:
@@ -427,34 +557,93 @@ def _f001_best(v: View):
 
 
 def _f001_ack(v: View):
-    per_flow = [v.mean(_G, _gp(q, d), m) for q in range(6) for d in range(10)
-                for m in ("delivered1", "delivered2")]
+    per_flow = [
+        v.mean(_G, _gp(q, d), m)
+        for q in range(6)
+        for d in range(10)
+        for m in ("delivered1", "delivered2")
+    ]
     lo, hi = min(per_flow), max(per_flow)
     return f"{lo:.0f}-{hi:.0f} packets per flow", 407 <= statistics.fmean(per_flow) <= 680
 
 
 SEED_001 = (
-    Finding("001-1", "Tables II-III: drops fall as the queue limit grows",
-            "39 → 31 → 28 → 22 → 22 → 22", "reproduced", "", (_G,), _f001_ql),
-    Finding("001-2", "at QL 11 the level of drops", "38.6 (mean over delays)", "reproduced",
-            "", (_G,), _f001_level),
-    Finding("001-3", "drops fall (loosely) as the access delay grows", "QL 25: 32 → 24",
-            "reproduced", "the pipe grows, the standing queue shrinks", (_G,), _f001_delay),
-    Finding("001-4", "QL 39 and QL 46 (nearly) identical", "equal in 26 of 30 cells",
-            "reproduced", "the queue no longer fills", (_G,), _f001_same),
-    Finding("001-5", "drops at QL 39 and 46", "17-27", "not",
-            "impossible with the stated windows: 25 + 20 packets cannot overflow a 39-packet "
-            "queue plus the pipe, and identical counts at 39 and 46 show the drops are not at "
-            "the swept queue (gupta.md §5)", (_G,), _f001_high_ql),
-    Finding("001-6", "Table I: windows 25/20 (row 4) drop least", "16/18/20/10/29/34",
-            "not", "rows 1-2 (15-25 packets in flight) cannot overflow either; ours grows with "
-            "the window as the arithmetic says it must", (_G,), _f001_table1),
-    Finding("001-7", "best point: delay 10 ms, QL 32", "9 drops, 973 Ack (neighbours 15-29)",
-            "not", "an outlier in the paper (every neighbour 500-680 Ack); our QL-32 column "
-            "falls smoothly", (_G,), _f001_best),
-    Finding("001-8", "\"Ack\" counts", "407-680 (973 once)", "partly",
-            "in range if \"Ack\" is per flow (our packets delivered per flow); the paper does "
-            "not say what it counts", (_G,), _f001_ack),
+    Finding(
+        "001-1",
+        "Tables II-III: drops fall as the queue limit grows",
+        "39 → 31 → 28 → 22 → 22 → 22",
+        "reproduced",
+        "",
+        (_G,),
+        _f001_ql,
+    ),
+    Finding(
+        "001-2",
+        "at QL 11 the level of drops",
+        "38.6 (mean over delays)",
+        "reproduced",
+        "",
+        (_G,),
+        _f001_level,
+    ),
+    Finding(
+        "001-3",
+        "drops fall (loosely) as the access delay grows",
+        "QL 25: 32 → 24",
+        "reproduced",
+        "the pipe grows, the standing queue shrinks",
+        (_G,),
+        _f001_delay,
+    ),
+    Finding(
+        "001-4",
+        "QL 39 and QL 46 (nearly) identical",
+        "equal in 26 of 30 cells",
+        "reproduced",
+        "the queue no longer fills",
+        (_G,),
+        _f001_same,
+    ),
+    Finding(
+        "001-5",
+        "drops at QL 39 and 46",
+        "17-27",
+        "not",
+        "impossible with the stated windows: 25 + 20 packets cannot overflow a 39-packet "
+        "queue plus the pipe, and identical counts at 39 and 46 show the drops are not at "
+        "the swept queue (gupta.md §5)",
+        (_G,),
+        _f001_high_ql,
+    ),
+    Finding(
+        "001-6",
+        "Table I: windows 25/20 (row 4) drop least",
+        "16/18/20/10/29/34",
+        "not",
+        "rows 1-2 (15-25 packets in flight) cannot overflow either; ours grows with "
+        "the window as the arithmetic says it must",
+        (_G,),
+        _f001_table1,
+    ),
+    Finding(
+        "001-7",
+        "best point: delay 10 ms, QL 32",
+        "9 drops, 973 Ack (neighbours 15-29)",
+        "not",
+        "an outlier in the paper (every neighbour 500-680 Ack); our QL-32 column falls smoothly",
+        (_G,),
+        _f001_best,
+    ),
+    Finding(
+        "001-8",
+        '"Ack" counts',
+        "407-680 (973 once)",
+        "partly",
+        'in range if "Ack" is per flow (our packets delivered per flow); the paper does '
+        "not say what it counts",
+        (_G,),
+        _f001_ack,
+    ),
 )
 
 
@@ -463,16 +652,20 @@ def gupta_table(v: View) -> str:
     lines = ["Table I: W1 W2 delay QL | paper drops | ours drops"]
     for i, (w1, w2, d, ql, drops) in enumerate(GUPTA_TABLE1):
         lines.append(f"{w1} {w2} {d}ms {ql} | {drops} | {v.mean(_G, i, 'drops'):.0f}")
-    lines.append("Tables II-III: drops paper/ours ; Ack paper / ours delivered per flow "
-                 "(tcp1+tcp2), QL = the paper's ns-2 limit")
+    lines.append(
+        "Tables II-III: drops paper/ours ; Ack paper / ours delivered per flow "
+        "(tcp1+tcp2), QL = the paper's ns-2 limit"
+    )
     lines.append("delay | " + " | ".join(f"QL {q}" for q in _QL))
     for d, delay in enumerate(GUPTA_DELAYS):
         cells = []
         for q in range(6):
             p = _gp(q, d)
-            cells.append(f"{GUPTA_DROPS[d][q]}/{v.mean(_G, p, 'drops'):.0f} ; "
-                         f"{GUPTA_ACK[d][q]}/{v.mean(_G, p, 'delivered1'):.0f}"
-                         f"+{v.mean(_G, p, 'delivered2'):.0f}")
+            cells.append(
+                f"{GUPTA_DROPS[d][q]}/{v.mean(_G, p, 'drops'):.0f} ; "
+                f"{GUPTA_ACK[d][q]}/{v.mean(_G, p, 'delivered1'):.0f}"
+                f"+{v.mean(_G, p, 'delivered2'):.0f}"
+            )
         lines.append(f"{delay} | " + " | ".join(cells))
     return "\n".join(lines) + "\n"
 
@@ -541,8 +734,10 @@ def _f002_four(v: View):
 def _f002_peak(v: View):
     reno4 = _kp(1, 2)
     peaks = [v.mean(_K, reno4, f"ftp{i}.peak50") for i in range(1, 5)]
-    text = (f"Reno's 50-packet mean delay peaks at {max(peaks):.2f} s "
-            f"(flows 1-4: {' / '.join(f'{x:.2f}' for x in peaks)})")
+    text = (
+        f"Reno's 50-packet mean delay peaks at {max(peaks):.2f} s "
+        f"(flows 1-4: {' / '.join(f'{x:.2f}' for x in peaks)})"
+    )
     return text, abs(max(peaks) / 1.8 - 1) <= 0.15
 
 
@@ -550,8 +745,10 @@ _KAZMI_PCT = (98, 97, 96, 95, 94)
 
 
 def _f002_pct(v: View):
-    ours = [statistics.fmean(v.mean(_K, _kl(i, r), "ftp1.sent_ratio") for i in range(5)) * 100
-            for r in range(1, 6)]
+    ours = [
+        statistics.fmean(v.mean(_K, _kl(i, r), "ftp1.sent_ratio") for i in range(5)) * 100
+        for r in range(1, 6)
+    ]
     text = " / ".join(f"{x:.1f}" for x in ours) + " % (received / sent, mean of the variants)"
     return text, all(abs(x - p) <= 0.6 for x, p in zip(ours, _KAZMI_PCT, strict=True))
 
@@ -568,8 +765,12 @@ def _f002_vegas_low(v: View):
 def _f002_sack_low(v: View):
     low = [_VARIANTS[_kazmi_lowest_delay(v, r)] for r in (4, 5)]
     gaps = [_kd(v, _kl(2, r)) - _kd(v, _kl(_VEGAS, r)) for r in (4, 5)]
-    text = ("lowest at 4/5 %: " + ", ".join(low) + "; SACK − Vegas "
-            + " / ".join(f"{g:+.1f} ms" for g in gaps))
+    text = (
+        "lowest at 4/5 %: "
+        + ", ".join(low)
+        + "; SACK − Vegas "
+        + " / ".join(f"{g:+.1f} ms" for g in gaps)
+    )
     return text, all(x == "sack" for x in low)
 
 
@@ -595,41 +796,130 @@ def _f002_tahoe_cwnd(v: View):
 
 
 SEED_002 = (
-    Finding("002-1", "Table 2: one flow, NewReno = Reno = SACK = Tahoe", "202.551 ms",
-            "reproduced", "7 hops of 1 Mb/s, 20-packet window: 7 packets queued (kazmi.md)",
-            (_K,), _f002_one),
-    Finding("002-2", "Table 2: one flow, Vegas ≈ 25 % lower", "149.270 ms", "reproduced",
-            "Vegas keeps α..β packets queued", (_K,), _f002_one_vegas),
-    Finding("002-3", "Table 3: two flows, loss-based", "440.777 / 441.031 ms", "reproduced", "",
-            (_K,), _f002_two),
-    Finding("002-4", "Table 3: two flows, Vegas", "173.062 / 173.152 ms", "reproduced", "",
-            (_K,), _f002_two_vegas),
-    Finding("002-5", "no loss with one and two flows, any variant", "no loss", "reproduced",
-            "40 packets of window < 13 in the pipe + 50 queued", (_K,), _f002_no_loss),
-    Finding("002-6", "Fig. 3, four flows: loss-based variants drop, Vegas is lossless",
-            "drops; Vegas none", "reproduced", "80 packets of window > 63", (_K,), _f002_four),
-    Finding("002-7", "Fig. 3, four flows: Reno's delay peaks at 1.8 s", "1.8 s (50-packet means)",
-            "not", "the per-packet series (`flow.<id>.delay`) is checked: queues of 50 packets "
-            "of 12 ms hold a packet ≈ 0.6 s per hop at most, and our delays never average "
-            "above ≈ 0.93 s over 50 packets; a 1.8 s mean needs the time a lost packet waited "
-            "for its retransmission (a trace script keyed by sequence number counts it, ours, "
-            "per packet sent, does not)", (_K,), _f002_peak),
-    Finding("002-8", "Figs. 4-5: \"percentage throughput\" at 1..5 % loss", "98 / 97 / 96 / 95 / 94 %",
-            "not", "received / sent is 1 − p (plus the last window in flight, < 0.3 %): the "
-            "paper's is one point lower at every rate, which no count of the same packets gives",
-            (_K,), _f002_pct),
-    Finding("002-9", "Vegas has the lowest delay up to 3 % loss", "Vegas", "reproduced", "",
-            (_K,), _f002_vegas_low),
-    Finding("002-10", "SACK has the lowest delay at 4-5 % loss", "SACK", "not",
-            "Vegas stays lowest by 0.5-1.5 ms, partly because its packets are 40 B smaller "
-            "(ns-2's Vegas adds no header: 0.3 ms less per hop at 1 Mb/s); SACK's recovery "
-            "shortens no queue at these rates (kazmi.md §5)", (_K,), _f002_sack_low),
-    Finding("002-11", "average cwnd: NewReno largest at 1 % loss", "NewReno", "reproduced", "",
-            (_K,), _f002_newreno_cwnd),
-    Finding("002-12", "average cwnd: Vegas largest overall", "Vegas", "reproduced", "",
-            (_K,), _f002_vegas_cwnd),
-    Finding("002-13", "average cwnd: Tahoe smallest", "Tahoe", "reproduced",
-            "a loss restarts it from one segment", (_K,), _f002_tahoe_cwnd),
+    Finding(
+        "002-1",
+        "Table 2: one flow, NewReno = Reno = SACK = Tahoe",
+        "202.551 ms",
+        "reproduced",
+        "7 hops of 1 Mb/s, 20-packet window: 7 packets queued (kazmi.md)",
+        (_K,),
+        _f002_one,
+    ),
+    Finding(
+        "002-2",
+        "Table 2: one flow, Vegas ≈ 25 % lower",
+        "149.270 ms",
+        "reproduced",
+        "Vegas keeps α..β packets queued",
+        (_K,),
+        _f002_one_vegas,
+    ),
+    Finding(
+        "002-3",
+        "Table 3: two flows, loss-based",
+        "440.777 / 441.031 ms",
+        "reproduced",
+        "",
+        (_K,),
+        _f002_two,
+    ),
+    Finding(
+        "002-4",
+        "Table 3: two flows, Vegas",
+        "173.062 / 173.152 ms",
+        "reproduced",
+        "",
+        (_K,),
+        _f002_two_vegas,
+    ),
+    Finding(
+        "002-5",
+        "no loss with one and two flows, any variant",
+        "no loss",
+        "reproduced",
+        "40 packets of window < 13 in the pipe + 50 queued",
+        (_K,),
+        _f002_no_loss,
+    ),
+    Finding(
+        "002-6",
+        "Fig. 3, four flows: loss-based variants drop, Vegas is lossless",
+        "drops; Vegas none",
+        "reproduced",
+        "80 packets of window > 63",
+        (_K,),
+        _f002_four,
+    ),
+    Finding(
+        "002-7",
+        "Fig. 3, four flows: Reno's delay peaks at 1.8 s",
+        "1.8 s (50-packet means)",
+        "not",
+        "the per-packet series (`flow.<id>.delay`) is checked: queues of 50 packets "
+        "of 12 ms hold a packet ≈ 0.6 s per hop at most, and our delays never average "
+        "above ≈ 0.93 s over 50 packets; a 1.8 s mean needs the time a lost packet waited "
+        "for its retransmission (a trace script keyed by sequence number counts it, ours, "
+        "per packet sent, does not)",
+        (_K,),
+        _f002_peak,
+    ),
+    Finding(
+        "002-8",
+        'Figs. 4-5: "percentage throughput" at 1..5 % loss',
+        "98 / 97 / 96 / 95 / 94 %",
+        "not",
+        "received / sent is 1 − p (plus the last window in flight, < 0.3 %): the "
+        "paper's is one point lower at every rate, which no count of the same packets gives",
+        (_K,),
+        _f002_pct,
+    ),
+    Finding(
+        "002-9",
+        "Vegas has the lowest delay up to 3 % loss",
+        "Vegas",
+        "reproduced",
+        "",
+        (_K,),
+        _f002_vegas_low,
+    ),
+    Finding(
+        "002-10",
+        "SACK has the lowest delay at 4-5 % loss",
+        "SACK",
+        "not",
+        "Vegas stays lowest by 0.5-1.5 ms, partly because its packets are 40 B smaller "
+        "(ns-2's Vegas adds no header: 0.3 ms less per hop at 1 Mb/s); SACK's recovery "
+        "shortens no queue at these rates (kazmi.md §5)",
+        (_K,),
+        _f002_sack_low,
+    ),
+    Finding(
+        "002-11",
+        "average cwnd: NewReno largest at 1 % loss",
+        "NewReno",
+        "reproduced",
+        "",
+        (_K,),
+        _f002_newreno_cwnd,
+    ),
+    Finding(
+        "002-12",
+        "average cwnd: Vegas largest overall",
+        "Vegas",
+        "reproduced",
+        "",
+        (_K,),
+        _f002_vegas_cwnd,
+    ),
+    Finding(
+        "002-13",
+        "average cwnd: Tahoe smallest",
+        "Tahoe",
+        "reproduced",
+        "a loss restarts it from one segment",
+        (_K,),
+        _f002_tahoe_cwnd,
+    ),
 )
 
 
@@ -683,39 +973,88 @@ def _f004_queue_weak(v: View):
 
 def _f004_queue_below20(v: View):
     p = _hplr(v)
-    return f"PLR at 20: {p[5]:.1f} %, below 20: {min(p[:5]):.1f}-{max(p[:5]):.1f} %", p[5] < min(p[:5])
+    return f"PLR at 20: {p[5]:.1f} %, below 20: {min(p[:5]):.1f}-{max(p[:5]):.1f} %", p[5] < min(
+        p[:5]
+    )
 
 
 def _f004_pdr(v: View):
     t = [v.mean(_H, i, "pdr") for i in range(9)]
     r = [v.mean(_H, 9 + i, "pdr") for i in range(9)]
-    text = f"Tahoe {t[0] * 100:.1f} → {t[-1] * 100:.1f} %, Reno {r[0] * 100:.1f} → {r[-1] * 100:.1f} %"
+    text = (
+        f"Tahoe {t[0] * 100:.1f} → {t[-1] * 100:.1f} %, Reno {r[0] * 100:.1f} → {r[-1] * 100:.1f} %"
+    )
     mono = all(a >= b for x in (t, r) for a, b in zip(x, x[1:], strict=False))
     return text, mono and t[-1] < t[0]
 
 
 SEED_004 = (
-    Finding("004-1", "Fig. 1: throughput rises with the packet size (to 1,250 B)", "rises",
-            "reproduced", "fewer headers and ACKs per byte, a larger loss cycle", (_H,), _f004_rise),
-    Finding("004-2", "Fig. 1: at 1,500 B throughput falls below the 750 B value", "falls",
-            "not", "no reading of Table 1 gives it (neither ex1.tcl's nor the ns-2 defaults'): "
-            "1,500 B is not special for a 0.5 Mb/s link with a 50-packet queue, and the paper "
-            "names only \"drops, RTO\"", (_H,), _f004_fall),
-    Finding("004-3", "Fig. 2: throughput doubles from 0.3 to 0.6 Mb/s of \"bottleneck\"", "×2",
-            "reproduced", "the swept link limits below the 0.5 Mb/s exit", (_H,), _f004_double),
-    Finding("004-4", "Fig. 2: flat from 0.9 Mb/s (\"the next node\" limits)", "flat",
-            "reproduced", "the 0.5 Mb/s exit; Reno dips at 0.9 Mb/s where losses at the two "
-            "queues fall together", (_H,), _f004_flat),
-    Finding("004-5", "Fig. 3: the queue size has a weak effect on PLR", "weak", "reproduced",
-            "TCP fills whatever queue there is: losses per cycle change little", (_H,),
-            _f004_queue_weak),
-    Finding("004-6", "Fig. 3: PLR worsens only below 20 packets", "worse below 20", "not",
-            "ours is highest at 20: a larger queue lets the window overshoot further in slow "
-            "start, losing more in one burst; the smaller queues lose less per cycle",
-            (_H,), _f004_queue_below20),
-    Finding("004-7", "Fig. 4: PDR falls as the packet size grows", "falls (a curve; the text gives no values)",
-            "reproduced", "about the same number of losses per cycle over fewer, larger packets",
-            (_H,), _f004_pdr),
+    Finding(
+        "004-1",
+        "Fig. 1: throughput rises with the packet size (to 1,250 B)",
+        "rises",
+        "reproduced",
+        "fewer headers and ACKs per byte, a larger loss cycle",
+        (_H,),
+        _f004_rise,
+    ),
+    Finding(
+        "004-2",
+        "Fig. 1: at 1,500 B throughput falls below the 750 B value",
+        "falls",
+        "not",
+        "no reading of Table 1 gives it (neither ex1.tcl's nor the ns-2 defaults'): "
+        "1,500 B is not special for a 0.5 Mb/s link with a 50-packet queue, and the paper "
+        'names only "drops, RTO"',
+        (_H,),
+        _f004_fall,
+    ),
+    Finding(
+        "004-3",
+        'Fig. 2: throughput doubles from 0.3 to 0.6 Mb/s of "bottleneck"',
+        "×2",
+        "reproduced",
+        "the swept link limits below the 0.5 Mb/s exit",
+        (_H,),
+        _f004_double,
+    ),
+    Finding(
+        "004-4",
+        'Fig. 2: flat from 0.9 Mb/s ("the next node" limits)',
+        "flat",
+        "reproduced",
+        "the 0.5 Mb/s exit; Reno dips at 0.9 Mb/s where losses at the two queues fall together",
+        (_H,),
+        _f004_flat,
+    ),
+    Finding(
+        "004-5",
+        "Fig. 3: the queue size has a weak effect on PLR",
+        "weak",
+        "reproduced",
+        "TCP fills whatever queue there is: losses per cycle change little",
+        (_H,),
+        _f004_queue_weak,
+    ),
+    Finding(
+        "004-6",
+        "Fig. 3: PLR worsens only below 20 packets",
+        "worse below 20",
+        "not",
+        "ours is highest at 20: a larger queue lets the window overshoot further in slow "
+        "start, losing more in one burst; the smaller queues lose less per cycle",
+        (_H,),
+        _f004_queue_below20,
+    ),
+    Finding(
+        "004-7",
+        "Fig. 4: PDR falls as the packet size grows",
+        "falls (a curve; the text gives no values)",
+        "reproduced",
+        "about the same number of losses per cycle over fewer, larger packets",
+        (_H,),
+        _f004_pdr,
+    ),
 )
 
 
@@ -774,13 +1113,18 @@ def render(rows: list[Row]) -> str:
         verdict: str = f.verdict
         if not r.consistent:
             verdict += f" (STALE: the check {'holds' if r.holds else 'fails'})"
-        out.append(f"| {f.key} | {_cell(f.claim)} | {_cell(f.paper)} | {_cell(r.ours)} | "
-                   f"{verdict} | {_cell(f.reason)} |")
-    counts = {v: sum(1 for r in rows if r.finding.verdict == v)
-              for v in ("reproduced", "partly", "not")}
+        out.append(
+            f"| {f.key} | {_cell(f.claim)} | {_cell(f.paper)} | {_cell(r.ours)} | "
+            f"{verdict} | {_cell(f.reason)} |"
+        )
+    counts = {
+        v: sum(1 for r in rows if r.finding.verdict == v) for v in ("reproduced", "partly", "not")
+    }
     out.append("")
-    out.append(f"{counts['reproduced']} of {len(rows)} reproduced, {counts['partly']} in part, "
-               f"{counts['not']} not.")
+    out.append(
+        f"{counts['reproduced']} of {len(rows)} reproduced, {counts['partly']} in part, "
+        f"{counts['not']} not."
+    )
     return "\n".join(out) + "\n"
 
 
@@ -790,8 +1134,10 @@ def render_text(rows: list[Row]) -> str:
     for r in rows:
         f = r.finding
         mark = "" if r.consistent else "  [STALE]"
-        lines.append(f"{f.key:<7} {f.verdict:<10} {f.claim}{mark}\n"
-                     f"        paper: {f.paper}\n        ours:  {r.ours}")
+        lines.append(
+            f"{f.key:<7} {f.verdict:<10} {f.claim}{mark}\n"
+            f"        paper: {f.paper}\n        ours:  {r.ours}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -809,9 +1155,19 @@ def write_snapshot(runs: Runs, engine_version: str, path: Path | None = None) ->
     data = {"engine_version": engine_version, "runs": {k: runs[k] for k in sorted(runs)}}
     text = json.dumps(data, indent=1, sort_keys=True)
     # one run per line: a changed number is a one-line diff
-    text = re.sub(r'\{\n\s+"m": \{([^{}]*)\},\n\s+"point": (\d+),\n\s+"seed": (\d+)\n\s+\}',
-                  lambda m: '{"m": {' + " ".join(m.group(1).split()) + '}, "point": '
-                  + m.group(2) + ', "seed": ' + m.group(3) + '}', text)
+    text = re.sub(
+        r'\{\n\s+"m": \{([^{}]*)\},\n\s+"point": (\d+),\n\s+"seed": (\d+)\n\s+\}',
+        lambda m: (
+            '{"m": {'
+            + " ".join(m.group(1).split())
+            + '}, "point": '
+            + m.group(2)
+            + ', "seed": '
+            + m.group(3)
+            + "}"
+        ),
+        text,
+    )
     path.write_text(text + "\n")
 
 
@@ -821,7 +1177,7 @@ _BLOCK = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
 def table_in(text: str) -> str | None:
     """The generated block of a derivation, without its markers."""
     m = _BLOCK.search(text)
-    return None if m is None else m.group(0)[len(BEGIN):-len(END)].strip("\n") + "\n"
+    return None if m is None else m.group(0)[len(BEGIN) : -len(END)].strip("\n") + "\n"
 
 
 def rewrite(text: str, table: str) -> str:
@@ -831,6 +1187,19 @@ def rewrite(text: str, table: str) -> str:
     return _BLOCK.sub(lambda _: block, text)
 
 
-__all__ = ["DERIVATIONS", "EXTRACT", "Finding", "Row", "View", "evaluate", "load_snapshot",
-           "records", "render", "render_text", "rewrite", "studies", "table_in",
-           "write_snapshot"]
+__all__ = [
+    "DERIVATIONS",
+    "EXTRACT",
+    "Finding",
+    "Row",
+    "View",
+    "evaluate",
+    "load_snapshot",
+    "records",
+    "render",
+    "render_text",
+    "rewrite",
+    "studies",
+    "table_in",
+    "write_snapshot",
+]

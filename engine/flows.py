@@ -23,8 +23,19 @@ from engine.tcp.sender import TcpSender
 class Flow:
     """Common bookkeeping: start/stop times, completion, delays, drops."""
 
-    __slots__ = ("env", "spec", "id", "start", "stop_at", "on_done", "done_at", "delays",
-                 "data_dropped", "other_dropped", "arrived")
+    __slots__ = (
+        "env",
+        "spec",
+        "id",
+        "start",
+        "stop_at",
+        "on_done",
+        "done_at",
+        "delays",
+        "data_dropped",
+        "other_dropped",
+        "arrived",
+    )
 
     def __init__(self, env, spec, seed: int, on_done: Callable[[Flow], None]):
         self.env = env
@@ -62,8 +73,17 @@ class Flow:
 
 
 class TcpFlow(Flow):
-    __slots__ = ("total", "delivered_bytes", "rtt_n", "rtt_sum", "rtt_min", "rtt_max",
-                 "sender", "receiver", "probe")
+    __slots__ = (
+        "total",
+        "delivered_bytes",
+        "rtt_n",
+        "rtt_sum",
+        "rtt_min",
+        "rtt_max",
+        "sender",
+        "receiver",
+        "probe",
+    )
 
     def __init__(self, env, spec, seed: int, fwd: tuple, rev: tuple, on_done):
         super().__init__(env, spec, seed, on_done)
@@ -78,8 +98,9 @@ class TcpFlow(Flow):
         cc = congestion_ops(tcp)
         if cc.randomized:
             cc.random = stream(seed, f"flow:{spec.id}:cc").random
-        self.sender = TcpSender(env, self, tcp, limit, fwd, cc, recovery_for(tcp),
-                                advertised_window(tcp))
+        self.sender = TcpSender(
+            env, self, tcp, limit, fwd, cc, recovery_for(tcp), advertised_window(tcp)
+        )
         self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
         # The last element of each path is the peer endpoint.
         self.sender.path = fwd + (self.receiver,)
@@ -162,8 +183,7 @@ class TcpFlow(Flow):
 
 
 class UdpFlow(Flow):
-    __slots__ = ("path", "size", "payload", "interval", "sent", "received_bytes",
-                 "sending_done")
+    __slots__ = ("path", "size", "payload", "interval", "sent", "received_bytes", "sending_done")
 
     def __init__(self, env, spec, seed: int, fwd: tuple, on_done):
         super().__init__(env, spec, seed, on_done)

@@ -161,8 +161,9 @@ class TokenBucket:
     def tokens(self, now: float) -> float:
         """Frame bits the buckets would admit at once at `now` (read-only)."""
         elapsed = max(0.0, now - self.refilled_at)
-        return (min(self.bc, self.committed + elapsed * self.cir)
-                + min(self.be, self.excess + elapsed * self.excess_rate))
+        return min(self.bc, self.committed + elapsed * self.cir) + min(
+            self.be, self.excess + elapsed * self.excess_rate
+        )
 
     def allowance(self, t0: float, t1: float, tokens0: float) -> float:
         """Most frame bits admitted in [t0, t1] with `tokens0` at t0."""
@@ -218,8 +219,19 @@ class PvcDirection:
     and, through `ingress`, its policer at the network's edge."""
 
     __slots__ = (
-        "env", "circuit", "forward", "opposite", "exit", "ingress", "egress_at", "shaper",
-        "cir", "policer", "long_run_rate", "admitted_bits", "first_port",
+        "env",
+        "circuit",
+        "forward",
+        "opposite",
+        "exit",
+        "ingress",
+        "egress_at",
+        "shaper",
+        "cir",
+        "policer",
+        "long_run_rate",
+        "admitted_bits",
+        "first_port",
     )
 
     def __init__(self, env: Environment, circuit: Circuit, forward: bool):
@@ -255,8 +267,11 @@ class PvcDirection:
         """Size the shaper's queue like the entry port's queue (first port seen wins)."""
         if self.first_port is None:
             self.first_port = port
-        if self.shaper is not None and self.shaper.limit_packets is None \
-                and self.shaper.limit_bytes is None:
+        if (
+            self.shaper is not None
+            and self.shaper.limit_packets is None
+            and self.shaper.limit_bytes is None
+        ):
             queue = port.queue
             self.shaper.limit_packets = queue.limit_packets
             self.shaper.limit_bytes = queue.limit_bytes
@@ -329,8 +344,10 @@ class PvcExit:
         circuit = direction.circuit
         circuit.exited += 1
         pkt.pvc = None
-        if circuit.error_random is not None and circuit.error_random() < \
-                circuit.pvc.residual_error_rate:
+        if (
+            circuit.error_random is not None
+            and circuit.error_random() < circuit.pvc.residual_error_rate
+        ):
             circuit.errored += 1
             pkt.flow.dropped(pkt)
             return
@@ -350,8 +367,19 @@ class Shaper:
     """A rate spacer whose rate BECN steps down toward `floor` and quiet time back to CIR."""
 
     __slots__ = (
-        "cir", "floor", "tc", "rate", "free_at", "_waiting", "queued_bytes",
-        "limit_packets", "limit_bytes", "last_down", "quiet_from", "up_steps", "trace",
+        "cir",
+        "floor",
+        "tc",
+        "rate",
+        "free_at",
+        "_waiting",
+        "queued_bytes",
+        "limit_packets",
+        "limit_bytes",
+        "last_down",
+        "quiet_from",
+        "up_steps",
+        "trace",
         "burst",
     )
 
@@ -432,8 +460,17 @@ class CycleAverage:
     of their end times.
     """
 
-    __slots__ = ("by_bytes", "prev_start", "prev_area", "start", "booked", "ends",
-                 "weights", "end_sum", "weight_sum")
+    __slots__ = (
+        "by_bytes",
+        "prev_start",
+        "prev_area",
+        "start",
+        "booked",
+        "ends",
+        "weights",
+        "end_sum",
+        "weight_sum",
+    )
 
     def __init__(self, by_bytes: bool):
         self.by_bytes = by_bytes
@@ -497,8 +534,17 @@ class CycleAverage:
 class FrQueue:
     """A Frame Relay port's discipline: DE-first discard and FECN/BECN around `inner`."""
 
-    __slots__ = ("inner", "port", "node", "congestion", "de_discard", "limit_packets",
-                 "limit_bytes", "limit", "cycle")
+    __slots__ = (
+        "inner",
+        "port",
+        "node",
+        "congestion",
+        "de_discard",
+        "limit_packets",
+        "limit_bytes",
+        "limit",
+        "cycle",
+    )
 
     def __init__(self, inner: Discipline, port: Egress, switch: FrSwitchSpec):
         self.inner = inner
@@ -548,8 +594,15 @@ class FrQueue:
             cycle.add(now, start + wire * 8 / port.rate, wire)
         return admitted
 
-    def _admit_pvc(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet,
-                   direction: PvcDirection) -> bool:
+    def _admit_pvc(
+        self,
+        port: Egress,
+        waiting: int,
+        wire: int,
+        now: float,
+        pkt: Packet,
+        direction: PvcDirection,
+    ) -> bool:
         circuit = direction.circuit
         limit = self.limit_packets
         fill = waiting / limit if limit is not None else port.queued_bytes / self.limit
@@ -578,8 +631,13 @@ class FrQueue:
 class FrameRelay:
     """Builds the PVCs of a scenario, wraps Frame Relay ports, and splices PVC paths."""
 
-    def __init__(self, env: Environment, scenario: Scenario, seed: int,
-                 ports: dict[tuple[str, str, str], Egress]):
+    def __init__(
+        self,
+        env: Environment,
+        scenario: Scenario,
+        seed: int,
+        ports: dict[tuple[str, str, str], Egress],
+    ):
         spec = scenario.frame_relay
         assert spec is not None and spec.pvcs
         self.scenario = scenario
@@ -604,8 +662,15 @@ class FrameRelay:
         for port in carried:
             if isinstance(port.queue, FrQueue):
                 direction.egress_at.setdefault(port.src, port.queue)
-        return (*ports[:first], direction, carried[0], direction.ingress, *carried[1:],
-                direction.exit, *ports[last:])
+        return (
+            *ports[:first],
+            direction,
+            carried[0],
+            direction.ingress,
+            *carried[1:],
+            direction.exit,
+            *ports[last:],
+        )
 
     def summaries(self) -> dict[str, PvcSummary]:
         return {cid: c.summary() for cid, c in self.circuits.items()}

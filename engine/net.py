@@ -99,8 +99,9 @@ class BitErrors(LossModel):
 class GilbertElliott(LossModel):
     """Two-state Markov loss, one transition per packet, then loss with the state's rate."""
 
-    def __init__(self, p_gb: float, p_bg: float, loss_good: float, loss_bad: float,
-                 rng: random.Random):
+    def __init__(
+        self, p_gb: float, p_bg: float, loss_good: float, loss_bad: float, rng: random.Random
+    ):
         self.p_gb, self.p_bg = p_gb, p_bg
         self.loss_good, self.loss_bad = loss_good, loss_bad
         self.bad = False
@@ -136,8 +137,9 @@ def link_wire(link, ip_size: int) -> int:
     return wire_bytes(link.encap, ip_size, link.overhead_bytes)
 
 
-def make_loss(spec, rng: random.Random, encap: str = "ppp",
-              overhead: int | None = None) -> LossModel | None:
+def make_loss(
+    spec, rng: random.Random, encap: str = "ppp", overhead: int | None = None
+) -> LossModel | None:
     model = spec.model
     if model == "none":
         return None
@@ -260,14 +262,36 @@ class Egress:
     """One direction of a full-duplex link: queue, serialiser, propagation, loss."""
 
     __slots__ = (
-        "env", "key", "link_id", "src", "dst", "rate", "delay", "encap", "overhead", "queue",
-        "loss", "busy_until", "queued_bytes", "_waiting", "probe", "tap", "line",
-        "packets", "bytes", "drops", "error_drops", "busy_total", "wait_total", "queue_max",
+        "env",
+        "key",
+        "link_id",
+        "src",
+        "dst",
+        "rate",
+        "delay",
+        "encap",
+        "overhead",
+        "queue",
+        "loss",
+        "busy_until",
+        "queued_bytes",
+        "_waiting",
+        "probe",
+        "tap",
+        "line",
+        "packets",
+        "bytes",
+        "drops",
+        "error_drops",
+        "busy_total",
+        "wait_total",
+        "queue_max",
         "_wire_cache",
     )
 
-    def __init__(self, env: Environment, link, src: str, dst: str, queue: Discipline,
-                 loss: LossModel | None):
+    def __init__(
+        self, env: Environment, link, src: str, dst: str, queue: Discipline, loss: LossModel | None
+    ):
         self.env = env
         self.link_id = link.id
         self.src, self.dst = src, dst

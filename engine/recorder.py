@@ -113,8 +113,13 @@ class DelayStats:
 
     def summary(self) -> dict:
         if self.n == 0:
-            return {"delay_mean": None, "delay_p50": None, "delay_p95": None,
-                    "delay_p99": None, "jitter": None}
+            return {
+                "delay_mean": None,
+                "delay_p50": None,
+                "delay_p95": None,
+                "delay_p99": None,
+                "jitter": None,
+            }
         p50, p95, p99 = np.percentile(np.frombuffer(self.reservoir), [50, 95, 99]).tolist()
         return {
             "delay_mean": self.total / self.n,
@@ -130,9 +135,26 @@ class TcpProbe:
     """Traces a TCP sender's state after each ACK, timeout and transmission burst; a
     pacing sender's rate too, and BBR's mode and bandwidth estimate."""
 
-    __slots__ = ("prefix", "cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
-                 "retransmissions", "delay", "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now",
-                 "pacing_rate", "bbr_state", "bbr_bw")
+    __slots__ = (
+        "prefix",
+        "cwnd",
+        "ssthresh",
+        "rwnd",
+        "inflight",
+        "srtt",
+        "rto",
+        "seq",
+        "ack",
+        "retransmissions",
+        "delay",
+        "cwnd_max",
+        "cwnd_area",
+        "_cwnd_since",
+        "_cwnd_now",
+        "pacing_rate",
+        "bbr_state",
+        "bbr_bw",
+    )
 
     def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
@@ -226,10 +248,22 @@ class TcpProbe:
         return self.cwnd.t[0] if len(self.cwnd.t) else 0.0
 
     def series(self) -> dict[str, Trace]:
-        names = ("cwnd", "ssthresh", "rwnd", "inflight", "srtt", "rto", "seq", "ack",
-                 "retransmissions", "delay", "pacing_rate", "bbr_state", "bbr_bw")
-        return {self.prefix + n: trace for n in names
-                if (trace := getattr(self, n)) is not None}
+        names = (
+            "cwnd",
+            "ssthresh",
+            "rwnd",
+            "inflight",
+            "srtt",
+            "rto",
+            "seq",
+            "ack",
+            "retransmissions",
+            "delay",
+            "pacing_rate",
+            "bbr_state",
+            "bbr_bw",
+        )
+        return {self.prefix + n: trace for n in names if (trace := getattr(self, n)) is not None}
 
 
 class LinkProbe:

@@ -16,7 +16,8 @@ class TcpFlowSummary(_Model):
     kind: Literal["tcp"] = "tcp"
     completed: bool
     completion_time: float | None = Field(
-        description="Flow start to last byte delivered in order, s (includes the handshake)")
+        description="Flow start to last byte delivered in order, s (includes the handshake)"
+    )
     bytes_delivered: int
     goodput_bps: float
     throughput_pps: float = Field(description="Data packets arriving at the receiver per second")
@@ -29,11 +30,13 @@ class TcpFlowSummary(_Model):
     pdr: float | None = Field(description="Data packets delivered / (delivered + dropped)")
     plr: float | None = Field(description="Data packets dropped / (delivered + dropped)")
     packets_received: int = Field(
-        default=0, description="Data packets arriving at the receiver, duplicates included")
+        default=0, description="Data packets arriving at the receiver, duplicates included"
+    )
     delivery_ratio: float | None = Field(
         default=None,
         description="packets_received / segments_sent, as ns-2 trace scripts compute PDR: "
-                    "packets still in flight at the end count as not received")
+        "packets still in flight at the end count as not received",
+    )
     rtt_mean: float | None
     rtt_min: float | None
     rtt_max: float | None
@@ -92,18 +95,29 @@ class Bounds(_Model):
     link_bps: float | None = Field(
         description="What the most constrained resource on the path (a port's rate less "
         "per-packet overhead, or a PVC's contract) left to this flow while it ran, after "
-        "the other traffic that actually crossed it meanwhile")
+        "the other traffic that actually crossed it meanwhile"
+    )
     window_bps: float | None = Field(description="Effective window / base round-trip time")
     mathis_bps: float | None = Field(
         description="Mathis et al.: MSS/RTT * sqrt(3/2bp); null without loss, for bbr (which "
         "loss does not limit), or when the flow delivered more (its losses did not shape a "
-        "congestion-avoidance sawtooth)")
+        "congestion-avoidance sawtooth)"
+    )
     application_bps: float | None = Field(default=None, description="The application's own rate")
     achieved_bps: float | None
 
 
-Limit = Literal["receive_window", "link_capacity", "loss", "congestion_window",
-                "application", "timeouts", "send_buffer", "incomplete", "pvc_policing"]
+Limit = Literal[
+    "receive_window",
+    "link_capacity",
+    "loss",
+    "congestion_window",
+    "application",
+    "timeouts",
+    "send_buffer",
+    "incomplete",
+    "pvc_policing",
+]
 
 
 class Diagnosis(_Model):
@@ -112,8 +126,10 @@ class Diagnosis(_Model):
     bdp_bytes: float | None
     rtt: float | None = Field(default=None, description="Base round-trip time of the path, s")
     bottleneck: str | None = Field(
-        default=None, description="The resource of `bounds.link_bps`: a link direction "
-        "'<link>:<from>><to>' or 'pvc:<id>'")
+        default=None,
+        description="The resource of `bounds.link_bps`: a link direction "
+        "'<link>:<from>><to>' or 'pvc:<id>'",
+    )
     advice: str
 
 

@@ -247,9 +247,9 @@ class Link(_Model):
     """Line rate of each direction."""
     delay: Duration = 0.0
     """One-way propagation delay."""
-    encap: Literal[
-        "ethernet", "ppp", "hdlc", "frame_relay", "atm_aal5", "mpls", "none"
-    ] = "ethernet"
+    encap: Literal["ethernet", "ppp", "hdlc", "frame_relay", "atm_aal5", "mpls", "none"] = (
+        "ethernet"
+    )
     """Link-layer encapsulation: per-packet overhead (ethernet 38 B with payloads padded to
     46 B; ppp, hdlc and frame_relay 8 B; mpls 12 B), the cell tax for atm_aal5 (53-byte
     cells of 48), none for `none` (an ns-2 link: the IP packet is all that is sent).
@@ -380,8 +380,7 @@ class DelayedAckSpec(_Model):
     """ACK at least every `count` full-sized segments."""
     timeout: Duration = Field(default=0.2, gt=0, le=0.5)
     """Longest delay of an ACK; RFC 1122 caps it at 0.5 s."""
-    quickack: Annotated[Literal["linux", "ns3", "off"], BeforeValidator(_quickack_switch)] = (
-        "linux")
+    quickack: Annotated[Literal["linux", "ns3", "off"], BeforeValidator(_quickack_switch)] = "linux"
     """ACK the first data segments of a connection at once instead of delaying them, so
     that a sender with a small initial window does not wait for the delayed-ACK timeout.
     `linux` (the default; `true` means the same): Linux's quickack mode on the first data
@@ -394,9 +393,9 @@ class DelayedAckSpec(_Model):
 class TcpSpec(_Model):
     """TCP sender and receiver settings of a tcp_bulk flow."""
 
-    variant: Literal[
-        "none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic", "bbr"
-    ] = "newreno"
+    variant: Literal["none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic", "bbr"] = (
+        "newreno"
+    )
     """Congestion control; `none` is a fixed window with go-back-N on timeout; `bbr` is BBR
     v1 (Linux's tcp_bbr, ns-3's TcpBbr: rate-based, paced, not loss-based)."""
     sack: bool = False
@@ -502,11 +501,19 @@ class TcpSpec(_Model):
                 self.max_rto,
             )
         if self.variant == "bbr" and self.pacing is False:
-            errors.add(("pacing",), "invalid_combination",
-                       "bbr always paces: its rate is its model of the path", self.pacing)
+            errors.add(
+                ("pacing",),
+                "invalid_combination",
+                "bbr always paces: its rate is its model of the path",
+                self.pacing,
+            )
         if self.variant == "none" and self.pacing:
-            errors.add(("pacing",), "invalid_combination",
-                       "pacing follows cwnd, which variant none does not have", self.pacing)
+            errors.add(
+                ("pacing",),
+                "invalid_combination",
+                "pacing follows cwnd, which variant none does not have",
+                self.pacing,
+            )
         if self.variant == "none" and self.slow_start not in (None, "standard"):
             errors.add(
                 ("slow_start",),
@@ -734,13 +741,16 @@ class Scenario(_Model):
             link = links.get(capture.link)
             if link is None:
                 errors.add(
-                    (*loc, "link"), "unknown_link", f"no link has id {capture.link!r}",
+                    (*loc, "link"),
+                    "unknown_link",
+                    f"no link has id {capture.link!r}",
                     capture.link,
                 )
             for k, flow_id in enumerate(capture.flows or ()):
                 if flow_id not in flows:
-                    errors.add((*loc, "flows", k), "unknown_flow",
-                               f"no flow has id {flow_id!r}", flow_id)
+                    errors.add(
+                        (*loc, "flows", k), "unknown_flow", f"no flow has id {flow_id!r}", flow_id
+                    )
             ways = ("a_to_b", "b_to_a") if capture.direction == "both" else (capture.direction,)
             for way in ways:
                 other = taken.setdefault((capture.link, way), index)
@@ -892,8 +902,11 @@ class Scenario(_Model):
             span = topology.pvc_span(hops) if hops else None
             if span is None or hops is None:
                 continue
-            size = (flow.tcp.mss + IP_TCP_HEADERS if isinstance(flow, TcpBulkFlow)
-                    else flow.packet_size + IP_UDP_HEADERS)
+            size = (
+                flow.tcp.mss + IP_TCP_HEADERS
+                if isinstance(flow, TcpBulkFlow)
+                else flow.packet_size + IP_UDP_HEADERS
+            )
             link = links[hops[span.first].link_id]
             bits = link_wire(link, size) * 8
             if bits > largest.get(span.pvc.id, (0, "", ""))[0]:
@@ -1017,9 +1030,7 @@ def _queue_warnings(link: Link) -> list[str]:
     return found
 
 
-def _pvc_warnings(
-    topology: Topology, pvc: Pvc, largest: tuple[int, str, str] | None
-) -> list[str]:
+def _pvc_warnings(topology: Topology, pvc: Pvc, largest: tuple[int, str, str] | None) -> list[str]:
     """Warnings about a PVC's contract against the links it crosses and the frames of the
     flows it carries (`largest`: see Scenario._largest_frames)."""
     path = f"frame_relay.pvcs.{pvc.id}"

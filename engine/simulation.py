@@ -45,13 +45,16 @@ class Network:
         self.ports: dict[tuple[str, str, str], Egress] = {}
         for link in scenario.links:
             sides: tuple[tuple[str, str, Literal["a_to_b", "b_to_a"]], ...] = (
-                (link.a, link.b, "a_to_b"), (link.b, link.a, "b_to_a"))
+                (link.a, link.b, "a_to_b"),
+                (link.b, link.a, "b_to_a"),
+            )
             for src, dst, direction in sides:
                 name = f"link:{link.id}:{src}>{dst}"
                 loss = None
                 if link.loss.direction in (direction, "both"):
-                    loss = make_loss(link.loss, stream(seed, name + ":loss"), link.encap,
-                                     link.overhead_bytes)
+                    loss = make_loss(
+                        link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
+                    )
                 queue = make_queue(link.queue_of(direction), stream(seed, name + ":queue"))
                 port = Egress(env, link, src, dst, queue, loss)
                 port.probe = LinkProbe(port)
@@ -77,11 +80,16 @@ class Network:
                 self.pending.add(flow.id)
             flow.schedule()
         self.usage = {f.id: FlowUsage(env, f) for f in self.flows if isinstance(f, TcpFlow)}
-        self.goodput = {f.id: Trace("bit/s", rate=True) for f in self.flows
-                        if isinstance(f, TcpFlow)}
+        self.goodput = {
+            f.id: Trace("bit/s", rate=True) for f in self.flows if isinstance(f, TcpFlow)
+        }
         tcp = [f for f in self.flows if isinstance(f, TcpFlow)]
-        self.sampler = RateSampler(float(scenario.sample_interval), tcp,
-                                   [self.goodput[f.id] for f in tcp], list(self.ports.values()))
+        self.sampler = RateSampler(
+            float(scenario.sample_interval),
+            tcp,
+            [self.goodput[f.id] for f in tcp],
+            list(self.ports.values()),
+        )
         env.process(self._sampler(float(scenario.sample_interval)))
 
     def _path(self, src: str, dst: str) -> tuple:
@@ -206,10 +214,17 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         data, packets = pcap_file(tap, net.scenario, net.flows, end)
         spec = tap.spec
         assert spec.at is not None  # CaptureSpec's validator names the end
-        result.captures.append(CaptureSummary(
-            link=spec.link, direction=spec.direction, at=spec.at, packets=packets,
-            missed=tap.missed, snaplen=spec.snaplen, bytes=len(data),
-            sha256=hashlib.sha256(data).hexdigest(),
-        ))
+        result.captures.append(
+            CaptureSummary(
+                link=spec.link,
+                direction=spec.direction,
+                at=spec.at,
+                packets=packets,
+                missed=tap.missed,
+                snaplen=spec.snaplen,
+                bytes=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+            )
+        )
         result._pcaps[(spec.link, spec.direction)] = data
     return result

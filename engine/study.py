@@ -28,9 +28,11 @@ class StudySpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     base: dict[str, Any] = Field(
-        description="{preset: NAME}, {scenario_id: ID}, {scenario: {...}} or an inline scenario")
+        description="{preset: NAME}, {scenario_id: ID}, {scenario: {...}} or an inline scenario"
+    )
     parameters: dict[str, list[Any]] = Field(
-        description="Dotted path -> list of values; list items addressed by their id")
+        description="Dotted path -> list of values; list items addressed by their id"
+    )
     mode: Literal["grid", "zip"] = "grid"
     replications: int = Field(default=1, ge=1, le=1000)
     baseline: dict[str, Any] | None = None
@@ -45,8 +47,7 @@ class StudySpec(BaseModel):
         if self.mode == "zip":
             lengths = {len(v) for v in self.parameters.values()}
             if len(lengths) > 1:
-                raise ValueError(
-                    f"mode zip needs lists of equal length, got {sorted(lengths)}")
+                raise ValueError(f"mode zip needs lists of equal length, got {sorted(lengths)}")
         if self.baseline is not None:
             unknown = set(self.baseline) - set(self.parameters)
             if unknown:
@@ -115,9 +116,7 @@ def _list_item(items: list, key: str, where: str) -> Any:
     ids = [item.get("id") for item in items if isinstance(item, dict)]
     close = difflib.get_close_matches(key, [str(i) for i in ids], n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise StudyError(
-        ("parameters", where), f"{where}: no item with id {key!r} (ids: {ids}){hint}"
-    )
+    raise StudyError(("parameters", where), f"{where}: no item with id {key!r} (ids: {ids}){hint}")
 
 
 def _combinations(spec: StudySpec) -> list[dict[str, Any]]:
@@ -136,7 +135,8 @@ def _apply(base: dict, params: dict[str, Any], loc_prefix: tuple) -> Scenario:
     except ValidationError as exc:
         errors: list[dict[str, Any]] = [
             {"loc": loc_prefix + tuple(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                  for e in exc.errors(include_url=False)]
+            for e in exc.errors(include_url=False)
+        ]
         first = errors[0]
         raise StudyError(first["loc"], f"{first['msg']} (point {params})", errors) from None
 
@@ -146,8 +146,10 @@ def expand(spec: StudySpec, base: Scenario, *, max_runs: int = MAX_POINTS_DEFAUL
     numbers: every point uses the same seeds, so differences between points are paired)."""
     runs = spec.point_count() * spec.replications
     if runs > max_runs:
-        raise StudyError(("parameters",),
-                         f"the study has {runs} runs (points x replications); the cap is {max_runs}")
+        raise StudyError(
+            ("parameters",),
+            f"the study has {runs} runs (points x replications); the cap is {max_runs}",
+        )
     base_data = base.model_dump(mode="json")
     seeds = [base.seed + r for r in range(spec.replications)]
     points = []
@@ -156,8 +158,15 @@ def expand(spec: StudySpec, base: Scenario, *, max_runs: int = MAX_POINTS_DEFAUL
         baseline_hash = _apply(base_data, spec.baseline, ("baseline",)).scenario_hash()
     for i, params in enumerate(_combinations(spec)):
         scenario = _apply(base_data, params, ("parameters",))
-        points.append(Point(index=i, parameters=params, scenario=scenario, seeds=list(seeds),
-                            is_baseline=scenario.scenario_hash() == baseline_hash))
+        points.append(
+            Point(
+                index=i,
+                parameters=params,
+                scenario=scenario,
+                seeds=list(seeds),
+                is_baseline=scenario.scenario_hash() == baseline_hash,
+            )
+        )
     if baseline_hash is not None and not any(p.is_baseline for p in points):
         raise StudyError(("baseline",), "the baseline is not one of the study's points")
     return points
@@ -180,5 +189,6 @@ def resolve_base(spec: StudySpec, *, scenario_by_id=None) -> Scenario:
     except ValidationError as exc:
         errors: list[dict[str, Any]] = [
             {"loc": ("base",) + tuple(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                  for e in exc.errors(include_url=False)]
+            for e in exc.errors(include_url=False)
+        ]
         raise StudyError(errors[0]["loc"], errors[0]["msg"], errors) from None

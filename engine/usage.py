@@ -82,8 +82,12 @@ class FlowUsage:
 
     def _read(self) -> _Snapshot:
         now = self.env._now
-        return _Snapshot(now, [p.busy_time(now) for p in self.ports],
-                         [d.admitted_bits for d in self.pvcs], self.flow.delivered_bytes)
+        return _Snapshot(
+            now,
+            [p.busy_time(now) for p in self.ports],
+            [d.admitted_bits for d in self.pvcs],
+            self.flow.delivered_bytes,
+        )
 
     def on_done(self) -> None:
         self.end = self._read()
@@ -114,12 +118,14 @@ class FlowUsage:
             busy = last.busy[i] - start.busy[i]
             others = max(0.0, busy - own_packets * tx)
             ratio = mss / wire
-            out.append(Share(
-                resource=port.key,
-                bound_bps=((window - others) * port.rate * ratio + late) / active,
-                capacity_bps=port.rate * ratio,
-                others_fraction=others / window,
-            ))
+            out.append(
+                Share(
+                    resource=port.key,
+                    bound_bps=((window - others) * port.rate * ratio + late) / active,
+                    capacity_bps=port.rate * ratio,
+                    others_fraction=others / window,
+                )
+            )
         for i, direction in enumerate(self.pvcs):
             first = direction.first_port
             assert first is not None  # set when the PVC's path is spliced
@@ -129,10 +135,12 @@ class FlowUsage:
             others = max(0.0, admitted - own_packets * bits)
             allowed = direction.allowance(start.time, last.time, self.allowance_at_start[i])
             ratio = mss / wire
-            out.append(Share(
-                resource=f"pvc:{direction.circuit.id}",
-                bound_bps=(max(0.0, allowed - others) * ratio + late) / active,
-                capacity_bps=direction.long_run_rate * ratio,
-                others_fraction=others / allowed if allowed > 0 else 0.0,
-            ))
+            out.append(
+                Share(
+                    resource=f"pvc:{direction.circuit.id}",
+                    bound_bps=(max(0.0, allowed - others) * ratio + late) / active,
+                    capacity_bps=direction.long_run_rate * ratio,
+                    others_fraction=others / allowed if allowed > 0 else 0.0,
+                )
+            )
         return out

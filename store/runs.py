@@ -64,9 +64,7 @@ class RunRepository(Repository[Run]):
         """Serialise this tenant's submissions until the transaction ends: a no-op write to
         its row takes a row lock in PostgreSQL and the write lock in SQLite, so two
         concurrent submissions cannot both pass the active-runs limit."""
-        self.session.execute(
-            update(Tenant).where(Tenant.id == tenant_id).values(name=Tenant.name)
-        )
+        self.session.execute(update(Tenant).where(Tenant.id == tenant_id).values(name=Tenant.name))
 
     def active_count(self, *, tenant_id: uuid.UUID) -> int:
         """The tenant's runs queued or running."""
@@ -385,7 +383,9 @@ class ResultRepository:
         return self.session.get(RunResult, run_id)
 
     def add(
-        self, result: RunResult, series: Sequence[RunSeries],
+        self,
+        result: RunResult,
+        series: Sequence[RunSeries],
         captures: Sequence[RunCapture] = (),
     ) -> None:
         self.session.add(result)
@@ -396,8 +396,13 @@ class ResultRepository:
     def captures(self, run_id: uuid.UUID) -> Sequence[tuple[str, str, int, int, str]]:
         """(link, direction, packets, size, sha256) of the run's captures, by link."""
         stmt = (
-            select(RunCapture.link, RunCapture.direction, RunCapture.packets, RunCapture.size,
-                   RunCapture.sha256)
+            select(
+                RunCapture.link,
+                RunCapture.direction,
+                RunCapture.packets,
+                RunCapture.size,
+                RunCapture.sha256,
+            )
             .where(RunCapture.run_id == run_id)
             .order_by(RunCapture.link, RunCapture.direction)
         )
@@ -406,14 +411,16 @@ class ResultRepository:
     def capture_files(self, run_id: uuid.UUID) -> Sequence[RunCapture]:
         """Every capture of the run, files included, by link."""
         stmt = (
-            select(RunCapture).where(RunCapture.run_id == run_id)
+            select(RunCapture)
+            .where(RunCapture.run_id == run_id)
             .order_by(RunCapture.link, RunCapture.direction)
         )
         return self.session.scalars(stmt, execution_options={BINARY_RESULTS: True}).all()
 
     def capture(self, run_id: uuid.UUID, link: str, direction: str) -> RunCapture | None:
         stmt = select(RunCapture).where(
-            RunCapture.run_id == run_id, RunCapture.link == link,
+            RunCapture.run_id == run_id,
+            RunCapture.link == link,
             RunCapture.direction == direction,
         )
         return self.session.scalars(stmt, execution_options={BINARY_RESULTS: True}).first()

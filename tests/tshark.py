@@ -24,7 +24,10 @@ def require_tshark() -> None:
 
 def tshark(path: Path, *args: str) -> str:
     proc = subprocess.run(
-        [TSHARK, "-n", "-r", str(path), *args], capture_output=True, text=True, timeout=300,
+        [TSHARK, "-n", "-r", str(path), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
         # tshark reads no personal preferences from an empty HOME (a fixed dissection).
         env={**os.environ, "HOME": str(path.parent)},
     )
@@ -35,16 +38,21 @@ def tshark(path: Path, *args: str) -> str:
 def count(path: Path, display_filter: str = "") -> int:
     """Packets matching a display filter (all of them with none)."""
     args = ["-Y", display_filter] if display_filter else []
-    return len([line for line in tshark(path, "-T", "fields", "-e", "frame.number", *args)
-                .splitlines() if line.strip()])
+    return len(
+        [
+            line
+            for line in tshark(path, "-T", "fields", "-e", "frame.number", *args).splitlines()
+            if line.strip()
+        ]
+    )
 
 
-def fields(path: Path, display_filter: str, *names: str, options: tuple[str, ...] = ()) -> list[
-        list[str]]:
+def fields(
+    path: Path, display_filter: str, *names: str, options: tuple[str, ...] = ()
+) -> list[list[str]]:
     """The named fields of each packet matching the filter, one list per packet."""
     args = [a for name in names for a in ("-e", name)]
-    out = tshark(path, *options, "-Y", display_filter, "-T", "fields", "-E", "separator=\t",
-                 *args)
+    out = tshark(path, *options, "-Y", display_filter, "-T", "fields", "-E", "separator=\t", *args)
     return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 

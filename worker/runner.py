@@ -248,9 +248,16 @@ class Runner:
                 return False
             rows = [_series_row(run_id, key, s) for key, s in series.items()]
             captures = [
-                RunCapture(run_id=run_id, link=c.link, direction=c.direction,
-                           packets=c.packets, size=c.bytes, sha256=c.sha256,
-                           codec=CAPTURE_CODEC, data=data)
+                RunCapture(
+                    run_id=run_id,
+                    link=c.link,
+                    direction=c.direction,
+                    packets=c.packets,
+                    size=c.bytes,
+                    sha256=c.sha256,
+                    codec=CAPTURE_CODEC,
+                    data=data,
+                )
                 for c, data in pcaps
             ]
             ResultRepository(session).add(RunResult(**row), rows, captures)

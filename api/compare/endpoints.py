@@ -94,7 +94,10 @@ async def compare_runs(
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
     etag, doc = await _of_succeeded(
-        db, request, ids, tenant_id,
+        db,
+        request,
+        ids,
+        tenant_id,
         lambda session, found: service.compare(session, found, baseline=baseline),
     )
     headers = {"ETag": etag, **CACHE_HEADERS}
@@ -161,7 +164,10 @@ async def compare_series(
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
     etag, body = await _of_succeeded(
-        db, request, ids, tenant_id,
+        db,
+        request,
+        ids,
+        tenant_id,
         lambda session, found: service.common_series(
             session, found, key=key, max_points=limit, start=start, end=end, agg=agg
         ),

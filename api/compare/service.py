@@ -183,7 +183,13 @@ def common_series(
     windows, info = [], []
     for run in runs:
         (w,) = series.load(
-            session, run, [key], start=start, end=end, max_points=per_run, loc=["query", "key"],
+            session,
+            run,
+            [key],
+            start=start,
+            end=end,
+            max_points=per_run,
+            loc=["query", "key"],
             agg=None,
         )
         result = results.get(run.result_run_id)
@@ -240,7 +246,13 @@ def _bucketed_series(
     loaded = []
     for run in runs:
         (w,) = series.load(
-            session, run, [key], start=start, end=end, max_points=2**62, loc=["query", "key"],
+            session,
+            run,
+            [key],
+            start=start,
+            end=end,
+            max_points=2**62,
+            loc=["query", "key"],
             agg=agg,
         )
         result = results.get(run.result_run_id)

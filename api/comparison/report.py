@@ -352,9 +352,7 @@ def _tie_sentence(
     """Several points share the best mean: name them all (what differs between them)."""
     tied = [p for p in points if p.index in set(b["ties"])]
     paths = list(dict.fromkeys(k for p in tied for k in p.parameters))
-    differ = [
-        k for k in paths if len({stats.level_key(p.parameters.get(k)) for p in tied}) > 1
-    ]
+    differ = [k for k in paths if len({stats.level_key(p.parameters.get(k)) for p in tied}) > 1]
     same = {k: tied[0].parameters.get(k) for k in paths if k not in differ}
     if len(differ) == 1:
         values = ", ".join(_val(p.parameters.get(differ[0])) for p in tied)

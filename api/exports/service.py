@@ -104,9 +104,7 @@ def gather_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> 
         # The canonical scenario (SI numbers) and the seed: POST /v1/runs accepts it as it is.
         request={"scenario": run.scenario, "seed": run.seed},
         result=runs.result_document(result),
-        series=[
-            SeriesRows(r.key, r.unit, r.codec, r.t, r.v) for r in (rows[k] for k in keys)
-        ],
+        series=[SeriesRows(r.key, r.unit, r.codec, r.t, r.v) for r in (rows[k] for k in keys)],
         captures=[(c.link, c.direction, c.data) for c in repo.capture_files(run.result_run_id)],
     )
 
@@ -123,9 +121,7 @@ def gather_sweep(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
             status_value=status,
         )
     run_rows = repo.runs(sweep.id)
-    results = repo.results(
-        r.result_run_id for r in run_rows if r.status is RunStatus.succeeded
-    )
+    results = repo.results(r.result_run_id for r in run_rows if r.status is RunStatus.succeeded)
     points = {p["index"]: p for p in sweep.points}
     out = []
     for run in run_rows:
@@ -138,8 +134,8 @@ def gather_sweep(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
                 "replication": run.replication or 0,
                 "is_baseline": bool(point.get("is_baseline")),
                 "parameters": point.get("parameters", {}),
-                "error": run.error and {"type": run.error.get("type"),
-                                        "message": run.error.get("message")},
+                "error": run.error
+                and {"type": run.error.get("type"), "message": run.error.get("message")},
                 "result": runs.result_document(result) if result is not None else None,
             }
         )
@@ -229,8 +225,9 @@ def build_run(bundle: RunBundle) -> bytes:
             "unit": pa.array([s.unit for s in bundle.series], pa.string()).take(which),
             "t": pa.array(np.concatenate(ts) if ts else np.empty(0), pa.float64()),
             # NaN (no value at that time) is a null, as CSV's empty cell.
-            "v": pa.array(np.concatenate(vs) if vs else np.empty(0), pa.float64(),
-                          from_pandas=True),
+            "v": pa.array(
+                np.concatenate(vs) if vs else np.empty(0), pa.float64(), from_pandas=True
+            ),
         }
     )
     files = {
@@ -241,8 +238,11 @@ def build_run(bundle: RunBundle) -> bytes:
     }
     for link, direction, deflated in bundle.captures:  # zlib, as store/models.RunCapture
         files[f"captures/{link}-{direction}.pcap"] = zlib.decompress(deflated)
-    manifest = {"format": RUN_FORMAT, **bundle.run,
-                "series": [{"key": s.key, "unit": s.unit} for s in bundle.series]}
+    manifest = {
+        "format": RUN_FORMAT,
+        **bundle.run,
+        "series": [{"key": s.key, "unit": s.unit} for s in bundle.series],
+    }
     return _zip(files, manifest)
 
 
@@ -265,8 +265,12 @@ def sweep_table(bundle: SweepBundle) -> tuple[dict[str, list[Any]], dict[str, pa
         "is_baseline": [r["is_baseline"] for r in bundle.runs],
     }
     types: dict[str, pa.DataType] = {
-        "point_index": pa.int64(), "replication": pa.int64(), "seed": pa.int64(),
-        "run_id": pa.string(), "status": pa.string(), "is_baseline": pa.bool_(),
+        "point_index": pa.int64(),
+        "replication": pa.int64(),
+        "seed": pa.int64(),
+        "run_id": pa.string(),
+        "status": pa.string(),
+        "is_baseline": pa.bool_(),
     }
     for path in bundle.parameters:
         values = [r["parameters"].get(path) for r in bundle.runs]
@@ -303,8 +307,7 @@ def _column(values: list[Any], *, text: bool) -> tuple[list[Any], pa.DataType]:
     if not text:
         return [float(x) if _number(x) else None for x in values], pa.float64()
     return [
-        None if x is None else x if isinstance(x, str) else orjson.dumps(x).decode()
-        for x in values
+        None if x is None else x if isinstance(x, str) else orjson.dumps(x).decode() for x in values
     ], pa.string()
 
 

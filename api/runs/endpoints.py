@@ -25,7 +25,6 @@ from store.runs import RunRepository
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
 
-
 def run_fields(run: Run) -> dict[str, Any]:
     """A run as `RunListItem` has it, JSON-ready: rendered once by orjson, with no second
     validation pass (the schema documents it; tests check documents against it)."""
@@ -60,9 +59,7 @@ def run_fields(run: Run) -> dict[str, Any]:
 
 
 #: What `RunSummary` shows of a stored result (the diagnosis has a field of its own).
-SUMMARY_FIELDS = (
-    "sim_time", "wall_time", "events", "warnings", "flows", "links", "pvcs", "extra"
-)
+SUMMARY_FIELDS = ("sim_time", "wall_time", "events", "warnings", "flows", "links", "pvcs", "extra")
 
 
 def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
@@ -123,8 +120,9 @@ async def create_run(
     return OrjsonResponse(doc, status_code=code, headers={"Location": f"/v1/runs/{run.id}"})
 
 
-@router.get("", operation_id="list_runs", response_model=Page[RunListItem],
-            responses=problem_responses(422))
+@router.get(
+    "", operation_id="list_runs", response_model=Page[RunListItem], responses=problem_responses(422)
+)
 async def list_runs(
     db: DbDep,
     tenant_id: TenantDep,
@@ -213,8 +211,13 @@ async def get_run_events(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> 
             "status": run.status,
             "attempts": run.attempts,
             "events": [
-                {"at": e.at, "event": e.event, "attempt": e.attempt, "worker": e.worker,
-                 "detail": e.detail}
+                {
+                    "at": e.at,
+                    "event": e.event,
+                    "attempt": e.attempt,
+                    "worker": e.worker,
+                    "detail": e.detail,
+                }
                 for e in events
             ],
         }
@@ -246,13 +249,19 @@ async def get_run_pcap(
     request: Request,
     link: Annotated[
         str,
-        Query(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$",
-              description="The link's id"),
+        Query(
+            min_length=1,
+            max_length=64,
+            pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$",
+            description="The link's id",
+        ),
     ],
     direction: Annotated[
         Literal["a_to_b", "b_to_a", "both"] | None,
-        Query(description="As the scenario's capture names it; may be left out when the "
-              "link was captured once"),
+        Query(
+            description="As the scenario's capture names it; may be left out when the "
+            "link was captured once"
+        ),
     ] = None,
 ) -> Response:
     """A packet capture of a succeeded run (its scenario's `capture`), as a libpcap file:
@@ -268,6 +277,9 @@ async def get_run_pcap(
     return Response(
         await anyio.to_thread.run_sync(found.data),
         media_type=PCAP,
-        headers={"ETag": etag, "Content-Disposition": f'attachment; filename="{name}"',
-                 **CACHE_HEADERS},
+        headers={
+            "ETag": etag,
+            "Content-Disposition": f'attachment; filename="{name}"',
+            **CACHE_HEADERS,
+        },
     )

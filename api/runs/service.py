@@ -81,9 +81,7 @@ def preset_scenario(name: str, *, loc: list[str | int]) -> engine.Scenario:
         raise InvalidScenario(
             f"unknown preset {name!r}{hint}",
             errors=[
-                field_error(
-                    loc, f"unknown preset{hint}; GET /v1/presets lists them", "not_found"
-                )
+                field_error(loc, f"unknown preset{hint}; GET /v1/presets lists them", "not_found")
             ],
         )
     if kinds[name] != "scenario":
@@ -232,7 +230,11 @@ class CaptureFile:
 
 
 def capture_file(
-    session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID, link: str,
+    session: Session,
+    run_id: uuid.UUID,
+    *,
+    tenant_id: uuid.UUID,
+    link: str,
     direction: str | None,
 ) -> CaptureFile:
     """A succeeded run's libpcap file of `link` (in `direction`; may be left out when the
@@ -252,15 +254,21 @@ def capture_file(
     if row is None:
         what = f"link {link!r}" + (f" in direction {direction}" if direction else "")
         if here and direction is None:
-            msg = f"run {run_id} captured link {link!r} more than once: give direction " \
-                  f"({', '.join(here)})"
+            msg = (
+                f"run {run_id} captured link {link!r} more than once: give direction "
+                f"({', '.join(here)})"
+            )
         elif taken:
             listed = ", ".join(f"{name} {way}" for (name, way, *_) in taken)
             msg = f"run {run_id} has no capture of {what}; it has: {listed}"
         else:
-            msg = f"run {run_id} has no capture of {what}: its scenario asked for none " \
-                  "(add `capture: [{link, direction, max_packets}]` to the scenario)"
-        raise NotFound(msg, captures=[{"link": name, "direction": way} for (name, way, *_) in taken])
+            msg = (
+                f"run {run_id} has no capture of {what}: its scenario asked for none "
+                "(add `capture: [{link, direction, max_packets}]` to the scenario)"
+            )
+        raise NotFound(
+            msg, captures=[{"link": name, "direction": way} for (name, way, *_) in taken]
+        )
     if row.codec != "zlib":
         raise ValueError(f"unknown capture codec {row.codec!r}")
     return CaptureFile(row.link, row.direction, row.sha256, row.data)

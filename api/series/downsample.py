@@ -92,9 +92,7 @@ def step_buckets(t: Array, v: Array, edges: Array, agg: str) -> Array:
 
         width = np.diff(edges)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(
-                width > 0, (integral(edges[1:]) - integral(edges[:-1])) / width, v[0]
-            )
+            return np.where(width > 0, (integral(edges[1:]) - integral(edges[:-1])) / width, v[0])
     held_in = v[np.clip(np.searchsorted(t, edges[:-1], side="right") - 1, 0, len(v) - 1)]
     if agg == "last":
         return v[np.clip(np.searchsorted(t, edges[1:], side="left") - 1, 0, len(v) - 1)]

@@ -151,7 +151,13 @@ async def get_series(
     if (cached := not_modified(request, etag)) is not None:
         return cached
     (w,) = await db.read(
-        service.load, run, [key], start=start, end=end, max_points=limit, loc=["path", "key"],
+        service.load,
+        run,
+        [key],
+        start=start,
+        end=end,
+        max_points=limit,
+        loc=["path", "key"],
         agg=agg,
     )
     body = {
@@ -207,8 +213,14 @@ async def get_series_frame(
     if (cached := not_modified(request, etag)) is not None:
         return cached
     windows = await db.read(
-        service.load, run, names, start=start, end=end, max_points=limit,
-        loc=["query", "keys"], agg=agg,
+        service.load,
+        run,
+        names,
+        start=start,
+        end=end,
+        max_points=limit,
+        loc=["query", "keys"],
+        agg=agg,
     )
     columns = service.frame(windows, shape)
     columns["t"] = _on_axis(columns["t"], _origin_ms(run, time_axis))

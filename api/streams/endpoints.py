@@ -24,7 +24,11 @@ LastEventIdHeader = Annotated[
 ]
 LastEventIdQuery = Annotated[
     int | None,
-    Query(alias="last_event_id", ge=-1, description="Same as the Last-Event-ID header, for clients that cannot set it"),
+    Query(
+        alias="last_event_id",
+        ge=-1,
+        description="Same as the Last-Event-ID header, for clients that cannot set it",
+    ),
 ]
 EVENTS_DOC = """\
 `text/event-stream`. Events, each with an integer `id` that grows along the stream:

@@ -27,7 +27,8 @@ from store.run_events import EventKind, RunEventRepository
 STEP = 10_000
 DONE = STEP - 1
 ENDINGS = [
-    str(k) for k in (EventKind.succeeded, EventKind.failed, EventKind.cancelled, EventKind.cache_hit)
+    str(k)
+    for k in (EventKind.succeeded, EventKind.failed, EventKind.cancelled, EventKind.cache_hit)
 ]
 STATUS_AFTER = {
     EventKind.queued: RunStatus.queued,

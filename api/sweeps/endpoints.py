@@ -75,8 +75,12 @@ async def submit(
             # Too few runs yet to know this machine's speed: measure it (off the loop).
             measured = await anyio.to_thread.run_sync(speed.probe, settings)
         plan = await db(
-            service.dry_run, tenant_id=tenant_id, body=body, settings=settings,
-            study_preset=study_preset, measured=measured,
+            service.dry_run,
+            tenant_id=tenant_id,
+            body=body,
+            settings=settings,
+            study_preset=study_preset,
+            measured=measured,
         )
         return OrjsonResponse(SweepPlan.model_validate(plan).model_dump(mode="json"))
     sweep, created, to_send, warnings = await db(
@@ -139,8 +143,12 @@ async def create_sweep(
     )
 
 
-@router.get("", operation_id="list_sweeps", response_model=Page[SweepListItem],
-            responses=problem_responses(422))
+@router.get(
+    "",
+    operation_id="list_sweeps",
+    response_model=Page[SweepListItem],
+    responses=problem_responses(422),
+)
 async def list_sweeps(
     db: DbDep, settings: SettingsDep, tenant_id: TenantDep, page: PageParamsDep
 ) -> Response:
@@ -221,8 +229,13 @@ async def get_sweep(
 ) -> Response:
     """A sweep: its points, status from its runs, counts by status and an estimate of time left."""
     return await _conditional(
-        db, cache, request, sweep_id, tenant_id,
-        lambda session, sweep: service.detail(session, sweep, settings), SweepOut,
+        db,
+        cache,
+        request,
+        sweep_id,
+        tenant_id,
+        lambda session, sweep: service.detail(session, sweep, settings),
+        SweepOut,
     )
 
 
@@ -333,9 +346,7 @@ async def get_sweep_summary(
             doc["si_parameters"] = service.si_parameters(session, sweep)
         return doc
 
-    return await _conditional(
-        db, cache, request, sweep_id, tenant_id, render, SweepSummary, shape
-    )
+    return await _conditional(db, cache, request, sweep_id, tenant_id, render, SweepSummary, shape)
 
 
 @preset_router.post(

@@ -49,11 +49,19 @@ def create(
     warned: list[str] = []
 
     def insert() -> Sweep:
-        p = plan(session, tenant_id=tenant_id, body=body, settings=settings,
-                 study_preset=study_preset)
-        sweep, runs = _insert(session, p, tenant_id=tenant_id, body=body, settings=settings,
-                              idempotency_key=idempotency_key, study_preset=study_preset,
-                              fingerprint=print_)
+        p = plan(
+            session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset
+        )
+        sweep, runs = _insert(
+            session,
+            p,
+            tenant_id=tenant_id,
+            body=body,
+            settings=settings,
+            idempotency_key=idempotency_key,
+            study_preset=study_preset,
+            fingerprint=print_,
+        )
         made.extend(runs)
         warned.extend(warnings(p))
         return sweep
@@ -87,8 +95,12 @@ def _insert(
     fingerprint: str,
 ) -> tuple[Sweep, list[Run]]:
     repo = SweepRepository(session)
-    queued = sum(1 for pt in p.points for seed in p.seeds
-                 if p.cached.get((pt.scenario.scenario_hash(), seed)) is None)
+    queued = sum(
+        1
+        for pt in p.points
+        for seed in p.seeds
+        if p.cached.get((pt.scenario.scenario_hash(), seed)) is None
+    )
     reserve_runs(session, tenant_id=tenant_id, count=queued, settings=settings)
     sweep = repo.create(
         tenant_id=tenant_id,

@@ -56,8 +56,9 @@ _probe_lock = threading.Lock()
 
 
 def setting(settings: Settings) -> Speed:
-    return Speed(settings.engine_events_per_second, settings.sweep_run_overhead_events,
-                 "setting", 0)
+    return Speed(
+        settings.engine_events_per_second, settings.sweep_run_overhead_events, "setting", 0
+    )
 
 
 def speed(session: Session, settings: Settings) -> Speed:
@@ -80,8 +81,9 @@ def speed(session: Session, settings: Settings) -> Speed:
     ).one()
     found = setting(settings)
     if n >= MIN_RUNS and seconds and seconds >= MIN_SECONDS and events:
-        found = Speed(float(events) / float(seconds), settings.sweep_run_overhead_events,
-                      "measured", int(n))
+        found = Speed(
+            float(events) / float(seconds), settings.sweep_run_overhead_events, "measured", int(n)
+        )
     _cache[key] = (time.monotonic(), found)
     return found
 

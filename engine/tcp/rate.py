@@ -29,8 +29,17 @@ from engine.packet import Packet
 class RateSample:
     """One ACK's sample (Linux's struct rate_sample); `delivered` < 0 means no sample."""
 
-    __slots__ = ("delivered", "interval", "prior_delivered", "app_limited", "acked_sacked",
-                 "losses", "prior_in_flight", "rtt", "is_retrans")
+    __slots__ = (
+        "delivered",
+        "interval",
+        "prior_delivered",
+        "app_limited",
+        "acked_sacked",
+        "losses",
+        "prior_in_flight",
+        "rtt",
+        "is_retrans",
+    )
 
     def __init__(self) -> None:
         self.delivered = -1  # bytes delivered over `interval`
@@ -53,8 +62,17 @@ class DeliveryRate:
     """The connection's delivery counters (Linux: tp->delivered, delivered_mstamp,
     first_tx_mstamp, app_limited, and sacked_out for a sender without SACK)."""
 
-    __slots__ = ("delivered", "delivered_time", "first_tx_time", "app_limited", "dup_bytes",
-                 "lost", "lost_seen", "min_rtt", "sample")
+    __slots__ = (
+        "delivered",
+        "delivered_time",
+        "first_tx_time",
+        "app_limited",
+        "dup_bytes",
+        "lost",
+        "lost_seen",
+        "min_rtt",
+        "sample",
+    )
 
     def __init__(self) -> None:
         self.delivered = 0
@@ -76,11 +94,25 @@ class DeliveryRate:
             self.delivered_time = now
         if lost:
             self.lost += pkt.length
-        pkt.tx = (self.delivered, self.delivered_time, self.first_tx_time,
-                  self.app_limited != 0, now, retrans)
+        pkt.tx = (
+            self.delivered,
+            self.delivered_time,
+            self.first_tx_time,
+            self.app_limited != 0,
+            now,
+            retrans,
+        )
 
-    def on_ack(self, ack: Packet, now: float, acked: int, dupack: bool, mss: int,
-               outstanding: int, prior_in_flight: int) -> RateSample:
+    def on_ack(
+        self,
+        ack: Packet,
+        now: float,
+        acked: int,
+        dupack: bool,
+        mss: int,
+        outstanding: int,
+        prior_in_flight: int,
+    ) -> RateSample:
         """tcp_rate_gen for an ACK that advanced snd_una by `acked` bytes (or is a
         duplicate), `outstanding` the bytes above the new snd_una."""
         rs = self.sample

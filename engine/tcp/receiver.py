@@ -53,9 +53,24 @@ def advertised_window(spec) -> int:
 
 class TcpReceiver:
     __slots__ = (
-        "env", "flow", "path", "wnd", "sack", "delack_enabled", "delack_count",
-        "delack_timeout", "timer", "rcv_nxt", "ooo", "recent", "pending", "acks_sent", "latest",
-        "quick", "echo_at", "syn_options",
+        "env",
+        "flow",
+        "path",
+        "wnd",
+        "sack",
+        "delack_enabled",
+        "delack_count",
+        "delack_timeout",
+        "timer",
+        "rcv_nxt",
+        "ooo",
+        "recent",
+        "pending",
+        "acks_sent",
+        "latest",
+        "quick",
+        "echo_at",
+        "syn_options",
     )
 
     def __init__(self, env, flow, spec, path: tuple):

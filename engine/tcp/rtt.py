@@ -18,11 +18,21 @@ class RttEstimator:
     K = 4
     GRANULARITY = 0.001  # G, the clock granularity of RFC 6298 section 2
 
-    __slots__ = ("min_rto", "max_rto", "srtt", "rttvar", "rto", "backoffs", "samples", "tick",
-                 "granularity")
+    __slots__ = (
+        "min_rto",
+        "max_rto",
+        "srtt",
+        "rttvar",
+        "rto",
+        "backoffs",
+        "samples",
+        "tick",
+        "granularity",
+    )
 
-    def __init__(self, initial_rto: float, min_rto: float, max_rto: float,
-                 tick: float | None = None):
+    def __init__(
+        self, initial_rto: float, min_rto: float, max_rto: float, tick: float | None = None
+    ):
         self.tick = tick
         self.granularity = tick if tick is not None else self.GRANULARITY
         self.min_rto = min_rto

@@ -30,10 +30,35 @@ class TcpSender:
     # Slotted like the packet: one sender per flow is touched on every ACK, and a
     # thousand flows' state stays compact in the CPU caches.
     __slots__ = (
-        "env", "flow", "spec", "path", "cc", "recovery", "st", "limit", "snd_buf", "rwnd",
-        "rtt", "timer", "established", "syn_sent_at", "syn_retries", "dupacks", "rto_una",
-        "timed_seq", "timed_at", "probe", "segments_sent", "retransmissions", "timeouts",
-        "fast_retransmits", "dup_acks", "rate", "pacing", "pace_timer", "next_release",
+        "env",
+        "flow",
+        "spec",
+        "path",
+        "cc",
+        "recovery",
+        "st",
+        "limit",
+        "snd_buf",
+        "rwnd",
+        "rtt",
+        "timer",
+        "established",
+        "syn_sent_at",
+        "syn_retries",
+        "dupacks",
+        "rto_una",
+        "timed_seq",
+        "timed_at",
+        "probe",
+        "segments_sent",
+        "retransmissions",
+        "timeouts",
+        "fast_retransmits",
+        "dup_acks",
+        "rate",
+        "pacing",
+        "pace_timer",
+        "next_release",
         "ss_samples",
     )
 
@@ -51,8 +76,9 @@ class TcpSender:
         self.limit = limit  # bytes the application wants sent (inf: unlimited)
         self.snd_buf = spec.snd_buf if spec.snd_buf is not None else INFINITE_WINDOW
         self.rwnd = rwnd  # the peer's advertised window; learned from the SYN-ACK
-        self.rtt = RttEstimator(spec.initial_rto, spec.min_rto, spec.max_rto,
-                                spec.timer_granularity)
+        self.rtt = RttEstimator(
+            spec.initial_rto, spec.min_rto, spec.max_rto, spec.timer_granularity
+        )
         self.timer = Timer(env, self.on_timeout)
         self.established = not spec.handshake
         self.syn_sent_at: float | None = None
@@ -183,8 +209,9 @@ class TcpSender:
             # A fast-recovery retransmission is a loss newly found; after a timeout every
             # segment outstanding was deemed lost at once (Linux's tcp_enter_loss), so the
             # go-back-N resends are not new losses.
-            self.rate.on_send(pkt, now, st.snd_una == st.snd_max, retrans,
-                              retrans and st.phase != Phase.LOSS)
+            self.rate.on_send(
+                pkt, now, st.snd_una == st.snd_max, retrans, retrans and st.phase != Phase.LOSS
+            )
         if self.pacing:
             self._pace(length, now)
         self.path[0].accept(pkt)
@@ -347,20 +374,22 @@ class TcpSender:
                 self.timer.stop()
             elif use != AckUse.RECOVERY_KEEP_TIMER:
                 self.timer.start(self.rtt.rto)
-        elif (ack == st.snd_una and st.snd_max > st.snd_una and pkt.wnd == self.rwnd):
+        elif ack == st.snd_una and st.snd_max > st.snd_una and pkt.wnd == self.rwnd:
             # RFC 5681 section 2: a duplicate ACK (no data, same ACK, same window,
             # data outstanding).
             self.dupacks += 1
             self.dup_acks += 1
             self.recovery.on_dupack(self)
-            if (self.dupacks < DUPACK_THRESHOLD and st.phase == Phase.OPEN
-                    and self.recovery.limited_transmit):
+            if (
+                self.dupacks < DUPACK_THRESHOLD
+                and st.phase == Phase.OPEN
+                and self.recovery.limited_transmit
+            ):
                 self._limited_transmit()
         else:
             self.rwnd = pkt.wnd
         if rate is not None:
-            self._cong_control(pkt, st.snd_una - una, self.dup_acks != dup_acks,
-                               prior_in_flight)
+            self._cong_control(pkt, st.snd_una - una, self.dup_acks != dup_acks, prior_in_flight)
         self.try_send()
         if self.probe is not None:
             self.probe.on_ack(self)
@@ -374,8 +403,9 @@ class TcpSender:
         st = self.st
         rate = self.rate
         assert rate is not None
-        rs = rate.on_ack(pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una,
-                         prior_in_flight)
+        rs = rate.on_ack(
+            pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una, prior_in_flight
+        )
         in_flight = self.in_flight()
         cwnd = self.cc.cong_control(st, rs, self.rate, in_flight)
         if not (st.phase == Phase.RECOVERY and self.recovery.paces_recovery):

@@ -22,9 +22,20 @@ INFINITE_WINDOW = 1 << 62
 
 class TcpState:
     __slots__ = (
-        "mss", "cwnd", "ssthresh", "phase", "initial_cwnd",
-        "snd_una", "snd_nxt", "snd_max", "recover", "limited_sent",
-        "srtt", "min_rtt", "last_rtt", "now",
+        "mss",
+        "cwnd",
+        "ssthresh",
+        "phase",
+        "initial_cwnd",
+        "snd_una",
+        "snd_nxt",
+        "snd_max",
+        "recover",
+        "limited_sent",
+        "srtt",
+        "min_rtt",
+        "last_rtt",
+        "now",
     )
 
     def __init__(self, mss: int, initial_cwnd_segments: int):

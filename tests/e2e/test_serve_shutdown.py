@@ -113,12 +113,18 @@ def test_stalled_connections_do_not_hold_the_api_up(tmp_path: Path) -> None:
     env.pop("BROKER_URL", None)
     settings = Settings(_env_file=None, data_dir=tmp_path / "data", port=port)
     subprocess.run(
-        [sys.executable, "-m", "alembic", "upgrade", "head"], cwd=ROOT, env=env, check=True,
+        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        cwd=ROOT,
+        env=env,
+        check=True,
         capture_output=True,
     )
     proc = subprocess.Popen(
-        api_command(settings), cwd=ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        api_command(settings),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     sockets: list[socket.socket] = []
     try:
@@ -135,8 +141,9 @@ def test_stalled_connections_do_not_hold_the_api_up(tmp_path: Path) -> None:
             s = socket.create_connection(("127.0.0.1", port))
             # Half a request: a request line and no end of headers, or a body promised.
             s.sendall(
-                b"GET /v1/runs HTTP/1.1\r\nHost: x\r\n" if i % 2 else
-                b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"
+                b"GET /v1/runs HTTP/1.1\r\nHost: x\r\n"
+                if i % 2
+                else b"POST /v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"
             )
             sockets.append(s)
         time.sleep(1)

@@ -125,9 +125,9 @@ def test_a_run_page_draws_its_charts_and_zoom_asks_for_the_range(
     frames: list[dict[str, list[str]]] = []
     page.on(
         "request",
-        lambda req: frames.append(parse_qs(urlparse(req.url).query))
-        if "/frame?" in req.url
-        else None,
+        lambda req: (
+            frames.append(parse_qs(urlparse(req.url).query)) if "/frame?" in req.url else None
+        ),
     )
     over = page.locator("#chart-cwnd .u-over")
     over.scroll_into_view_if_needed()
@@ -208,7 +208,12 @@ def test_with_auth_on_the_page_asks_for_a_key_and_keeps_it_for_the_tab(
     tenant = f"ui-{random.randrange(10**9)}"
     key = subprocess.run(
         [sys.executable, "-m", "api.keys", "create", "--tenant", tenant, "--name", "ui"],
-        cwd=ROOT, env=pg_auth_stack.env, capture_output=True, text=True, timeout=60, check=True,
+        cwd=ROOT,
+        env=pg_auth_stack.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout.strip()
     page.goto(pg_auth_stack.base_url + "/ui/")
     page.wait_for_selector("dialog.key-dialog[open]")

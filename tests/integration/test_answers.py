@@ -44,7 +44,9 @@ def finished_run(pg_stack: Stack) -> dict[str, Any]:
     return pg_stack.wait_run(resp.json()["id"])
 
 
-@pytest.mark.parametrize("key", ["flow.backup.goodput_bps", "link.access1.branch>cloud.utilization"])
+@pytest.mark.parametrize(
+    "key", ["flow.backup.goodput_bps", "link.access1.branch>cloud.utilization"]
+)
 def test_downsampled_rates_keep_their_mean_on_every_endpoint(
     pg_stack: Stack, finished_run: dict[str, Any], key: str
 ) -> None:
@@ -78,9 +80,7 @@ def test_downsampled_rates_keep_their_mean_on_every_endpoint(
             f"/v1/runs/{run_id}/series/{key}", params={"max_points": 20, "agg": "min"}
         ).json()
         assert min(low["v"]) == min(body["v"])
-        assert_problem(
-            client.get(f"/v1/runs/{run_id}/series/{key}", params={"agg": "median"}), 422
-        )
+        assert_problem(client.get(f"/v1/runs/{run_id}/series/{key}", params={"agg": "median"}), 422)
 
 
 def test_step_series_keep_their_peaks_and_take_agg(
@@ -132,15 +132,19 @@ def test_plausible_mistakes_get_errors_that_say_what_to_do(pg_stack: Stack) -> N
         assert "did you mean 'host'" in err["msg"]
 
         # In a sweep's parameters too.
-        bad_path = {"base": {"preset": "riverbed-t1-8k"},
-                    "parameters": {"flows.backup.tcp.window": [8760]}}
+        bad_path = {
+            "base": {"preset": "riverbed-t1-8k"},
+            "parameters": {"flows.backup.tcp.window": [8760]},
+        }
         problem = assert_problem(client.post("/v1/sweeps", json=bad_path), 422)
         assert "did you mean 'rcv_buf'" in problem["detail"]
 
         problem = assert_problem(client.post("/v1/runs", json={"preset": "riverbed-t1-8"}), 422)
         assert "did you mean 'riverbed-t1-8k'" in problem["detail"]
-        bad_id = {"base": {"preset": "riverbed-t1-8k"},
-                  "parameters": {"flows.bakup.tcp.rcv_buf": [8760]}}
+        bad_id = {
+            "base": {"preset": "riverbed-t1-8k"},
+            "parameters": {"flows.bakup.tcp.rcv_buf": [8760]},
+        }
         problem = assert_problem(client.post("/v1/sweeps", json=bad_id), 422)
         assert "did you mean 'backup'" in problem["detail"]
 
@@ -169,13 +173,15 @@ def test_warnings_come_back_in_the_202(pg_stack: Stack) -> None:
         (warning,) = resp.json()["warnings"]
         assert "cannot deliver" in warning and "duration" in warning
         assert client.get(f"/v1/runs/{resp.json()['id']}").json()["warnings"] is None
-        sweep = {"base": {"scenario": sc}, "parameters": {"flows.backup.tcp.rcv_buf": [8760, 65535]}}
+        sweep = {
+            "base": {"scenario": sc},
+            "parameters": {"flows.backup.tcp.rcv_buf": [8760, 65535]},
+        }
         plan = client.post("/v1/sweeps", params={"dry_run": "true"}, json=sweep)
         assert plan.status_code == 200 and len(plan.json()["warnings"]) == 2
         est = plan.json()["estimate"]
         assert est["speed_basis"] in ("measured", "probe") and est["run_overhead_events"] > 0
         assert est["cpu_seconds"] == pytest.approx(
-
             (est["events"] + est["to_simulate"] * est["run_overhead_events"])
             / est["events_per_second"]
         ), est
@@ -193,7 +199,10 @@ def _wait_sweep(stack: Stack, sweep_id: str) -> None:
     deadline = time.monotonic() + 300
     with stack.client as client:
         while client.get(f"/v1/sweeps/{sweep_id}").json()["status"] not in (
-            "succeeded", "failed", "partial", "cancelled"
+            "succeeded",
+            "failed",
+            "partial",
+            "cancelled",
         ):
             assert time.monotonic() < deadline, "sweep did not finish"
             time.sleep(0.5)
@@ -213,8 +222,11 @@ def tied_sweep(pg_stack: Stack) -> str:
             "flows.backup.tcp.window_scaling": [True],
         },
         "replications": 2,
-        "baseline": {"links.access1.rate": "T1", "flows.backup.tcp.rcv_buf": 8760,
-                     "flows.backup.tcp.window_scaling": True},
+        "baseline": {
+            "links.access1.rate": "T1",
+            "flows.backup.tcp.rcv_buf": 8760,
+            "flows.backup.tcp.window_scaling": True,
+        },
     }
     with pg_stack.client as client:
         resp = client.post("/v1/sweeps", json=body)
@@ -236,16 +248,12 @@ def test_ties_and_identical_replications_are_said_in_words(
     assert "95% CI" not in text  # a zero-width interval is not presented as one
 
 
-def test_sweep_summary_and_comparison_as_csv_and_records(
-    pg_stack: Stack, tied_sweep: str
-) -> None:
+def test_sweep_summary_and_comparison_as_csv_and_records(pg_stack: Stack, tied_sweep: str) -> None:
     import csv
     import io
 
     with pg_stack.client as client:
-        by_accept = client.get(
-            f"/v1/sweeps/{tied_sweep}/summary", headers={"Accept": "text/csv"}
-        )
+        by_accept = client.get(f"/v1/sweeps/{tied_sweep}/summary", headers={"Accept": "text/csv"})
         by_query = client.get(f"/v1/sweeps/{tied_sweep}/summary", params={"format": "csv"})
         records = client.get(
             f"/v1/sweeps/{tied_sweep}/summary", params={"format": "records"}
@@ -260,8 +268,15 @@ def test_sweep_summary_and_comparison_as_csv_and_records(
     rows = list(csv.DictReader(io.StringIO(by_accept.text)))
     assert len(rows) == 4  # 4 points x 1 flow
     header = by_accept.text.splitlines()[0].split(",")
-    for col in ("point", "links.access1.rate", "flows.backup.tcp.rcv_buf", "flow",
-                "completion_time.mean[s]", "goodput_bps.mean[bit/s]", "plr.mean[fraction]"):
+    for col in (
+        "point",
+        "links.access1.rate",
+        "flows.backup.tcp.rcv_buf",
+        "flow",
+        "completion_time.mean[s]",
+        "goodput_bps.mean[bit/s]",
+        "plr.mean[fraction]",
+    ):
         assert col in header, col
     # Base units: "T1" is 1544000 bit/s in the table.
     assert {float(r["links.access1.rate"]) for r in rows} == {1544000.0}
@@ -291,7 +306,8 @@ def test_runs_of_different_scenarios_are_compared_as_wholes(pg_stack: Stack) -> 
         close = client.get("/v1/compare", params={"runs": f"{ids[0]},{ids[2]}"}).json()
     assert apart["scenarios_differ"] and apart["differing_path_count"] > 8
     assert [p["parameters"] for p in apart["points"]] == [
-        {"scenario": "riverbed-t1-8k"}, {"scenario": "hadi-bottleneck"}
+        {"scenario": "riverbed-t1-8k"},
+        {"scenario": "hadi-bottleneck"},
     ]
     assert apart["conclusions"][0].startswith("These runs are of 2 different scenarios")
     assert "and 1" not in apart["text"] and "more" not in apart["text"]

@@ -45,8 +45,10 @@ def test_the_run_document_lists_its_captures(captured: dict[str, Any]) -> None:
     assert capture["href"] == f"/v1/runs/{captured['id']}/pcap?link=lan1&direction=both"
     links = captured["summary"]["links"]
     # Everything transmitted on lan1, both ways, and nothing missed.
-    assert capture["packets"] == links["lan1:ws>branch"]["packets"] + \
-        links["lan1:branch>ws"]["packets"]
+    assert (
+        capture["packets"]
+        == links["lan1:ws>branch"]["packets"] + links["lan1:branch>ws"]["packets"]
+    )
     assert capture["missed"] == 0
 
 
@@ -69,8 +71,11 @@ def test_the_pcap_is_served_and_wireshark_reads_it(
     with Client(pg_stack.base_url) as client:
         # The same scenario and seed again: a cache hit serves its source's capture.
         hit = client.run(scenario=lossy_scenario())
-        assert hit.doc.cache_hit and hit.doc.captures and hit.doc.captures[0].href.startswith(
-            f"/v1/runs/{hit.id}/pcap")
+        assert (
+            hit.doc.cache_hit
+            and hit.doc.captures
+            and hit.doc.captures[0].href.startswith(f"/v1/runs/{hit.id}/pcap")
+        )
         assert hit.pcap("lan1") == resp.content
     path = tmp_path / "lan1.pcap"
     path.write_bytes(resp.content)
@@ -78,8 +83,10 @@ def test_the_pcap_is_served_and_wireshark_reads_it(
     assert count(path) == capture["packets"]
     backup = captured["summary"]["flows"]["backup"]
     assert backup["retransmissions"] > 0
-    assert count(path, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission") \
+    assert (
+        count(path, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission")
         == backup["retransmissions"]
+    )
 
 
 def test_no_such_capture_is_a_404_naming_those_there_are(
@@ -118,8 +125,15 @@ def test_tcpfr_export_pcap(pg_stack: Stack, captured: dict[str, Any], tmp_path: 
     proc = tcpfr(pg_stack.base_url, "export", captured["id"], "--pcap", "lan1", "-o", str(out))
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     assert hashlib.sha256(out.read_bytes()).hexdigest() == captured["captures"][0]["sha256"]
-    proc = tcpfr(pg_stack.base_url, "export", captured["id"], "--pcap", "lan1:both",
-                 "-o", str(tmp_path / "again.pcap"))
+    proc = tcpfr(
+        pg_stack.base_url,
+        "export",
+        captured["id"],
+        "--pcap",
+        "lan1:both",
+        "-o",
+        str(tmp_path / "again.pcap"),
+    )
     assert proc.returncode == 0 and (tmp_path / "again.pcap").read_bytes() == out.read_bytes()
     proc = tcpfr(pg_stack.base_url, "export", captured["id"], "--pcap", "access1")
     assert proc.returncode == 2 and "no capture of link 'access1'" in proc.stderr

@@ -38,7 +38,10 @@ def tcpfr(
     stack_url: str, *args: str, timeout: float = 180, key: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(TCPFR), *args], env=_env(stack_url, key), capture_output=True, text=True,
+        [str(TCPFR), *args],
+        env=_env(stack_url, key),
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
 
@@ -128,8 +131,11 @@ def test_a_cancelled_run_exits_1(pg_stack: Stack, tmp_path: Path) -> None:
     path = tmp_path / "long.json"
     path.write_text(json.dumps(scenario))
     proc = subprocess.Popen(
-        [str(TCPFR), "run", str(path), "--wait"], env=_env(pg_stack.base_url),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [str(TCPFR), "run", str(path), "--wait"],
+        env=_env(pg_stack.base_url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stderr is not None
@@ -150,7 +156,12 @@ def test_api_key_from_the_environment(pg_auth_stack: Stack) -> None:
     """With auth on: no key is a 401 (bad input, exit 2); TCPFR_API_KEY or --key works."""
     issued = subprocess.run(
         [sys.executable, "-m", "api.keys", "create", "--tenant", "cli-test", "--name", "cli"],
-        cwd=ROOT, env=pg_auth_stack.env, capture_output=True, text=True, timeout=60, check=True,
+        cwd=ROOT,
+        env=pg_auth_stack.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     ).stdout.strip()
     url = pg_auth_stack.base_url
     assert tcpfr(url, "presets").returncode == 0  # a public catalogue
@@ -169,8 +180,9 @@ def test_status_series_presets_compare(pg_stack: Stack, t1_64k: dict[str, Any]) 
     proc = tcpfr(pg_stack.base_url, "status", run_id)
     assert proc.returncode == 0 and f"run {run_id}: succeeded 100%" in proc.stdout
 
-    proc = tcpfr(pg_stack.base_url, "series", run_id, "flow.backup.cwnd", "--csv",
-                 "--max-points", "50")
+    proc = tcpfr(
+        pg_stack.base_url, "series", run_id, "flow.backup.cwnd", "--csv", "--max-points", "50"
+    )
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.reader(io.StringIO(proc.stdout)))
     assert rows[0] == ["t", "v"] and 3 <= len(rows) - 1 <= 50
@@ -240,8 +252,9 @@ def test_export_request_reproduces_the_result(
 
     # The same from the shell: the bundle's request.json is a file `tcpfr run` takes.
     (tmp_path / "request.json").write_bytes(files["request.json"])
-    proc = tcpfr(pg_stack.base_url, "run", str(tmp_path / "request.json"), "--refresh",
-                 "--wait", "--json")
+    proc = tcpfr(
+        pg_stack.base_url, "run", str(tmp_path / "request.json"), "--refresh", "--wait", "--json"
+    )
     assert proc.returncode == 0, proc.stderr
     third = json.loads(proc.stdout)
     assert not third["cache_hit"] and third["summary"]["flows"] == result["flows"]
@@ -298,14 +311,27 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
     assert runs == [f"runs/{p:04d}-{r:03d}.json" for p in range(4) for r in range(2)]
     table = pq.read_table(io.BytesIO(files["table.parquet"])).to_pydict()
     rows = list(csv.DictReader(io.StringIO(files["table.csv"].decode())))
-    assert list(rows[0])[:9] == list(table)[:9] == [
-        "point_index", "replication", "seed", "run_id", "status", "is_baseline", rate, size,
-        "backup.completion_time"]
+    assert (
+        list(rows[0])[:9]
+        == list(table)[:9]
+        == [
+            "point_index",
+            "replication",
+            "seed",
+            "run_id",
+            "status",
+            "is_baseline",
+            rate,
+            size,
+            "backup.completion_time",
+        ]
+    )
     assert len(rows) == len(table["run_id"]) == 8
     assert [r[rate] for r in rows] == table[rate] == ["T1"] * 4 + ["T3"] * 4
     # Integers stay integers, in the CSV and in Parquet.
-    assert [int(r[size]) for r in rows] == table[size] == [500_000, 500_000, 1_000_000,
-                                                           1_000_000] * 2
+    assert (
+        [int(r[size]) for r in rows] == table[size] == [500_000, 500_000, 1_000_000, 1_000_000] * 2
+    )
     assert all(isinstance(x, int) for x in table["backup.retransmissions"])
     for row, name in zip(rows, runs, strict=True):
         run = json.loads(files[name])
@@ -324,7 +350,8 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
     assert again.status_code == 201, again.text
     assert again.json()["cache_hits"] == 8
     assert [p["parameters"] for p in again.json()["points"]] == [
-        p["parameters"] for p in doc["points"]]
+        p["parameters"] for p in doc["points"]
+    ]
 
 
 def test_notebook_use(pg_stack: Stack) -> None:
@@ -355,5 +382,6 @@ def test_export_in_the_embedded_mode(embedded_stack: Stack, tmp_path: Path) -> N
         again.wait()
         _, files2 = read_bundle(again.export(tmp_path / "again.zip").read_bytes())
     assert without_wall_time(json.loads(files2["result.json"])) == without_wall_time(
-        json.loads(files["result.json"]))
+        json.loads(files["result.json"])
+    )
     assert files2["series.parquet"] == files["series.parquet"]

@@ -200,12 +200,8 @@ def test_overflowing_and_non_finite_inputs_are_422_at_submission(pg_stack: Stack
         assert_problem(bad, 422)
         assert any(e["loc"][:4] == ["body", "scenario", "links", 0] for e in bad.json()["errors"])
         for literal in ("NaN", "Infinity", "1e999"):
-            raw = (
-                '{"preset": "riverbed-t1-64k", "seed": 1, "scenario": null, "x": ' + literal + "}"
-            )
-            r = client.post(
-                "/v1/runs", content=raw, headers={"Content-Type": "application/json"}
-            )
+            raw = '{"preset": "riverbed-t1-64k", "seed": 1, "scenario": null, "x": ' + literal + "}"
+            r = client.post("/v1/runs", content=raw, headers={"Content-Type": "application/json"})
             assert r.status_code == 422, (literal, r.status_code, r.text)
         sweep = client.post(
             "/v1/sweeps",
@@ -240,12 +236,14 @@ def test_allow_lists_every_method_of_the_path(pg_stack: Stack) -> None:
 def test_a_body_that_is_not_json_is_415(pg_stack: Stack) -> None:
     with pg_stack.client as client:
         r = client.post(
-            "/v1/runs", content=b'{"preset": "riverbed-t1-64k"}',
+            "/v1/runs",
+            content=b'{"preset": "riverbed-t1-64k"}',
             headers={"Content-Type": "text/plain"},
         )
         assert_problem(r, 415)
         ok = client.post(
-            "/v1/runs", content=b'{"preset": "riverbed-t1-64k"}',
+            "/v1/runs",
+            content=b'{"preset": "riverbed-t1-64k"}',
             headers={"Content-Type": "application/json; charset=utf-8"},
         )
         assert ok.status_code in (201, 202)

@@ -40,7 +40,9 @@ EXAMPLES = 20  # per operation and generation mode (each case is judged by sever
 DEADLINE = 200.0  # seconds for all of it; cases past it are not sent
 JSON = {"content-type": "application/json"}
 BUDGET = 2_000_000
-EXCLUDED_CHECKS = [positive_data_acceptance]  # see the module's docstring  # simulation events a run may be estimated at: a few seconds of a worker
+EXCLUDED_CHECKS = [
+    positive_data_acceptance
+]  # see the module's docstring  # simulation events a run may be estimated at: a few seconds of a worker
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,11 @@ def read_events(
         if line == "":
             if "data" in block:
                 events.append(
-                    {"id": int(block["id"]), "event": block["event"], "data": json.loads(block["data"])}
+                    {
+                        "id": int(block["id"]),
+                        "event": block["event"],
+                        "data": json.loads(block["data"]),
+                    }
                 )
                 if stop is not None and stop(events):
                     return events
@@ -68,7 +72,10 @@ def test_a_run_stream_resumes_after_last_event_id_without_repeats(pg_stack: Stac
             assert resp.headers["cache-control"] == "no-cache"
             # Hang up once the worker has started it: mid-run.
             first = read_events(
-                resp, stop=lambda ev: ev[-1]["event"] == "status" and ev[-1]["data"]["event"] == "started"
+                resp,
+                stop=lambda ev: (
+                    ev[-1]["event"] == "status" and ev[-1]["data"]["event"] == "started"
+                ),
             )
         assert first and first[-1]["data"]["status"] == "running", first
         last_id = first[-1]["id"]
@@ -87,7 +94,7 @@ def test_a_run_stream_resumes_after_last_event_id_without_repeats(pg_stack: Stac
     statuses = [e["data"]["event"] for e in first + second if e["event"] == "status"]
     assert statuses == [h["event"] for h in history], (statuses, history)
     after = [e["data"]["event"] for e in second if e["event"] == "status"]
-    assert after == [h["event"] for h in history[len(history) - len(after):]]
+    assert after == [h["event"] for h in history[len(history) - len(after) :]]
     assert after[-1] == "succeeded"
     progress = [e["data"]["progress"] for e in first + second if e["event"] == "progress"]
     assert progress == sorted(progress) and progress[-1] == 1.0

@@ -33,8 +33,14 @@ def link(
     mtu: int = 1500,
 ) -> dict:
     d: dict[str, Any] = {
-        "id": link_id, "a": a, "b": b, "rate": rate, "delay": delay, "encap": encap,
-        "mtu": mtu, "queue": {"discipline": "droptail", "limit_packets": limit_packets},
+        "id": link_id,
+        "a": a,
+        "b": b,
+        "rate": rate,
+        "delay": delay,
+        "encap": encap,
+        "mtu": mtu,
+        "queue": {"discipline": "droptail", "limit_packets": limit_packets},
     }
     if loss is not None:
         d["loss"] = loss
@@ -80,8 +86,18 @@ def one_link(
         "seed": seed,
         "duration": duration,
         "nodes": [{"id": "h1", "kind": "host"}, {"id": "h2", "kind": "host"}],
-        "links": [link("wan", "h1", "h2", rate=rate, delay=delay, encap=encap,
-                       limit_packets=limit_packets, loss=loss)],
+        "links": [
+            link(
+                "wan",
+                "h1",
+                "h2",
+                rate=rate,
+                delay=delay,
+                encap=encap,
+                limit_packets=limit_packets,
+                loss=loss,
+            )
+        ],
         "flows": flows if flows is not None else [bulk()],
     }
     d.update(scenario_fields)
@@ -107,12 +123,22 @@ def dumbbell(
         "name": "engine-test-dumbbell",
         "seed": seed,
         "duration": duration,
-        "nodes": [{"id": n, "kind": k} for n, k in
-                  (("h1", "host"), ("r1", "router"), ("r2", "router"), ("h2", "host"))],
+        "nodes": [
+            {"id": n, "kind": k}
+            for n, k in (("h1", "host"), ("r1", "router"), ("r2", "router"), ("h2", "host"))
+        ],
         "links": [
             link("lan1", "h1", "r1", rate=access_rate, delay=access_delay, encap="ethernet"),
-            link("wan", "r1", "r2", rate=rate, delay=delay, encap=encap,
-                 limit_packets=limit_packets, loss=loss),
+            link(
+                "wan",
+                "r1",
+                "r2",
+                rate=rate,
+                delay=delay,
+                encap=encap,
+                limit_packets=limit_packets,
+                loss=loss,
+            ),
             link("lan2", "r2", "h2", rate=access_rate, delay=access_delay, encap="ethernet"),
         ],
         "flows": flows if flows is not None else [bulk()],
@@ -121,10 +147,22 @@ def dumbbell(
     return Scenario.model_validate(d)
 
 
-def bulk(flow_id: str = "f", *, nbytes: int | None = 200 * 1460, start: float = 0.0,
-         stop: float | None = None, **tcp: Any) -> dict:
-    d: dict[str, Any] = {"id": flow_id, "kind": "tcp_bulk", "src": "h1", "dst": "h2",
-                         "start": start, "tcp": tcp_opts(**tcp)}
+def bulk(
+    flow_id: str = "f",
+    *,
+    nbytes: int | None = 200 * 1460,
+    start: float = 0.0,
+    stop: float | None = None,
+    **tcp: Any,
+) -> dict:
+    d: dict[str, Any] = {
+        "id": flow_id,
+        "kind": "tcp_bulk",
+        "src": "h1",
+        "dst": "h2",
+        "start": start,
+        "tcp": tcp_opts(**tcp),
+    }
     if nbytes is not None:
         d["bytes"] = nbytes
     if stop is not None:
@@ -132,10 +170,23 @@ def bulk(flow_id: str = "f", *, nbytes: int | None = 200 * 1460, start: float = 
     return d
 
 
-def cbr(flow_id: str = "u", *, rate: float, packet_size: int = 512, start: float = 0.0,
-        stop: float | None = None) -> dict:
-    d: dict[str, Any] = {"id": flow_id, "kind": "udp_cbr", "src": "h1", "dst": "h2",
-                         "rate": rate, "packet_size": packet_size, "start": start}
+def cbr(
+    flow_id: str = "u",
+    *,
+    rate: float,
+    packet_size: int = 512,
+    start: float = 0.0,
+    stop: float | None = None,
+) -> dict:
+    d: dict[str, Any] = {
+        "id": flow_id,
+        "kind": "udp_cbr",
+        "src": "h1",
+        "dst": "h2",
+        "rate": rate,
+        "packet_size": packet_size,
+        "start": start,
+    }
     if stop is not None:
         d["stop"] = stop
     return d
@@ -152,8 +203,11 @@ def ser(nbytes: int, rate: float) -> float:
 
 def rtt(*, rate: float, delay: float, encap: str = "ppp", mss: int = 1460) -> float:
     """Round trip of one full segment and its ACK over one idle link."""
-    return (2 * delay + ser(wire_bytes(encap, mss + IP_TCP), rate)
-            + ser(wire_bytes(encap, IP_TCP), rate))
+    return (
+        2 * delay
+        + ser(wire_bytes(encap, mss + IP_TCP), rate)
+        + ser(wire_bytes(encap, IP_TCP), rate)
+    )
 
 
 def run(scenario: Scenario, seed: int | None = None) -> Result:
@@ -199,13 +253,17 @@ LOSS_DELAY = 0.05
 W = 20
 
 
-def loss_testbed(variant: str, *drops: int, segments: int = 200, window: int = W,
-                 **tcp: Any) -> Scenario:
+def loss_testbed(
+    variant: str, *drops: int, segments: int = 200, window: int = W, **tcp: Any
+) -> Scenario:
     """A bulk flow `f` of `segments` full segments with data packets `drops` lost."""
     loss = script_loss(*drops) if drops else None
-    return one_link(rate=LOSS_RATE, delay=LOSS_DELAY, loss=loss,
-                    flows=[bulk(nbytes=segments * 1460, variant=variant,
-                                rcv_buf=window * 1460, **tcp)])
+    return one_link(
+        rate=LOSS_RATE,
+        delay=LOSS_DELAY,
+        loss=loss,
+        flows=[bulk(nbytes=segments * 1460, variant=variant, rcv_buf=window * 1460, **tcp)],
+    )
 
 
 def after(result: Result, key: str, t0: float) -> list[tuple[float, float]]:

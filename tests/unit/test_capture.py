@@ -32,21 +32,36 @@ RATE, DELAY = 1_000_000.0, 0.01
 
 def read_pcap(data: bytes) -> tuple[dict, list[dict]]:
     magic, major, minor, _, _, snaplen, linktype = struct.unpack_from("<IHHiIII", data)
-    header = {"magic": magic, "version": (major, minor), "snaplen": snaplen,
-              "linktype": linktype}
+    header = {"magic": magic, "version": (major, minor), "snaplen": snaplen, "linktype": linktype}
     packets, at = [], 24
     while at < len(data):
         sec, nsec, incl, orig = struct.unpack_from("<IIII", data, at)
-        body = data[at + 16: at + 16 + incl]
+        body = data[at + 16 : at + 16 + incl]
         at += 16 + incl
         ip = struct.unpack_from("!BBHHHBBH4s4s", body)
-        p = {"t": sec + nsec * 1e-9, "incl": incl, "orig": orig, "total": ip[2], "ttl": ip[5],
-             "proto": ip[6], "src": ip[8], "dst": ip[9], "ip_sum_ok": _ones(body[:20]) == 0xFFFF}
+        p = {
+            "t": sec + nsec * 1e-9,
+            "incl": incl,
+            "orig": orig,
+            "total": ip[2],
+            "ttl": ip[5],
+            "proto": ip[6],
+            "src": ip[8],
+            "dst": ip[9],
+            "ip_sum_ok": _ones(body[:20]) == 0xFFFF,
+        }
         if ip[6] == 6:
             sport, dport, seq, ack, off, flags, win = struct.unpack_from("!HHIIBBH", body, 20)
-            p.update(sport=sport, dport=dport, seq=seq, ack=ack, flags=flags, win=win,
-                     options=body[40: 20 + (off >> 4) * 4],
-                     payload=ip[2] - 20 - (off >> 4) * 4)
+            p.update(
+                sport=sport,
+                dport=dport,
+                seq=seq,
+                ack=ack,
+                flags=flags,
+                win=win,
+                options=body[40 : 20 + (off >> 4) * 4],
+                payload=ip[2] - 20 - (off >> 4) * 4,
+            )
         else:
             sport, dport, length, _ = struct.unpack_from("!HHHH", body, 20)
             p.update(sport=sport, dport=dport, payload=length - 8)
@@ -64,8 +79,12 @@ def _ones(data: bytes) -> int:
 def lossy_link(**capture) -> Scenario:
     """h1 -> h2 over one 1 Mb/s, 10 ms link `wan`: 50 segments after a handshake, the 10th
     data packet dropped; both directions captured."""
-    doc = one_link(flows=[bulk(nbytes=50 * MSS, handshake=True, variant="newreno")],
-                   rate=RATE, delay=DELAY, loss=script_loss(9)).model_dump(mode="json")
+    doc = one_link(
+        flows=[bulk(nbytes=50 * MSS, handshake=True, variant="newreno")],
+        rate=RATE,
+        delay=DELAY,
+        loss=script_loss(9),
+    ).model_dump(mode="json")
     doc["capture"] = [{"link": "wan", "direction": "both", "max_packets": 1000, **capture}]
     return Scenario.model_validate(doc)
 
@@ -89,16 +108,22 @@ def _errors(doc: dict) -> list[tuple]:
 
 def test_captures_name_links_and_flows_that_exist() -> None:
     doc = lossy_link().model_dump(mode="json")
-    doc["capture"] = [{"link": "nope", "direction": "both", "max_packets": 10},
-                      {"link": "wan", "direction": "a_to_b", "max_packets": 10, "flows": ["x"]}]
-    assert _errors(doc) == [(("capture", 0, "link"), "unknown_link"),
-                            (("capture", 1, "flows", 0), "unknown_flow")]
+    doc["capture"] = [
+        {"link": "nope", "direction": "both", "max_packets": 10},
+        {"link": "wan", "direction": "a_to_b", "max_packets": 10, "flows": ["x"]},
+    ]
+    assert _errors(doc) == [
+        (("capture", 0, "link"), "unknown_link"),
+        (("capture", 1, "flows", 0), "unknown_flow"),
+    ]
 
 
 def test_a_link_direction_is_captured_once() -> None:
     doc = lossy_link().model_dump(mode="json")
-    doc["capture"] = [{"link": "wan", "direction": "both", "max_packets": 10},
-                      {"link": "wan", "direction": "b_to_a", "max_packets": 10}]
+    doc["capture"] = [
+        {"link": "wan", "direction": "both", "max_packets": 10},
+        {"link": "wan", "direction": "b_to_a", "max_packets": 10},
+    ]
     assert _errors(doc) == [(("capture", 1, "direction"), "duplicate_capture")]
     doc["capture"][0]["direction"] = "a_to_b"
     Scenario.model_validate(doc)  # the two directions apart are fine
@@ -109,12 +134,14 @@ def test_captures_are_bounded() -> None:
     doc["capture"] = [{"link": "wan", "direction": "both", "max_packets": 100_001}]
     assert _errors(doc)[0][0] == ("capture", 0, "max_packets")
     doc["links"] += [{**doc["links"][0], "id": "m"}, {**doc["links"][0], "id": "n"}]
-    doc["capture"] = [{"link": k, "direction": "both", "max_packets": 100_000}
-                      for k in ("wan", "m", "n")]
+    doc["capture"] = [
+        {"link": k, "direction": "both", "max_packets": 100_000} for k in ("wan", "m", "n")
+    ]
     assert _errors(doc) == [(("capture",), "too_many_packets")]
     # 100,000 whole 1,500 B packets and their record headers: 151.6 MB > 64 MiB.
-    doc["capture"] = [{"link": "wan", "direction": "both", "max_packets": 100_000,
-                       "snaplen": 65535}]
+    doc["capture"] = [
+        {"link": "wan", "direction": "both", "max_packets": 100_000, "snaplen": 65535}
+    ]
     assert _errors(doc) == [(("capture",), "capture_too_large")]
 
 
@@ -160,8 +187,7 @@ def test_the_file_holds_what_went_onto_the_link() -> None:
     assert syn["options"][:4] == struct.pack("!BBH", 2, 4, MSS)
     # The SYN-ACK leaves h2 as the SYN arrives and reaches h1 one round trip of 52 B
     # packets after the SYN left: two serialisations and two delays.
-    assert synack["t"] == pytest.approx(2 * (ser(wire_bytes("ppp", 52), RATE) + DELAY),
-                                        abs=1e-9)
+    assert synack["t"] == pytest.approx(2 * (ser(wire_bytes("ppp", 52), RATE) + DELAY), abs=1e-9)
     assert synack["flags"] == 0x12 and synack["seq"] == isn_b and synack["ack"] == isn_a + 1
     assert (synack["src"], synack["sport"], synack["dport"]) == (b, 9, 49152)
     assert first["seq"] == isn_a + 1 and first["ack"] == isn_b + 1 and first["payload"] == MSS
@@ -182,19 +208,23 @@ def test_captures_are_deterministic_and_cut_at_max_packets() -> None:
     # Missed: the rest, and the last ACK (still on its way when the run ends).
     assert summary.packets == 10 and summary.missed == full.captures[0].packets + 1 - 10
     data = cut.pcap("wan", "both")
-    assert len(read_pcap(data)[1]) == 10 and full.pcap("wan", "both")[:len(data)] == data
+    assert len(read_pcap(data)[1]) == 10 and full.pcap("wan", "both")[: len(data)] == data
 
 
 def test_one_direction_and_a_flow_filter() -> None:
-    doc = one_link(flows=[bulk(nbytes=20 * MSS), cbr(rate=64_000, packet_size=160, stop=1.0)],
-                   rate=RATE, delay=DELAY).model_dump(mode="json")
+    doc = one_link(
+        flows=[bulk(nbytes=20 * MSS), cbr(rate=64_000, packet_size=160, stop=1.0)],
+        rate=RATE,
+        delay=DELAY,
+    ).model_dump(mode="json")
     doc["capture"] = [{"link": "wan", "direction": "a_to_b", "flows": ["u"], "max_packets": 1000}]
     result = simulate(Scenario.model_validate(doc))
     _, packets = read_pcap(result.pcap("wan", "a_to_b"))
     # 64 kb/s of 160 B datagrams for 1 s: 50, each 8 + 160 B of UDP.
     assert len(packets) == result.flows["u"].packets_sent == 50
     assert {(p["proto"], p["sport"], p["dport"], p["payload"]) for p in packets} == {
-        (17, 49153, 9, 160)}
+        (17, 49153, 9, 160)
+    }
 
 
 # --- Wireshark's reading (tshark) -----------------------------------------------------------
@@ -205,8 +235,11 @@ def drops_reno(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
     """riverbed-drops-reno (30 MB, Reno, random drops in the cloud) captured at the
     sender's first link, both directions."""
     require_tshark()
-    result = simulate(preset("riverbed-drops-reno",
-                             [{"link": "lan1", "direction": "both", "max_packets": 100_000}]))
+    result = simulate(
+        preset(
+            "riverbed-drops-reno", [{"link": "lan1", "direction": "both", "max_packets": 100_000}]
+        )
+    )
     path = tmp_path_factory.mktemp("pcap") / "drops-reno.pcap"
     path.write_bytes(result.pcap("lan1", "both"))
     return path, result
@@ -227,22 +260,33 @@ def test_tshark_finds_the_engines_retransmissions(drops_reno) -> None:
     path, result = drops_reno
     backup = result.flows["backup"]
     assert backup.retransmissions > 100  # p = 0.0065 over ~20,500 segments
-    assert count(path, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission") \
+    assert (
+        count(path, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission")
         == backup.retransmissions
+    )
     assert count(path, "tcp.analysis.fast_retransmission") == backup.fast_retransmits
-    assert count(path, "tcp.analysis.spurious_retransmission || tcp.analysis.out_of_order"
-                       " || tcp.analysis.lost_segment") == 0
+    assert (
+        count(
+            path,
+            "tcp.analysis.spurious_retransmission || tcp.analysis.out_of_order"
+            " || tcp.analysis.lost_segment",
+        )
+        == 0
+    )
 
 
 def _flight(path: Path) -> list[int]:
-    return [int(v[0]) for v in fields(path, "tcp.analysis.bytes_in_flight",
-                                      "tcp.analysis.bytes_in_flight")]
+    return [
+        int(v[0])
+        for v in fields(path, "tcp.analysis.bytes_in_flight", "tcp.analysis.bytes_in_flight")
+    ]
 
 
 def test_tshark_never_sees_more_in_flight_than_the_receive_window(tmp_path: Path) -> None:
     require_tshark()
-    result = simulate(preset("riverbed-t1-64k",
-                             [{"link": "lan1", "direction": "both", "max_packets": 100_000}]))
+    result = simulate(
+        preset("riverbed-t1-64k", [{"link": "lan1", "direction": "both", "max_packets": 100_000}])
+    )
     path = tmp_path / "t1-64k.pcap"
     path.write_bytes(result.pcap("lan1", "both"))
     assert result.flows["backup"].retransmissions == 0 and expert_problems(path) == 0
@@ -253,13 +297,21 @@ def test_tshark_never_sees_more_in_flight_than_the_receive_window(tmp_path: Path
 
 def test_tshark_applies_the_negotiated_window_scale(tmp_path: Path) -> None:
     require_tshark()
-    result = simulate(preset("riverbed-t1-200k-ws",
-                             [{"link": "lan1", "direction": "both", "max_packets": 100_000}]))
+    result = simulate(
+        preset(
+            "riverbed-t1-200k-ws", [{"link": "lan1", "direction": "both", "max_packets": 100_000}]
+        )
+    )
     path = tmp_path / "t1-200k.pcap"
     path.write_bytes(result.pcap("lan1", "both"))
     # 200,000 B needs shift 2 (RFC 7323 2.3: 200,000 >> 2 = 50,000 fits 16 bits).
-    acks = fields(path, "tcp.srcport == 9 && tcp.flags.syn == 0", "tcp.window_size_value",
-                  "tcp.window_size", "tcp.window_size_scalefactor")
+    acks = fields(
+        path,
+        "tcp.srcport == 9 && tcp.flags.syn == 0",
+        "tcp.window_size_value",
+        "tcp.window_size",
+        "tcp.window_size_scalefactor",
+    )
     assert {tuple(a) for a in acks} == {("50000", "200000", "4")}
     assert 200_000 - MSS < max(_flight(path)) <= 200_000
 
@@ -271,19 +323,32 @@ def test_tshark_reads_sack_blocks_udp_and_checksums(tmp_path: Path) -> None:
     flow["bytes"] = 3_000_000
     flow["tcp"].update(variant="sack", rcv_buf=200_000, window_scaling=True)
     doc["links"][2]["loss"]["rate"] = 0.02
-    doc["flows"].append({"id": "voice", "kind": "udp_cbr", "src": "ws", "dst": "server",
-                         "rate": "64kbps", "packet_size": 160, "start": "1s", "stop": "5s"})
-    doc["capture"] = [{"link": "lan1", "direction": "both", "max_packets": 50_000,
-                       "snaplen": 200}]
+    doc["flows"].append(
+        {
+            "id": "voice",
+            "kind": "udp_cbr",
+            "src": "ws",
+            "dst": "server",
+            "rate": "64kbps",
+            "packet_size": 160,
+            "start": "1s",
+            "stop": "5s",
+        }
+    )
+    doc["capture"] = [{"link": "lan1", "direction": "both", "max_packets": 50_000, "snaplen": 200}]
     result = simulate(load_scenario(doc))
     path = tmp_path / "sack.pcap"
     path.write_bytes(result.pcap("lan1", "both"))
     assert expert_problems(path) == 0
-    assert count(path, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission") \
-        == result.flows["backup"].retransmissions > 0
+    assert (
+        count(path, "tcp.analysis.retransmission || tcp.analysis.fast_retransmission")
+        == result.flows["backup"].retransmissions
+        > 0
+    )
     # SACK blocks (relative numbers) lie above the cumulative ACK and hold whole segments.
-    blocks = fields(path, "tcp.options.sack_le", "tcp.ack", "tcp.options.sack_le",
-                    "tcp.options.sack_re")
+    blocks = fields(
+        path, "tcp.options.sack_le", "tcp.ack", "tcp.options.sack_le", "tcp.options.sack_re"
+    )
     assert blocks
     for ack, les, res in blocks:
         for le, re in zip(les.split(","), res.split(","), strict=True):
@@ -291,12 +356,26 @@ def test_tshark_reads_sack_blocks_udp_and_checksums(tmp_path: Path) -> None:
     # 64 kb/s of 160 B payloads from 1 s to 5 s: 200 datagrams of 8 + 160 B.
     assert fields(path, "udp", "udp.length") == [["168"]] * 200
     # Checksums, verified: 0 is Wireshark's "bad"; data segments cut at snaplen stay unverified.
-    options = ("-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE",
-               "-o", "udp.check_checksum:TRUE")
-    status = fields(path, "ip", "ip.checksum.status", "tcp.checksum.status",
-                    "udp.checksum.status", options=options)
+    options = (
+        "-o",
+        "ip.check_checksum:TRUE",
+        "-o",
+        "tcp.check_checksum:TRUE",
+        "-o",
+        "udp.check_checksum:TRUE",
+    )
+    status = fields(
+        path,
+        "ip",
+        "ip.checksum.status",
+        "tcp.checksum.status",
+        "udp.checksum.status",
+        options=options,
+    )
     assert all("0" not in row for row in status)
-    assert sum(row[1] == "1" for row in status) > 1000 and sum(row[2] == "1" for row in status) == 200
+    assert (
+        sum(row[1] == "1" for row in status) > 1000 and sum(row[2] == "1" for row in status) == 200
+    )
 
 
 def test_engine_cli_writes_the_captures(tmp_path: Path) -> None:
@@ -311,8 +390,7 @@ def test_engine_cli_writes_the_captures(tmp_path: Path) -> None:
 
 def test_capturing_changes_nothing_simulated() -> None:
     captured = run(lossy_link())
-    plain = run(Scenario.model_validate({**lossy_link().model_dump(mode="json"),
-                                         "capture": []}))
+    plain = run(Scenario.model_validate({**lossy_link().model_dump(mode="json"), "capture": []}))
     assert plain.captures == [] and plain.pcap("wan", "both") is None
     for part in ("flows", "links", "events", "sim_time", "series", "diagnosis"):
         assert getattr(captured, part) == getattr(plain, part), part
@@ -328,7 +406,9 @@ def test_the_capturing_end() -> None:
     # h2 sees all h1 sent but the dropped segment, each a 1500 B serialisation and the
     # delay after it left h1.
     assert len(arriving) == len(leaving) - 1 == got.captures[0].packets
-    left = {(q["seq"], round(q["t"] - ser(wire_bytes("ppp", q["total"]), RATE) - DELAY, 6))
-            for q in arriving}
+    left = {
+        (q["seq"], round(q["t"] - ser(wire_bytes("ppp", q["total"]), RATE) - DELAY, 6))
+        for q in arriving
+    }
     lost = [p for p in leaving if (p["seq"], round(p["t"], 6)) not in left]
     assert len(lost) == 1 and lost[0]["seq"] == isn("f", "src") + 1 + 9 * MSS

@@ -36,7 +36,9 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_when_piped() -> None:
     for f in (0.0, 0.01, 0.02, 0.15, 0.16, 1.0):
         show(f, "running" if f < 1 else "succeeded")
     assert piped.getvalue().splitlines() == [
-        "run x: running 0%", "run x: running 15%", "run x: succeeded 100%"
+        "run x: running 0%",
+        "run x: running 15%",
+        "run x: succeeded 100%",
     ]
 
 
@@ -65,9 +67,13 @@ def _serving(status: int, body: Any, content_type: str) -> httpx.MockTransport:
 
 
 def test_problems_and_pages_that_are_not_problems() -> None:
-    problem = {"type": "urn:x", "title": "Unprocessable", "status": 422, "detail": "bad",
-               "errors": [{"loc": ["body", "seed"], "msg": "too big", "type": "x",
-                           "pointer": "/seed"}]}
+    problem = {
+        "type": "urn:x",
+        "title": "Unprocessable",
+        "status": 422,
+        "detail": "bad",
+        "errors": [{"loc": ["body", "seed"], "msg": "too big", "type": "x", "pointer": "/seed"}],
+    }
     transport = _serving(422, problem, "application/problem+json")
     with Client("http://t", transport=transport) as c, pytest.raises(ApiError) as info:
         c.presets()
@@ -75,7 +81,8 @@ def test_problems_and_pages_that_are_not_problems() -> None:
     err = io.StringIO()
     cli.print_problem(info.value, err)
     assert err.getvalue().splitlines() == [
-        "error: 422 Unprocessable: bad", "  at /seed (body.seed): too big"
+        "error: 422 Unprocessable: bad",
+        "  at /seed (body.seed): too big",
     ]
     # A proxy's HTML 502 still becomes an ApiError with its status.
     transport = _serving(502, b"<html>bad gateway</html>", "text/html")
@@ -86,10 +93,12 @@ def test_problems_and_pages_that_are_not_problems() -> None:
 
 def test_exit_codes(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     def serving(status: int) -> None:
-        transport = _serving(status, {"type": "t", "title": "x", "status": status},
-                             "application/problem+json")
-        monkeypatch.setattr(cli, "Client", lambda url, **kw: Client(url, transport=transport,
-                                                                     key=kw.get("key")))
+        transport = _serving(
+            status, {"type": "t", "title": "x", "status": status}, "application/problem+json"
+        )
+        monkeypatch.setattr(
+            cli, "Client", lambda url, **kw: Client(url, transport=transport, key=kw.get("key"))
+        )
 
     serving(503)
     assert cli.main(["presets"]) == cli.UNREACHABLE

@@ -14,8 +14,7 @@ RATE, DELAY, MSS = 1e6, 0.05, 1460
 
 def test_one_point_per_packet_and_the_first_is_serialisation_plus_propagation():
     # A window of one segment: every packet finds the link idle.
-    result = run(one_link(rate=RATE, delay=DELAY,
-                          flows=[bulk(nbytes=20 * MSS, rcv_buf=MSS)]))
+    result = run(one_link(rate=RATE, delay=DELAY, flows=[bulk(nbytes=20 * MSS, rcv_buf=MSS)]))
     flow = result.flows["f"]
     s = result.series["flow.f.delay"]
     assert len(s.v) == flow.packets_received == 20

@@ -19,10 +19,14 @@ def test_a_flow_that_barely_overlaps_another_keeps_the_whole_link_as_its_bound()
     """The issue's case: a 2 MB transfer and a 1 KB one starting 3 s later. They share the
     link for well under a second of the 2 MB flow's ~17 s: its bound is the link's payload
     rate less the small flow's two packets, not half of it."""
-    scenario = one_link(rate=RATE, delay=0.01, flows=[
-        bulk("big", nbytes=2_000_000, rcv_buf=65535),
-        bulk("small", nbytes=1000, start=3.0),
-    ])
+    scenario = one_link(
+        rate=RATE,
+        delay=0.01,
+        flows=[
+            bulk("big", nbytes=2_000_000, rcv_buf=65535),
+            bulk("small", nbytes=1000, start=3.0),
+        ],
+    )
     result = run(scenario)
     big = result.diagnosis["big"]
     achieved = result.flows["big"].goodput_bps
@@ -40,10 +44,16 @@ def test_a_flow_that_barely_overlaps_another_keeps_the_whole_link_as_its_bound()
 def test_two_flows_running_together_are_each_bounded_by_what_the_other_left():
     """Two greedy flows for the same 60 s: each one's bound is the link's payload rate less
     the other's actual use, so bound(a) ~ capacity - goodput(b), whatever the split."""
-    scenario = one_link(rate=RATE, delay=0.02, limit_packets=30, duration=60.0, flows=[
-        bulk("a", nbytes=None, stop=60.0, rcv_buf=65535),
-        bulk("b", nbytes=None, stop=60.0, rcv_buf=65535),
-    ])
+    scenario = one_link(
+        rate=RATE,
+        delay=0.02,
+        limit_packets=30,
+        duration=60.0,
+        flows=[
+            bulk("a", nbytes=None, stop=60.0, rcv_buf=65535),
+            bulk("b", nbytes=None, stop=60.0, rcv_buf=65535),
+        ],
+    )
     result = run(scenario)
     for me, other in (("a", "b"), ("b", "a")):
         d = result.diagnosis[me]
@@ -63,8 +73,9 @@ def test_two_flows_running_together_are_each_bounded_by_what_the_other_left():
 def policed(bc: float, be: float = 0.0):
     from tests.unit.test_engine_framerelay import fr_net, greedy, pvc
 
-    return run(fr_net(pvcs=[pvc(cir=256e3, bc=bc, be=be)], flows=[greedy(rcv_buf=65535)],
-                      duration=100.0))
+    return run(
+        fr_net(pvcs=[pvc(cir=256e3, bc=bc, be=be)], flows=[greedy(rcv_buf=65535)], duration=100.0)
+    )
 
 
 def test_losses_to_the_pvc_policer_are_attributed_to_its_contract():
@@ -77,8 +88,15 @@ def test_losses_to_the_pvc_policer_are_attributed_to_its_contract():
     assert all(link.drops == 0 and link.error_drops == 0 for link in result.links.values())
     d = result.diagnosis["f"]
     assert d.limit == "pvc_policing"
-    for words in ("PVC p", "CIR 256 kbit/s", "Bc 32,000 bit", "Be 0 bit", "Tc 125 ms",
-                  f"discarded {p.excess_dropped:,} frames", "becn_shaping"):
+    for words in (
+        "PVC p",
+        "CIR 256 kbit/s",
+        "Bc 32,000 bit",
+        "Be 0 bit",
+        "Tc 125 ms",
+        f"discarded {p.excess_dropped:,} frames",
+        "becn_shaping",
+    ):
         assert words in d.advice
     assert "remove the loss" not in d.advice
 
@@ -110,8 +128,13 @@ def test_a_flow_that_stops_sending_is_bounded_over_its_own_time_not_the_run():
     """A greedy flow from 0 to 20 s in a 60 s run: what was in flight at 20 s still arrives
     (and counts in its goodput), but its bound stays the link's payload rate over those
     20 s plus that flight, not the link over the whole run."""
-    scenario = one_link(rate=RATE, delay=0.05, duration=60.0, stop_when_done=False,
-                        flows=[bulk("f", nbytes=None, stop=20.0, rcv_buf=65535)])
+    scenario = one_link(
+        rate=RATE,
+        delay=0.05,
+        duration=60.0,
+        stop_when_done=False,
+        flows=[bulk("f", nbytes=None, stop=20.0, rcv_buf=65535)],
+    )
     result = run(scenario)
     d = result.diagnosis["f"]
     achieved = result.flows["f"].goodput_bps

@@ -53,23 +53,44 @@ def scenarios(draw) -> Scenario:
     wan_rate = draw(st.sampled_from([256e3, 1e6, 1.544e6]))
     delay = draw(st.sampled_from([0.001, 0.02, 0.08]))
     limit = draw(st.integers(min_value=3, max_value=60))
-    encap = "frame_relay" if fr else draw(st.sampled_from(["ppp", "ethernet", "atm_aal5",
-                                                           "none"]))
+    encap = "frame_relay" if fr else draw(st.sampled_from(["ppp", "ethernet", "atm_aal5", "none"]))
     loss = None
     if draw(st.booleans()):
-        loss = {"model": "bernoulli", "rate": draw(st.sampled_from([0.005, 0.02, 0.05])),
-                "direction": "a_to_b"}
+        loss = {
+            "model": "bernoulli",
+            "rate": draw(st.sampled_from([0.005, 0.02, 0.05])),
+            "direction": "a_to_b",
+        }
     nodes = [("h1", "host"), ("r1", "router"), ("r2", "router"), ("h2", "host")]
     links = [link("lan1", "h1", "r1", rate=10e6, delay=0.0001, encap="ethernet")]
     if fr:
         nodes.append(("sw", "fr_switch"))
-        links += [link("wan", "r1", "sw", rate=wan_rate, delay=delay, encap=encap,
-                       limit_packets=limit, loss=loss),
-                  link("wan2", "sw", "r2", rate=wan_rate, delay=delay, encap=encap,
-                       limit_packets=limit)]
+        links += [
+            link(
+                "wan",
+                "r1",
+                "sw",
+                rate=wan_rate,
+                delay=delay,
+                encap=encap,
+                limit_packets=limit,
+                loss=loss,
+            ),
+            link("wan2", "sw", "r2", rate=wan_rate, delay=delay, encap=encap, limit_packets=limit),
+        ]
     else:
-        links.append(link("wan", "r1", "r2", rate=wan_rate, delay=delay, encap=encap,
-                          limit_packets=limit, loss=loss))
+        links.append(
+            link(
+                "wan",
+                "r1",
+                "r2",
+                rate=wan_rate,
+                delay=delay,
+                encap=encap,
+                limit_packets=limit,
+                loss=loss,
+            )
+        )
     links.append(link("lan2", "r2", "h2", rate=10e6, delay=0.0001, encap="ethernet"))
     flows: list[dict[str, Any]] = []
     for i in range(draw(st.integers(min_value=1, max_value=3))):
@@ -81,31 +102,56 @@ def scenarios(draw) -> Scenario:
             initial_cwnd=draw(st.sampled_from([1, 4, 10])),
         )
         flow: dict[str, Any] = {
-            "id": f"f{i}", "kind": "tcp_bulk", "src": "h1", "dst": "h2",
+            "id": f"f{i}",
+            "kind": "tcp_bulk",
+            "src": "h1",
+            "dst": "h2",
             "start": draw(st.sampled_from([0.0, 0.5, 3.0])),
-            "bytes": draw(st.sampled_from([1000, 20_000, 150_000, 400_000])), "tcp": tcp,
+            "bytes": draw(st.sampled_from([1000, 20_000, 150_000, 400_000])),
+            "tcp": tcp,
         }
         if draw(st.integers(0, 4)) == 0:
             flow["stop"] = flow["start"] + draw(st.sampled_from([0.5, 2.0]))
         flows.append(flow)
     if draw(st.booleans()):
-        flows.append({"id": "cbr", "kind": "udp_cbr", "src": "h1", "dst": "h2",
-                      "rate": draw(st.sampled_from([0.2, 0.6])) * wan_rate,
-                      "start": draw(st.sampled_from([0.0, 1.0])), "stop": 4.0})
+        flows.append(
+            {
+                "id": "cbr",
+                "kind": "udp_cbr",
+                "src": "h1",
+                "dst": "h2",
+                "rate": draw(st.sampled_from([0.2, 0.6])) * wan_rate,
+                "start": draw(st.sampled_from([0.0, 1.0])),
+                "stop": 4.0,
+            }
+        )
     d: dict[str, Any] = {
-        "name": "diagnosis-property", "duration": 30.0,
-        "nodes": [{"id": n, "kind": k} for n, k in nodes], "links": links, "flows": flows,
+        "name": "diagnosis-property",
+        "duration": 30.0,
+        "nodes": [{"id": n, "kind": k} for n, k in nodes],
+        "links": links,
+        "flows": flows,
     }
     if fr:
         cir = draw(st.sampled_from([0.25, 0.5, 1.0])) * wan_rate
-        d["frame_relay"] = {"pvcs": [{
-            "id": "p", "dlci": 100, "src": "r1", "dst": "r2", "cir": cir,
-            "bc": draw(st.sampled_from([0.05, 0.25, 1.0])) * cir,
-            "be": draw(st.sampled_from([0.0, 0.5])) * cir,
-            "policing": draw(st.sampled_from(["token_bucket", "interval"])),
-            "becn_shaping": draw(st.booleans()),
-        }], "switch": {"congestion_measure": draw(st.sampled_from(["cycle_average",
-                                                                   "instantaneous"]))}}
+        d["frame_relay"] = {
+            "pvcs": [
+                {
+                    "id": "p",
+                    "dlci": 100,
+                    "src": "r1",
+                    "dst": "r2",
+                    "cir": cir,
+                    "bc": draw(st.sampled_from([0.05, 0.25, 1.0])) * cir,
+                    "be": draw(st.sampled_from([0.0, 0.5])) * cir,
+                    "policing": draw(st.sampled_from(["token_bucket", "interval"])),
+                    "becn_shaping": draw(st.booleans()),
+                }
+            ],
+            "switch": {
+                "congestion_measure": draw(st.sampled_from(["cycle_average", "instantaneous"]))
+            },
+        }
     return Scenario.model_validate(d)
 
 

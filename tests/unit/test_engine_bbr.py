@@ -48,10 +48,13 @@ DELAY = 0.02
 ACCESS = 100e6
 C = RATE * MSS / wire_bytes("ppp", MSS + 40)  # bottleneck payload rate, bit/s
 # Unloaded round trip of a full segment and its ACK across the three links.
-BASE_RTT = (2 * (DELAY + 2 * 0.0001)
-            + 2 * wire_bytes("ethernet", MSS + 40) * 8 / ACCESS
-            + wire_bytes("ppp", MSS + 40) * 8 / RATE
-            + 2 * wire_bytes("ethernet", 40) * 8 / ACCESS + wire_bytes("ppp", 40) * 8 / RATE)
+BASE_RTT = (
+    2 * (DELAY + 2 * 0.0001)
+    + 2 * wire_bytes("ethernet", MSS + 40) * 8 / ACCESS
+    + wire_bytes("ppp", MSS + 40) * 8 / RATE
+    + 2 * wire_bytes("ethernet", 40) * 8 / ACCESS
+    + wire_bytes("ppp", 40) * 8 / RATE
+)
 BDP_SEGMENTS = C / 8 * BASE_RTT / MSS  # ~34 segments
 QUEUE = "link.wan.r1>r2.queue_packets"
 
@@ -59,16 +62,29 @@ QUEUE = "link.wan.r1>r2.queue_packets"
 def linux_tcp(variant: str, **over) -> dict:
     """A Linux-like sender: handshake, delayed ACKs, IW 10, a 200 ms minimum RTO, a large
     scaled window."""
-    opts = dict(variant=variant, rcv_buf=16_000_000, window_scaling=True, initial_cwnd=10,
-                handshake=True, delayed_ack={"enabled": True}, min_rto=0.2)
+    opts = dict(
+        variant=variant,
+        rcv_buf=16_000_000,
+        window_scaling=True,
+        initial_cwnd=10,
+        handshake=True,
+        delayed_ack={"enabled": True},
+        min_rto=0.2,
+    )
     opts.update(over)
     return opts
 
 
 def path(variant: str, *, duration: float, limit_packets: int = 100, loss=None, **tcp):
-    return dumbbell(rate=RATE, delay=DELAY, access_rate=ACCESS, limit_packets=limit_packets,
-                    loss=loss, duration=duration,
-                    flows=[bulk(nbytes=None, **linux_tcp(variant, **tcp))])
+    return dumbbell(
+        rate=RATE,
+        delay=DELAY,
+        access_rate=ACCESS,
+        limit_packets=limit_packets,
+        loss=loss,
+        duration=duration,
+        flows=[bulk(nbytes=None, **linux_tcp(variant, **tcp))],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -251,8 +267,6 @@ def test_a_single_loss_leaves_the_model_alone_and_cwnd_comes_back(sack):
     high = C * (1 + 1 / BDP_SEGMENTS)
     assert all(0.98 * C <= v <= high for tt, v in zip(ts, bw, strict=True) if tt > t)
     assert f.goodput_bps >= 0.95 * C
-
-
 
 
 @pytest.mark.parametrize("sack", [False, True])

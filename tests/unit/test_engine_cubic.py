@@ -30,8 +30,12 @@ ALPHA = 3 * (1 - BETA) / (1 + BETA)  # RFC 9438 4.3
 
 
 def cubic(**spec):
-    fields = {"cubic_c": C, "cubic_beta": BETA, "cubic_fast_convergence": True,
-              "cubic_tcp_friendliness": True}
+    fields = {
+        "cubic_c": C,
+        "cubic_beta": BETA,
+        "cubic_fast_convergence": True,
+        "cubic_tcp_friendliness": True,
+    }
     fields.update(spec)
     cc = Cubic(TcpSpec(**fields))
     st = TcpState(MSS, 1)
@@ -75,8 +79,9 @@ def drive(cc, st, rtt: float, t0: float, seconds: float) -> list[tuple[float, fl
 # --- the strategy on a bare state record ---------------------------------------------------
 
 
-@pytest.mark.parametrize(("flight", "expected"), [(100, 70 * MSS), (101, int(101 * MSS * BETA)),
-                                                  (2, 2 * MSS)])
+@pytest.mark.parametrize(
+    ("flight", "expected"), [(100, 70 * MSS), (101, int(101 * MSS * BETA)), (2, 2 * MSS)]
+)
 def test_ssthresh_is_beta_times_flight_size(flight, expected):
     cc, st = cubic()
     st.cwnd, st.snd_una, st.snd_max = 50 * MSS, 0, flight * MSS
@@ -185,8 +190,16 @@ RUNS = {100: 9.5, 150: 10.8}  # drop index -> sim duration covering 2 K after th
 def epoch(request):
     drop = request.param
     flow = bulk(nbytes=None, variant="cubic", rcv_buf=50_000_000, window_scaling=True)
-    result = run(one_link(rate=RATE, delay=DELAY, limit_packets=100_000, loss=script_loss(drop),
-                          duration=RUNS[drop], flows=[flow]))
+    result = run(
+        one_link(
+            rate=RATE,
+            delay=DELAY,
+            limit_packets=100_000,
+            loss=script_loss(drop),
+            duration=RUNS[drop],
+            flows=[flow],
+        )
+    )
     # Exact times are looked up below: the traces must not have been thinned (thinning
     # drops every other point, the first slow-start steps included).
     cwnd, ack = series(result, "flow.f.cwnd"), series(result, "flow.f.ack")
@@ -196,7 +209,7 @@ def epoch(request):
     t_fr = series(result, "flow.f.ssthresh")[0][0]
     before = t_fr - 1e-9
     w_max = value_at(result, "flow.f.cwnd", before) / MSS
-    flight = (value_at(result, "flow.f.seq", before) - value_at(result, "flow.f.ack", before))
+    flight = value_at(result, "flow.f.seq", before) - value_at(result, "flow.f.ack", before)
     recover = value_at(result, "flow.f.seq", t_fr)
     t_ca = next(t for t, v in zip(*series(result, "flow.f.ack"), strict=True) if v >= recover)
     return SimpleNamespace(result=result, t_fr=t_fr, w_max=w_max, flight=flight, t_ca=t_ca)
@@ -236,6 +249,12 @@ def test_window_follows_w_cubic_over_the_epoch(epoch, frac):
 def test_the_window_plateaus_at_w_max_around_k(epoch):
     """The concave-to-convex inflection: cwnd first reaches W_max within an RTT of K."""
     k = k_of(epoch.w_max)
-    t_reach = next(t for t, v in zip(*series(epoch.result, "flow.f.cwnd"), strict=True)
-                   if t > epoch.t_ca and v / MSS >= epoch.w_max) - epoch.t_ca
+    t_reach = (
+        next(
+            t
+            for t, v in zip(*series(epoch.result, "flow.f.cwnd"), strict=True)
+            if t > epoch.t_ca and v / MSS >= epoch.w_max
+        )
+        - epoch.t_ca
+    )
     assert t_reach == pytest.approx(k, abs=0.1 * k)

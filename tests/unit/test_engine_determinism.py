@@ -14,10 +14,15 @@ MSS = 1460
 def lossy(seed: int = 1):
     """TCP and UDP sharing a WAN that loses 2% of forward packets at random."""
     return dumbbell(
-        rate=1e6, delay=0.02, limit_packets=20, seed=seed,
+        rate=1e6,
+        delay=0.02,
+        limit_packets=20,
+        seed=seed,
         loss={"model": "bernoulli", "rate": 0.02, "direction": "a_to_b"},
-        flows=[bulk(nbytes=400 * MSS, variant="newreno", rcv_buf=32 * MSS),
-               cbr(rate=100e3, packet_size=500, stop=3.0)],
+        flows=[
+            bulk(nbytes=400 * MSS, variant="newreno", rcv_buf=32 * MSS),
+            cbr(rate=100e3, packet_size=500, stop=3.0),
+        ],
     )
 
 

@@ -38,19 +38,27 @@ def fr_net(
     seed: int = 1,
     delay: float = 0.02,
 ) -> Scenario:
-    nodes = [("h1", "host"), ("r1", "router"), ("sw", "fr_switch"), ("r2", "router"),
-             ("h2", "host")]
+    nodes = [
+        ("h1", "host"),
+        ("r1", "router"),
+        ("sw", "fr_switch"),
+        ("r2", "router"),
+        ("h2", "host"),
+    ]
     links = [
         link("lan1", "h1", "r1", rate=10e6, delay=0.0001, encap="ethernet"),
         link("a1", "r1", "sw", rate=T1, delay=delay, encap="frame_relay"),
-        link("a2", "sw", "r2", rate=a2_rate, delay=delay, encap="frame_relay",
-             limit_packets=a2_limit),
+        link(
+            "a2", "sw", "r2", rate=a2_rate, delay=delay, encap="frame_relay", limit_packets=a2_limit
+        ),
         link("lan2", "r2", "h2", rate=10e6, delay=0.0001, encap="ethernet"),
     ]
     if third_router:
         nodes += [("h3", "host"), ("r3", "router")]
-        links += [link("lan3", "h3", "r3", rate=10e6, delay=0.0001, encap="ethernet"),
-                  link("a3", "r3", "sw", rate=T1, delay=0.02, encap="frame_relay")]
+        links += [
+            link("lan3", "h3", "r3", rate=10e6, delay=0.0001, encap="ethernet"),
+            link("a3", "r3", "sw", rate=T1, delay=0.02, encap="frame_relay"),
+        ]
     d: dict[str, Any] = {
         "name": "engine-test-fr",
         "seed": seed,
@@ -65,24 +73,45 @@ def fr_net(
     return Scenario.model_validate(d)
 
 
-def pvc(pvc_id: str = "p", *, src: str = "r1", dst: str = "r2", dlci: int = 100,
-        **fields: Any) -> dict:
+def pvc(
+    pvc_id: str = "p", *, src: str = "r1", dst: str = "r2", dlci: int = 100, **fields: Any
+) -> dict:
     return {"id": pvc_id, "dlci": dlci, "src": src, "dst": dst, **fields}
 
 
-def cbr(flow_id: str, *, frame_rate: float, src: str = "h1", dst: str = "h2",
-        start: float = 0.0, stop: float | None = None) -> dict:
+def cbr(
+    flow_id: str,
+    *,
+    frame_rate: float,
+    src: str = "h1",
+    dst: str = "h2",
+    start: float = 0.0,
+    stop: float | None = None,
+) -> dict:
     """UDP CBR of 512-byte datagrams whose *frame* bit rate on a Frame Relay link is given."""
-    d = {"id": flow_id, "kind": "udp_cbr", "src": src, "dst": dst,
-         "rate": frame_rate / FRAME_BITS * 512 * 8, "packet_size": 512, "start": start}
+    d = {
+        "id": flow_id,
+        "kind": "udp_cbr",
+        "src": src,
+        "dst": dst,
+        "rate": frame_rate / FRAME_BITS * 512 * 8,
+        "packet_size": 512,
+        "start": start,
+    }
     if stop is not None:
         d["stop"] = stop
     return d
 
 
 def greedy(flow_id: str = "f", *, stop: float | None = None, **tcp: Any) -> dict:
-    d = {"id": flow_id, "kind": "tcp_bulk", "src": "h1", "dst": "h2", "start": 0.0,
-         "tcp": tcp_opts(**tcp)}
+    d = {
+        "id": flow_id,
+        "kind": "tcp_bulk",
+        "src": "h1",
+        "dst": "h2",
+        "start": 0.0,
+        "tcp": tcp_opts(**tcp),
+    }
     if stop is not None:
         d["stop"] = stop
     return d
@@ -100,8 +129,7 @@ def test_be_zero_holds_a_greedy_tcp_flow_to_cir():
     """Be = 0: frames beyond Bc are discarded, so committed frame bits <= Bc + CIR * T.
     Bc defaults to CIR x 1 s (Tc = 1 s): the initial full bucket adds Bc / T = 0.3%."""
     cir = 256e3
-    scenario = fr_net(pvcs=[pvc(cir=cir, be=0)],
-                      flows=[greedy(rcv_buf=65535)], duration=300.0)
+    scenario = fr_net(pvcs=[pvc(cir=cir, be=0)], flows=[greedy(rcv_buf=65535)], duration=300.0)
     result = simulate(scenario)
     p = result.pvcs["p"]
     # The switch polices frames as they arrive from a1: what it admits leaves by a2.
@@ -114,8 +142,13 @@ def test_be_zero_holds_a_greedy_tcp_flow_to_cir():
 
 def test_be_zero_passes_exactly_cir_of_a_cbr_stream_above_it():
     cir = 256e3
-    result = simulate(fr_net(pvcs=[pvc(cir=cir, bc=32000, be=0)],
-                             flows=[cbr("u", frame_rate=2 * cir)], duration=200.0))
+    result = simulate(
+        fr_net(
+            pvcs=[pvc(cir=cir, bc=32000, be=0)],
+            flows=[cbr("u", frame_rate=2 * cir)],
+            duration=200.0,
+        )
+    )
     assert frame_rate_on(result, "a2:sw>r2") == pytest.approx(cir, rel=0.02)
     p = result.pvcs["p"]
     assert p.excess_dropped == pytest.approx(p.frames / 2, rel=0.02)
@@ -127,8 +160,13 @@ def test_frames_beyond_bc_are_marked_de_and_beyond_bc_plus_be_dropped(frame_rate
     """Long-run shares: committed CIR, DE up to Be/Tc, the rest discarded."""
     cir, bc, be = 256e3, 32000, 16000
     excess_rate = be / (bc / cir)  # Be per Tc = 128 kbit/s
-    result = simulate(fr_net(pvcs=[pvc(cir=cir, bc=bc, be=be)],
-                             flows=[cbr("u", frame_rate=frame_rate)], duration=200.0))
+    result = simulate(
+        fr_net(
+            pvcs=[pvc(cir=cir, bc=bc, be=be)],
+            flows=[cbr("u", frame_rate=frame_rate)],
+            duration=200.0,
+        )
+    )
     p = result.pvcs["p"]
     de_share = (min(frame_rate, cir + excess_rate) - cir) / frame_rate
     drop_share = max(0.0, frame_rate - cir - excess_rate) / frame_rate
@@ -149,8 +187,12 @@ def test_a_pvc_whose_cir_is_the_port_speed_never_polices_a_single_transfer(delay
     transfer whose window bursts faster than that into the router's queue loses nothing
     and is marked nothing, and gets the T1's payload rate (1460 of each 1508 frame bytes)
     less slow start, even with Be = 0 and 50 ms access links."""
-    scenario = fr_net(pvcs=[pvc(cir=T1, bc=T1 / 8, be=be)],
-                      flows=[greedy(rcv_buf=65535)], duration=60.0, delay=delay)
+    scenario = fr_net(
+        pvcs=[pvc(cir=T1, bc=T1 / 8, be=be)],
+        flows=[greedy(rcv_buf=65535)],
+        duration=60.0,
+        delay=delay,
+    )
     result = simulate(scenario)
     p = result.pvcs["p"]
     assert p.excess_dropped == 0 and p.de_marked == 0
@@ -166,8 +208,13 @@ def policed_rate(policing: str, bc: float, be: float = 0.0) -> float:
     """Frame bit/s a CBR stream at twice the CIR gets through a PVC (the switch -> r2 port
     carries only what the policer admits)."""
     cir = 256e3
-    result = simulate(fr_net(pvcs=[pvc(cir=cir, bc=bc, be=be, policing=policing)],
-                             flows=[cbr("u", frame_rate=2 * cir)], duration=100.0))
+    result = simulate(
+        fr_net(
+            pvcs=[pvc(cir=cir, bc=bc, be=be, policing=policing)],
+            flows=[cbr("u", frame_rate=2 * cir)],
+            duration=100.0,
+        )
+    )
     return frame_rate_on(result, "a2:sw>r2")
 
 
@@ -201,12 +248,17 @@ def test_de_frames_are_dropped_first_at_a_congested_switch_port():
     the queue settles between the DE threshold and its limit, so every drop is a DE frame."""
     limit = 40
     scenario = fr_net(
-        pvcs=[pvc("p1", cir=256e3, bc=32000, be=0),
-              pvc("p2", src="r3", dlci=200, cir=128e3, bc=16000, be=40000)],
-        flows=[cbr("a", frame_rate=190e3),
-               cbr("b", frame_rate=410e3, src="h3")],
-        a2_rate=512e3, a2_limit=limit, third_router=True, duration=120.0,
-        switch={"congestion_threshold": 0.5, "de_discard_threshold": 0.75})
+        pvcs=[
+            pvc("p1", cir=256e3, bc=32000, be=0),
+            pvc("p2", src="r3", dlci=200, cir=128e3, bc=16000, be=40000),
+        ],
+        flows=[cbr("a", frame_rate=190e3), cbr("b", frame_rate=410e3, src="h3")],
+        a2_rate=512e3,
+        a2_limit=limit,
+        third_router=True,
+        duration=120.0,
+        switch={"congestion_threshold": 0.5, "de_discard_threshold": 0.75},
+    )
     result = simulate(scenario)
     port = result.links["a2:sw>r2"]
     p1, p2 = result.pvcs["p1"], result.pvcs["p2"]
@@ -224,12 +276,22 @@ def test_fecn_and_becn_appear_once_the_queue_passes_the_congestion_threshold(mea
     """A greedy TCP flow fills a 20-packet switch queue: data frames get FECN, the ACKs
     leaving the same switch in the opposite direction get BECN. With a 1000-packet queue the
     window (45 segments) never reaches half of it and nothing is marked."""
+
     def run(limit: int) -> Result:
-        return simulate(fr_net(pvcs=[pvc(cir=T1, be=0)], flows=[greedy(rcv_buf=65535)],
-                               a2_rate=512e3, a2_limit=limit, duration=60.0,
-                               switch={"congestion_threshold": 0.5,
-                                       "de_discard_threshold": 0.75,
-                                       "congestion_measure": measure}))
+        return simulate(
+            fr_net(
+                pvcs=[pvc(cir=T1, be=0)],
+                flows=[greedy(rcv_buf=65535)],
+                a2_rate=512e3,
+                a2_limit=limit,
+                duration=60.0,
+                switch={
+                    "congestion_threshold": 0.5,
+                    "de_discard_threshold": 0.75,
+                    "congestion_measure": measure,
+                },
+            )
+        )
 
     congested, quiet = run(20), run(1000)
     assert congested.links["a2:sw>r2"].queue_max >= 10
@@ -279,13 +341,18 @@ def test_becn_shaping_steps_the_rate_down_to_min_cir_and_back_after_quiet():
     tc = bc / cir
     scenario = fr_net(
         pvcs=[pvc(cir=cir, bc=bc, be=bc, becn_shaping=True, min_cir=min_cir)],
-        flows=[greedy(rcv_buf=65535, stop=30.0),
-               cbr("late", frame_rate=32e3, start=45.0, stop=50.0)],
-        a2_rate=200e3, a2_limit=20, duration=60.0)
+        flows=[
+            greedy(rcv_buf=65535, stop=30.0),
+            cbr("late", frame_rate=32e3, start=45.0, stop=50.0),
+        ],
+        a2_rate=200e3,
+        a2_limit=20,
+        duration=60.0,
+    )
     result = simulate(scenario)
     t, v = result.series["pvc.p.rate"].t, result.series["pvc.p.rate"].v
     step = 2 * bc / 16 / tc  # (Bc + Be) / 16 per Tc: 64 kbit/s
-    assert v[:4] == pytest.approx([cir, cir * 0.75, cir * 0.75 ** 2, min_cir])
+    assert v[:4] == pytest.approx([cir, cir * 0.75, cir * 0.75**2, min_cir])
     assert v[-5:] == pytest.approx([min_cir + k * step for k in range(5)])
     last_down = -1.0
     for i in range(1, len(v)):
@@ -306,8 +373,13 @@ def test_shaping_holds_the_pvc_to_its_current_rate():
     """With no BECN the shaper spaces frames at CIR: a CBR stream at 2x CIR is delayed, not
     policed, and the shaper's queue (the port's limit) overflows instead."""
     cir = 256e3
-    result = simulate(fr_net(pvcs=[pvc(cir=cir, bc=32000, be=0, becn_shaping=True)],
-                             flows=[cbr("u", frame_rate=2 * cir)], duration=100.0))
+    result = simulate(
+        fr_net(
+            pvcs=[pvc(cir=cir, bc=32000, be=0, becn_shaping=True)],
+            flows=[cbr("u", frame_rate=2 * cir)],
+            duration=100.0,
+        )
+    )
     p = result.pvcs["p"]
     assert frame_rate_on(result, "a1:r1>sw") == pytest.approx(cir, rel=0.02)
     assert p.excess_dropped == 0 and p.de_marked == 0
@@ -321,8 +393,13 @@ def test_shaping_holds_the_pvc_to_its_current_rate():
 
 def test_residual_errors_lose_frames_at_the_configured_rate():
     rate = 0.02
-    result = simulate(fr_net(pvcs=[pvc(cir=T1, residual_error_rate=rate)],
-                             flows=[cbr("u", frame_rate=500e3)], duration=100.0))
+    result = simulate(
+        fr_net(
+            pvcs=[pvc(cir=T1, residual_error_rate=rate)],
+            flows=[cbr("u", frame_rate=500e3)],
+            duration=100.0,
+        )
+    )
     p, u = result.pvcs["p"], result.flows["u"]
     n = p.frames
     assert p.residual_error_rate == pytest.approx(rate, abs=4 * (rate * (1 - rate) / n) ** 0.5)
@@ -331,9 +408,12 @@ def test_residual_errors_lose_frames_at_the_configured_rate():
 
 def test_identical_seeds_give_identical_results():
     scenario = fr_net(
-        pvcs=[pvc(cir=256e3, bc=32000, be=16000, becn_shaping=True,
-                  residual_error_rate=0.01)],
-        flows=[greedy(rcv_buf=65535)], a2_rate=200e3, a2_limit=20, duration=60.0)
+        pvcs=[pvc(cir=256e3, bc=32000, be=16000, becn_shaping=True, residual_error_rate=0.01)],
+        flows=[greedy(rcv_buf=65535)],
+        a2_rate=200e3,
+        a2_limit=20,
+        duration=60.0,
+    )
     a, b = simulate(scenario), simulate(scenario)
     other = simulate(scenario, seed=2)
     strip = {"wall_time"}
@@ -345,8 +425,15 @@ def test_pvc_entry_and_exit_are_spliced_around_the_hops_it_carries():
     scenario = fr_net(pvcs=[pvc(cir=T1)], flows=[greedy()])
     net = Network(scenario, 1)
     fwd = net._path("h1", "h2")
-    assert [type(h) for h in fwd] == [Egress, PvcDirection, Egress, PvcIngress, Egress,
-                                      PvcExit, Egress]
+    assert [type(h) for h in fwd] == [
+        Egress,
+        PvcDirection,
+        Egress,
+        PvcIngress,
+        Egress,
+        PvcExit,
+        Egress,
+    ]
     assert fwd[1].forward and [fwd[2].key, fwd[4].key] == ["a1:r1>sw", "a2:sw>r2"]
     assert fwd[3] is fwd[1].ingress  # policed at the switch, after the access link
     rev = net._path("h2", "h1")

@@ -106,6 +106,7 @@ def test_hystart_waits_for_sixteen_segments():
 
 # --- HyStart++ (RFC 9406) ----------------------------------------------------------------
 
+
 def test_hystart_plus_plus_enters_css_in_the_round_of_the_rise_then_exits_after_5_rounds():
     path = Path("hystart++", rise_at_round_6)
     path.run()
@@ -116,7 +117,7 @@ def test_hystart_plus_plus_enters_css_in_the_round_of_the_rise_then_exits_after_
     entry = next(i for i, (n, _, _) in enumerate(path.trace) if n == 63 + 7)
     assert path.trace[entry - 1][1] == 71 * MSS  # cwnd before the 8th ACK
     # From the 8th ACK on, cwnd grows by SMSS / CSS_GROWTH_DIVISOR per ACK.
-    css = path.trace[entry - 1:-1]  # the last entry is the exit ACK's
+    css = path.trace[entry - 1 : -1]  # the last entry is the exit ACK's
     growth = [b[1] - a[1] for a, b in zip(css, css[1:], strict=False)]
     assert growth and all(g == MSS // 4 for g in growth)
     # CSS_ROUNDS = 5 rounds later, congestion avoidance: ssthresh = cwnd, on the first
@@ -147,22 +148,40 @@ def test_slow_start_defaults_per_variant():
     assert type(congestion_ops(TcpSpec(variant="cubic")).slow_start) is HyStart
     assert congestion_ops(TcpSpec(variant="newreno")).slow_start.name == "standard"
     assert congestion_ops(TcpSpec(variant="vegas")).slow_start.name == "standard"
-    assert congestion_ops(TcpSpec(variant="newreno", slow_start="hystart++")).slow_start.name \
+    assert (
+        congestion_ops(TcpSpec(variant="newreno", slow_start="hystart++")).slow_start.name
         == "hystart++"
+    )
     with pytest.raises(ValueError, match="slow_start"):
         TcpSpec(variant="none", slow_start="hystart")
 
 
 # --- the sender --------------------------------------------------------------------------
 
+
 def test_cubic_with_hystart_leaves_slow_start_before_the_buffer_overflows():
     # 10 Mbit/s, 50 ms each way: BDP = 10e6 * 0.1 / 8 / 1500 B ~ 83 segments, and a
     # buffer of 60 packets. Standard slow start doubles past BDP + buffer and loses a
     # burst; HyStart's ACK train ends slow start near half the BDP's round trip.
     def flow(slow_start):
-        return run(one_link(rate=10e6, delay=0.05, limit_packets=60, duration=20, flows=[
-            bulk(nbytes=3000 * MSS, variant="cubic", rcv_buf=1 << 22, window_scaling=True,
-                 slow_start=slow_start)]))
+        return run(
+            one_link(
+                rate=10e6,
+                delay=0.05,
+                limit_packets=60,
+                duration=20,
+                flows=[
+                    bulk(
+                        nbytes=3000 * MSS,
+                        variant="cubic",
+                        rcv_buf=1 << 22,
+                        window_scaling=True,
+                        slow_start=slow_start,
+                    )
+                ],
+            )
+        )
+
     hystart, standard = flow("hystart"), flow("standard")
     assert standard.flows["f"].retransmissions > 10
     assert hystart.flows["f"].retransmissions == 0

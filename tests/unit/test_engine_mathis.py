@@ -30,17 +30,32 @@ LOSS = [0.01, 0.02, 0.05]
 
 
 def lossy(variant: str, p: float, *, delay: float, duration: float = 300.0):
-    flow = bulk(nbytes=None, variant=variant, rcv_buf=10_000_000, window_scaling=True,
-                min_rto=1.0, delayed_ack={"enabled": True, "count": B, "timeout": 0.2})
+    flow = bulk(
+        nbytes=None,
+        variant=variant,
+        rcv_buf=10_000_000,
+        window_scaling=True,
+        min_rto=1.0,
+        delayed_ack={"enabled": True, "count": B, "timeout": 0.2},
+    )
     loss = {"model": "bernoulli", "rate": p, "direction": "a_to_b"}
-    return run(one_link(rate=10e6, delay=delay, limit_packets=10_000, loss=loss,
-                        duration=duration, flows=[flow]))
+    return run(
+        one_link(
+            rate=10e6, delay=delay, limit_packets=10_000, loss=loss, duration=duration, flows=[flow]
+        )
+    )
 
 
 def padhye_bps(mss: int, rtt: float, p: float, b: int, t0: float) -> float:
     """Padhye, Firoiu, Towsley, Kurose (1998), eq. (32) without the window limit."""
-    return mss * 8 / (rtt * math.sqrt(2 * b * p / 3)
-                      + t0 * min(1.0, 3 * math.sqrt(3 * b * p / 8)) * p * (1 + 32 * p * p))
+    return (
+        mss
+        * 8
+        / (
+            rtt * math.sqrt(2 * b * p / 3)
+            + t0 * min(1.0, 3 * math.sqrt(3 * b * p / 8)) * p * (1 + 32 * p * p)
+        )
+    )
 
 
 def test_mathis_bps_is_the_formula():
@@ -76,8 +91,9 @@ def test_goodput_falls_about_as_one_over_root_p(results, variant):
     xs = [math.log(results[variant, p].flows["f"].plr) for p in LOSS]
     ys = [math.log(results[variant, p].flows["f"].goodput_bps) for p in LOSS]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = (sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-             / sum((x - mx) ** 2 for x in xs))
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mx) ** 2 for x in xs
+    )
     assert -0.85 <= slope <= -0.45, slope
 
 
@@ -88,5 +104,7 @@ def test_where_timeouts_dominate_padhye_holds_and_mathis_overestimates(variant):
     assert flow.timeouts > 20  # a 1 s RTO against 100 ms: the regime Mathis leaves out
     mathis = mathis_bps(MSS, flow.rtt_mean, flow.plr, B)
     padhye = padhye_bps(MSS, flow.rtt_mean, flow.plr, B, t0=1.0)
-    assert 0.9 * padhye <= flow.goodput_bps < 0.75 * mathis, (flow.goodput_bps / padhye,
-                                                              flow.goodput_bps / mathis)
+    assert 0.9 * padhye <= flow.goodput_bps < 0.75 * mathis, (
+        flow.goodput_bps / padhye,
+        flow.goodput_bps / mathis,
+    )

@@ -55,7 +55,7 @@ def test_single_loss_behaves_like_reno_until_the_full_ack():
     assert t_loss == pytest.approx(third_dupack_time(result, 60), abs=1e-6)
     cwnd = [v for _, v in after(result, "flow.f.cwnd", t_loss)]
     recovery = [SSTHRESH + k * MSS for k in range(3, W)]
-    assert cwnd[:len(recovery)] == recovery
+    assert cwnd[: len(recovery)] == recovery
     # Full ACK (RFC 6582 3.2 step 3): cwnd = min(ssthresh, max(FlightSize, SMSS) + SMSS)
     # (option 1) or ssthresh (option 2). rwnd let nothing new out during recovery, so
     # FlightSize is 0 and option 1 gives 2 SMSS.
@@ -91,8 +91,10 @@ def test_full_ack_ends_recovery_with_a_window_no_larger_than_ssthresh(two_losses
     assert cwnd in (min(SSTHRESH, 2 * MSS + MSS), SSTHRESH)
     # No burst afterwards: congestion avoidance adds at most one SMSS per round trip
     # (RTT ~ 0.113 s on this testbed), so 0.3 s later cwnd is within 3 SMSS of ssthresh.
-    assert max(v for t, v in after(two_losses, "flow.f.cwnd", t_full)
-               if t < t_full + 0.3) <= SSTHRESH + 3 * MSS
+    assert (
+        max(v for t, v in after(two_losses, "flow.f.cwnd", t_full) if t < t_full + 0.3)
+        <= SSTHRESH + 3 * MSS
+    )
 
 
 def test_only_the_first_partial_ack_restarts_the_retransmission_timer():

@@ -76,8 +76,12 @@ def test_window_limited_goodput_is_window_over_rtt(variant, rate, delay, encap, 
     round_trip = rtt(rate=rate, delay=delay, encap=encap)
     assert segments * ser(wire_bytes(encap, MSS + IP_TCP), rate) < round_trip
     # 200 windows: slow start's ramp (a few round trips) costs well under 5%.
-    sc = one_link(rate=rate, delay=delay, encap=encap,
-                  flows=[bulk(nbytes=200 * window, variant=variant, rcv_buf=window)])
+    sc = one_link(
+        rate=rate,
+        delay=delay,
+        encap=encap,
+        flows=[bulk(nbytes=200 * window, variant=variant, rcv_buf=window)],
+    )
     flow = run(sc).flows["f"]
     assert flow.completed
     assert flow.retransmissions == 0
@@ -87,8 +91,12 @@ def test_window_limited_goodput_is_window_over_rtt(variant, rate, delay, encap, 
 def test_window_limited_rtt_samples_match_the_path():
     """With no queueing every RTT sample is 2 x propagation + data and ACK serialisation."""
     rate, delay = T1, 0.08
-    sc = one_link(rate=rate, delay=delay, encap="frame_relay",
-                  flows=[bulk(nbytes=100 * MSS, variant="none", rcv_buf=MSS)])
+    sc = one_link(
+        rate=rate,
+        delay=delay,
+        encap="frame_relay",
+        flows=[bulk(nbytes=100 * MSS, variant="none", rcv_buf=MSS)],
+    )
     flow = run(sc).flows["f"]
     expected = rtt(rate=rate, delay=delay, encap="frame_relay")
     assert flow.rtt_min == pytest.approx(expected, rel=1e-9)
@@ -106,8 +114,12 @@ def test_window_limited_rtt_samples_match_the_path():
 def test_link_limited_goodput_is_rate_times_payload_share(encap):
     rate, delay = 1e6, 0.02
     # 44 segments of window against a BDP of ~4 segments: the link is the limit.
-    sc = one_link(rate=rate, delay=delay, encap=encap,
-                  flows=[bulk(nbytes=1000 * MSS, variant="reno", rcv_buf=65535)])
+    sc = one_link(
+        rate=rate,
+        delay=delay,
+        encap=encap,
+        flows=[bulk(nbytes=1000 * MSS, variant="reno", rcv_buf=65535)],
+    )
     result = run(sc)
     flow = result.flows["f"]
     assert flow.completed
@@ -119,8 +131,12 @@ def test_link_limited_goodput_is_rate_times_payload_share(encap):
 
 def test_atm_link_limited_flow_pays_the_cell_tax():
     rate = T1
-    sc = one_link(rate=rate, delay=0.02, encap="atm_aal5",
-                  flows=[bulk(nbytes=1000 * MSS, variant="newreno", rcv_buf=65535)])
+    sc = one_link(
+        rate=rate,
+        delay=0.02,
+        encap="atm_aal5",
+        flows=[bulk(nbytes=1000 * MSS, variant="newreno", rcv_buf=65535)],
+    )
     flow = run(sc).flows["f"]
     assert flow.goodput_bps == pytest.approx(rate * 1460 / 1696, rel=0.03)
     # ...which is measurably below the same link with PPP framing (1460/1508).
@@ -130,11 +146,14 @@ def test_atm_link_limited_flow_pays_the_cell_tax():
 def test_dumbbell_bottleneck_sets_the_rate():
     """Fast Ethernet access links, a slow WAN in the middle: the WAN's payload share wins."""
     rate = 2e6
-    sc = dumbbell(rate=rate, delay=0.02, encap="frame_relay",
-                  flows=[bulk(nbytes=1000 * MSS, variant="newreno", rcv_buf=65535)])
+    sc = dumbbell(
+        rate=rate,
+        delay=0.02,
+        encap="frame_relay",
+        flows=[bulk(nbytes=1000 * MSS, variant="newreno", rcv_buf=65535)],
+    )
     flow = run(sc).flows["f"]
-    assert flow.goodput_bps == pytest.approx(rate * MSS / wire_bytes("frame_relay", 1500),
-                                             rel=0.03)
+    assert flow.goodput_bps == pytest.approx(rate * MSS / wire_bytes("frame_relay", 1500), rel=0.03)
 
 
 # --- UDP constant bit rate ---------------------------------------------------------------
@@ -142,8 +161,13 @@ def test_dumbbell_bottleneck_sets_the_rate():
 
 def test_udp_cbr_below_capacity_is_delivered_whole_at_propagation_plus_serialisation():
     rate, delay, size = 1e6, 0.05, 512
-    sc = one_link(rate=rate, delay=delay, flows=[cbr(rate=256e3, packet_size=size, stop=10.0)],
-                  duration=11.0, stop_when_done=False)
+    sc = one_link(
+        rate=rate,
+        delay=delay,
+        flows=[cbr(rate=256e3, packet_size=size, stop=10.0)],
+        duration=11.0,
+        stop_when_done=False,
+    )
     result = run(sc)
     udp = result.flows["u"]
     # Send times 0, 16 ms, ... below 10 s: 625 datagrams.
@@ -161,14 +185,25 @@ def test_udp_cbr_below_capacity_is_delivered_whole_at_propagation_plus_serialisa
 
 def test_udp_delay_over_a_dumbbell_is_store_and_forward_per_hop():
     access, rate, delay, size = 100e6, 1e6, 0.03, 1000
-    sc = dumbbell(access_rate=access, access_delay=0.001, rate=rate, delay=delay,
-                  flows=[cbr(rate=100e3, packet_size=size, stop=2.0)], duration=3.0,
-                  stop_when_done=False)
+    sc = dumbbell(
+        access_rate=access,
+        access_delay=0.001,
+        rate=rate,
+        delay=delay,
+        flows=[cbr(rate=100e3, packet_size=size, stop=2.0)],
+        duration=3.0,
+        stop_when_done=False,
+    )
     udp = run(sc).flows["u"]
     ip = size + IP_UDP
-    one_way = (0.001 + ser(wire_bytes("ethernet", ip), access)
-               + delay + ser(wire_bytes("ppp", ip), rate)
-               + 0.001 + ser(wire_bytes("ethernet", ip), access))
+    one_way = (
+        0.001
+        + ser(wire_bytes("ethernet", ip), access)
+        + delay
+        + ser(wire_bytes("ppp", ip), rate)
+        + 0.001
+        + ser(wire_bytes("ethernet", ip), access)
+    )
     assert udp.plr == 0.0
     assert udp.delay_mean == pytest.approx(one_way, rel=1e-9)
 
@@ -176,8 +211,7 @@ def test_udp_delay_over_a_dumbbell_is_store_and_forward_per_hop():
 def test_udp_run_ending_on_flow_done_accounts_for_every_datagram():
     """stop_when_done waits for the datagrams still in flight when the flow stops."""
     rate, delay, size = 1e6, 0.05, 512
-    sc = one_link(rate=rate, delay=delay,
-                  flows=[cbr(rate=256e3, packet_size=size, stop=10.0)])
+    sc = one_link(rate=rate, delay=delay, flows=[cbr(rate=256e3, packet_size=size, stop=10.0)])
     result = run(sc)
     udp = result.flows["u"]
     assert udp.packets_sent == 625
@@ -204,8 +238,12 @@ def test_udp_run_ending_on_flow_done_accounts_for_every_datagram():
 def test_window_scaling_sets_the_effective_window(rcv_buf, scaling, advertised, window):
     rate, delay = T3, 0.08
     round_trip = rtt(rate=rate, delay=delay, encap="frame_relay")
-    sc = one_link(rate=rate, delay=delay, encap="frame_relay", flows=[bulk(
-        nbytes=40 * window, variant="none", rcv_buf=rcv_buf, window_scaling=scaling)])
+    sc = one_link(
+        rate=rate,
+        delay=delay,
+        encap="frame_relay",
+        flows=[bulk(nbytes=40 * window, variant="none", rcv_buf=rcv_buf, window_scaling=scaling)],
+    )
     result = run(sc)
     flow = result.flows["f"]
     assert set(result.series["flow.f.rwnd"].v) == {advertised}
@@ -218,9 +256,18 @@ def test_delayed_ack_timer_adds_to_a_one_segment_round_trip():
     """A window of one segment: the receiver holds each ACK for its timer (RFC 1122
     4.2.3.2), so a segment leaves every R + timeout (no quick ACKs at the start)."""
     rate, delay, timeout = T1, 0.04, 0.2
-    sc = one_link(rate=rate, delay=delay, flows=[bulk(
-        nbytes=50 * MSS, variant="none", rcv_buf=MSS,
-        delayed_ack={"enabled": True, "count": 2, "timeout": timeout, "quickack": "off"})])
+    sc = one_link(
+        rate=rate,
+        delay=delay,
+        flows=[
+            bulk(
+                nbytes=50 * MSS,
+                variant="none",
+                rcv_buf=MSS,
+                delayed_ack={"enabled": True, "count": 2, "timeout": timeout, "quickack": "off"},
+            )
+        ],
+    )
     flow = run(sc).flows["f"]
     cycle = rtt(rate=rate, delay=delay) + timeout
     assert flow.rtt_min == pytest.approx(cycle, rel=1e-9)
@@ -230,9 +277,18 @@ def test_delayed_ack_timer_adds_to_a_one_segment_round_trip():
 def test_delayed_ack_every_second_segment_costs_no_time():
     """A window of two segments: the second segment's arrival releases the ACK at once."""
     rate, delay = T1, 0.04
-    sc = one_link(rate=rate, delay=delay, flows=[bulk(
-        nbytes=100 * MSS, variant="none", rcv_buf=2 * MSS,
-        delayed_ack={"enabled": True, "count": 2, "timeout": 0.2})])
+    sc = one_link(
+        rate=rate,
+        delay=delay,
+        flows=[
+            bulk(
+                nbytes=100 * MSS,
+                variant="none",
+                rcv_buf=2 * MSS,
+                delayed_ack={"enabled": True, "count": 2, "timeout": 0.2},
+            )
+        ],
+    )
     flow = run(sc).flows["f"]
     # The ACK leaves when the 2nd segment lands, one serialisation after the 1st.
     cycle = rtt(rate=rate, delay=delay) + ser(wire_bytes("ppp", MSS + IP_TCP), rate)

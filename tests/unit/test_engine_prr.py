@@ -56,7 +56,7 @@ def chart(text: str) -> dict[str, list[str]]:
     rows = {}
     for line in lines:
         name = line.split()[0].rstrip(":#")
-        rows[name] = [line[end - 2:end].strip() for end in ends]
+        rows[name] = [line[end - 2 : end].strip() for end in ends]
     return rows
 
 
@@ -157,10 +157,25 @@ def test_proportional_part_converges_on_ssthresh():
 # 1 Mbit/s, 50 ms, the receive window well above what the path holds: the sender is
 # cwnd-limited, so recovery may send new data.
 
+
 def recovery_run(recovery: str, *drops: int, variant: str = "newreno", **tcp):
-    return run(one_link(rate=1e6, delay=0.05, loss=script_loss(*drops), flows=[
-        bulk(nbytes=300 * MSS, variant=variant, rcv_buf=200 * MSS, window_scaling=True,
-             recovery=recovery, **tcp)]))
+    return run(
+        one_link(
+            rate=1e6,
+            delay=0.05,
+            loss=script_loss(*drops),
+            flows=[
+                bulk(
+                    nbytes=300 * MSS,
+                    variant=variant,
+                    rcv_buf=200 * MSS,
+                    window_scaling=True,
+                    recovery=recovery,
+                    **tcp,
+                )
+            ],
+        )
+    )
 
 
 def new_data_sent_after(result, t0: float) -> float:
@@ -191,7 +206,8 @@ def test_prr_spreads_the_reduction_classic_inflation_waits_half_a_window(sack):
     # past the flight (RFC 6675 with cwnd = ssthresh: until pipe falls below it).
     t_classic = series(classic, "flow.f.ssthresh")[0][0]
     assert new_data_sent_after(classic, t_classic) >= (
-        t_classic + (flight / 2 / MSS - 4) * SEGMENT_TIME)
+        t_classic + (flight / 2 / MSS - 4) * SEGMENT_TIME
+    )
 
 
 @pytest.mark.parametrize("sack", [False, True])

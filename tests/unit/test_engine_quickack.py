@@ -22,9 +22,25 @@ TIMEOUT = 0.2
 
 
 def transfer(quickack, segments: int, rcv_buf: int = 65535):
-    return run(one_link(rate=RATE, delay=DELAY, flows=[bulk(
-        nbytes=segments * MSS, initial_cwnd=1, rcv_buf=rcv_buf,
-        delayed_ack={"enabled": True, "count": 2, "timeout": TIMEOUT, "quickack": quickack})]))
+    return run(
+        one_link(
+            rate=RATE,
+            delay=DELAY,
+            flows=[
+                bulk(
+                    nbytes=segments * MSS,
+                    initial_cwnd=1,
+                    rcv_buf=rcv_buf,
+                    delayed_ack={
+                        "enabled": True,
+                        "count": 2,
+                        "timeout": TIMEOUT,
+                        "quickack": quickack,
+                    },
+                )
+            ],
+        )
+    )
 
 
 def first_ack_time(result) -> float:
@@ -60,13 +76,16 @@ def test_linux_acks_five_segments_at_once_with_a_64k_buffer():
     assert acks(transfer("ns3", 7)) == 4
 
 
-@pytest.mark.parametrize("rcv_buf,mss,expected", [
-    (65535, 1460, 5),     # Linux's initial receive window is 10 segments: 14600 / 2920
-    (8760, 1460, 3),      # a 6-segment buffer: 8760 / 2920
-    (2000, 1460, 2),      # less than two segments: at least 2
-    (1 << 20, 536, 5),    # 10 segments of 536 B
-    (1 << 20, 8960, 2),   # jumbo MSS: max(14600 / 8960, 2) = 2 segments -> 1, at least 2
-])
+@pytest.mark.parametrize(
+    "rcv_buf,mss,expected",
+    [
+        (65535, 1460, 5),  # Linux's initial receive window is 10 segments: 14600 / 2920
+        (8760, 1460, 3),  # a 6-segment buffer: 8760 / 2920
+        (2000, 1460, 2),  # less than two segments: at least 2
+        (1 << 20, 536, 5),  # 10 segments of 536 B
+        (1 << 20, 8960, 2),  # jumbo MSS: max(14600 / 8960, 2) = 2 segments -> 1, at least 2
+    ],
+)
 def test_linux_quickack_count(rcv_buf, mss, expected):
     spec = TcpSpec(mss=mss, rcv_buf=rcv_buf, window_scaling=True)
     assert quick_acks(spec, advertised_window(spec)) == expected

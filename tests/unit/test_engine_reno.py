@@ -68,8 +68,9 @@ def test_congestion_avoidance_adds_about_one_smss_per_window_of_acks():
     assert 0.9 * MSS <= st.cwnd - 10 * MSS <= MSS
 
 
-@pytest.mark.parametrize(("flight", "expected"), [(20 * MSS, 10 * MSS), (3 * MSS, 2 * MSS),
-                                                  (MSS, 2 * MSS)])
+@pytest.mark.parametrize(
+    ("flight", "expected"), [(20 * MSS, 10 * MSS), (3 * MSS, 2 * MSS), (MSS, 2 * MSS)]
+)
 def test_ssthresh_after_loss_returns_max_of_half_flight_and_two_smss(flight, expected):
     cc, st = reno_state(20 * MSS)
     st.snd_una, st.snd_max = 100 * MSS, 100 * MSS + flight
@@ -103,7 +104,7 @@ def test_fast_recovery_halves_then_inflates_then_deflates_to_ssthresh(single_los
     # Step 3: ssthresh + 3 SMSS on the third duplicate ACK; step 4: + 1 SMSS for each
     # further one; step 6: the ACK of new data sets cwnd = ssthresh.
     recovery = [ssthresh + k * MSS for k in range(3, dupacks + 1)]
-    assert cwnd[:len(recovery) + 1] == [*recovery, ssthresh]
+    assert cwnd[: len(recovery) + 1] == [*recovery, ssthresh]
     # Then congestion avoidance, less than one SMSS per ACK.
     nxt = cwnd[len(recovery) + 1]
     assert ssthresh < nxt < ssthresh + MSS
@@ -147,8 +148,9 @@ def test_the_partial_ack_ends_recovery_and_the_timer_fires_one_rto_later(two_los
     # leaves recovery with cwnd = ssthresh and, with 18 segments outstanding and no
     # more duplicate ACKs coming, waits for the retransmission timer (RFC 6298 5.3:
     # restarted on that ACK).
-    t_partial = next(t for t, v in zip(*series(two_losses, "flow.f.ack"), strict=True)
-                     if v == 62 * MSS)
+    t_partial = next(
+        t for t, v in zip(*series(two_losses, "flow.f.ack"), strict=True) if v == 62 * MSS
+    )
     assert value_at(two_losses, "flow.f.cwnd", t_partial) == W * MSS // 2
     t_timeout = series(two_losses, "flow.f.ssthresh")[0][1]
     rto = value_at(two_losses, "flow.f.rto", t_partial)
@@ -173,8 +175,12 @@ def test_inflated_window_sends_new_data_during_recovery(variant):
     from n = 19 on: step 5 sends segments 65..79. The ACK of the retransmission (up to
     63) deflates cwnd to ssthresh (step 6; for NewReno it is a full ACK and option 2 of
     RFC 6582 gives the same 16)."""
-    sc = one_link(rate=100e6, delay=0.05, loss=script_loss(31), flows=[bulk(
-        nbytes=300 * MSS, variant=variant, rcv_buf=4_000_000, window_scaling=True)])
+    sc = one_link(
+        rate=100e6,
+        delay=0.05,
+        loss=script_loss(31),
+        flows=[bulk(nbytes=300 * MSS, variant=variant, rcv_buf=4_000_000, window_scaling=True)],
+    )
     result = run(sc)
     flow = result.flows["f"]
     assert (flow.fast_retransmits, flow.timeouts, flow.retransmissions) == (1, 0, 1)

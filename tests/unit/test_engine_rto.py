@@ -34,15 +34,20 @@ def expected_timeouts(initial: float, cap: float, until: float) -> tuple[list, l
     return times, rtos
 
 
-@pytest.mark.parametrize(("initial_rto", "max_rto"), [(1.0, 60.0), (1.0, 20.0), (3.0, 60.0),
-                                                     (2.0, 5.0)])
+@pytest.mark.parametrize(
+    ("initial_rto", "max_rto"), [(1.0, 60.0), (1.0, 20.0), (3.0, 60.0), (2.0, 5.0)]
+)
 def test_backoff_doubles_from_the_initial_rto_up_to_max_rto(initial_rto, max_rto):
     """No ACK ever returns: the first segment times out at the initial RTO (RFC 6298 2.1),
     then each retransmission waits twice as long (5.5) until max_rto (2.5)."""
     duration = 200.0
-    sc = one_link(rate=RATE, delay=DELAY, loss=ALL_ACKS_LOST, duration=duration,
-                  flows=[bulk(nbytes=None, variant="reno", initial_rto=initial_rto,
-                              max_rto=max_rto)])
+    sc = one_link(
+        rate=RATE,
+        delay=DELAY,
+        loss=ALL_ACKS_LOST,
+        duration=duration,
+        flows=[bulk(nbytes=None, variant="reno", initial_rto=initial_rto, max_rto=max_rto)],
+    )
     result = run(sc)
     times, rtos = expected_timeouts(initial_rto, max_rto, duration)
     assert rtos[-1] == max_rto  # the cap is reached within the run
@@ -59,9 +64,13 @@ def test_backoff_doubles_from_the_initial_rto_up_to_max_rto(initial_rto, max_rto
 def test_backoff_of_an_established_connection():
     """Data 60..89 lost on the wire after ~60 good round trips: RTO 1 s (the min_rto
     floor), then 2, 4, 8 and the 10 s cap, one lost retransmission per expiry."""
-    sc = one_link(rate=RATE, delay=DELAY, loss=script_loss(*range(60, 90)), duration=300,
-                  flows=[bulk(nbytes=200 * MSS, variant="reno", rcv_buf=20 * MSS,
-                              max_rto=10.0)])
+    sc = one_link(
+        rate=RATE,
+        delay=DELAY,
+        loss=script_loss(*range(60, 90)),
+        duration=300,
+        flows=[bulk(nbytes=200 * MSS, variant="reno", rcv_buf=20 * MSS, max_rto=10.0)],
+    )
     result = run(sc)
     flow = result.flows["f"]
     assert flow.completed
@@ -77,8 +86,12 @@ def test_backoff_of_an_established_connection():
 
 
 def stop_and_wait(min_rto: float, nbytes: int = 20 * MSS, loss: dict | None = None):
-    return one_link(rate=RATE, delay=DELAY, loss=loss, flows=[bulk(
-        nbytes=nbytes, variant="none", rcv_buf=MSS, min_rto=min_rto)])
+    return one_link(
+        rate=RATE,
+        delay=DELAY,
+        loss=loss,
+        flows=[bulk(nbytes=nbytes, variant="none", rcv_buf=MSS, min_rto=min_rto)],
+    )
 
 
 def test_rto_follows_rfc6298_equations_for_a_constant_rtt():
@@ -89,7 +102,7 @@ def test_rto_follows_rfc6298_equations_for_a_constant_rtt():
     srtt = series(result, "flow.f.srtt")[1]
     assert srtt == pytest.approx([r] * len(srtt), rel=1e-9)
     _, rto = series(result, "flow.f.rto")
-    expected = [r + 4 * (r / 2) * 0.75 ** n for n in range(len(rto))]
+    expected = [r + 4 * (r / 2) * 0.75**n for n in range(len(rto))]
     assert len(rto) >= 10
     assert rto == pytest.approx(expected, rel=1e-9)
 
@@ -107,8 +120,12 @@ def test_rto_is_floored_at_min_rto(min_rto):
 
 def test_timeout_with_one_segment_in_flight_sets_ssthresh_to_two_smss():
     """RFC 5681 eq. (4): max(FlightSize/2, 2 SMSS) with FlightSize = 1 segment."""
-    sc = one_link(rate=RATE, delay=DELAY, loss=script_loss(5), flows=[bulk(
-        nbytes=20 * MSS, variant="reno", rcv_buf=MSS)])
+    sc = one_link(
+        rate=RATE,
+        delay=DELAY,
+        loss=script_loss(5),
+        flows=[bulk(nbytes=20 * MSS, variant="reno", rcv_buf=MSS)],
+    )
     result = run(sc)
     flow = result.flows["f"]
     assert (flow.timeouts, flow.fast_retransmits, flow.retransmissions) == (1, 0, 1)
@@ -142,8 +159,13 @@ def test_karn_keeps_the_backed_off_rto_until_a_fresh_sample():
 def test_lost_syn_ack_backs_off_the_syn():
     """With the handshake on and every reverse packet lost, the SYN is resent at 1, 3, 7
     and 15 s (RFC 6298 2.1 and 5.5 apply to the SYN too)."""
-    sc = one_link(rate=RATE, delay=DELAY, loss=ALL_ACKS_LOST, duration=20.0,
-                  flows=[bulk(nbytes=10 * MSS, handshake=True)])
+    sc = one_link(
+        rate=RATE,
+        delay=DELAY,
+        loss=ALL_ACKS_LOST,
+        duration=20.0,
+        flows=[bulk(nbytes=10 * MSS, handshake=True)],
+    )
     flow = run(sc).flows["f"]
     assert flow.timeouts == 4
     assert flow.bytes_delivered == 0

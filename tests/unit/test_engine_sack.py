@@ -41,8 +41,7 @@ def scoreboard(*sacked: tuple[int, int], snd_max: int = 10, limit: int | None = 
     st = TcpState(MSS, 1)
     st.snd_una, st.snd_nxt, st.snd_max = 0, snd_max * MSS, snd_max * MSS
     end = (limit if limit is not None else 1000) * MSS
-    snd = SimpleNamespace(st=st, limit=end,
-                          new_data_length=lambda: min(MSS, end - st.snd_max))
+    snd = SimpleNamespace(st=st, limit=end, new_data_length=lambda: min(MSS, end - st.snd_max))
     rec = SackRecovery(TcpSpec(mss=MSS, recovery="classic"))
     rec.board.update(0, tuple((start * MSS, end * MSS) for start, end in sacked), end)
     return rec, snd
@@ -97,8 +96,15 @@ def test_next_seg_never_offers_sacked_data():
 # --- several losses in one window ---------------------------------------------------------
 
 # Drop patterns inside one window (data packets 60..79 are in flight when 60 is lost).
-PATTERNS = [(60, 62, 64), (60, 61, 62), (60, 63, 66), (60, 64, 68), (60, 70, 75),
-            (60, 62, 64, 66, 68), (60, 61, 62, 63, 64, 65)]
+PATTERNS = [
+    (60, 62, 64),
+    (60, 61, 62),
+    (60, 63, 66),
+    (60, 64, 68),
+    (60, 70, 75),
+    (60, 62, 64, 66, 68),
+    (60, 61, 62, 63, 64, 65),
+]
 
 
 def recovery(result):
@@ -170,14 +176,19 @@ def test_sack_option_under_newreno_uses_the_same_recovery():
     plain = run(loss_testbed("newreno", *drops))
     assert flagged.flows["f"].retransmissions == len(drops)
     assert flagged.flows["f"].timeouts == 0
-    assert (recovery(flagged)[1] - recovery(flagged)[0]
-            < recovery(plain)[1] - recovery(plain)[0] - 0.1)  # NewReno: one hole per RTT
+    assert (
+        recovery(flagged)[1] - recovery(flagged)[0] < recovery(plain)[1] - recovery(plain)[0] - 0.1
+    )  # NewReno: one hole per RTT
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "deliberate, as in ns-3: SackRecovery.next_seg leaves out RFC 6675 NextSeg rule (4) "
-    "(a SHOULD), which resends in-flight data whenever the receive window blocks rule (2); "
-    "a lost tail segment waits for the RTO"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "deliberate, as in ns-3: SackRecovery.next_seg leaves out RFC 6675 NextSeg rule (4) "
+        "(a SHOULD), which resends in-flight data whenever the receive window blocks rule (2); "
+        "a lost tail segment waits for the RTO"
+    ),
+)
 def test_a_lost_last_segment_is_rescued_without_a_timeout():
     """Segments 80 and 99 of a 100-segment file are lost. 81..98 SACKed trigger recovery
     for 80; nothing is SACKed above 99 and there is no new data, so rules (1)-(3) offer

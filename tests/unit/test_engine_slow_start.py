@@ -15,9 +15,19 @@ RATE, DELAY = 100e6, 0.05  # a window of 256 segments serialises in 31 ms, well 
 @pytest.mark.parametrize("initial_cwnd", [1, 2, 4])
 def test_cwnd_doubles_every_round_trip(variant, initial_cwnd):
     round_trip = rtt(rate=RATE, delay=DELAY)
-    sc = one_link(rate=RATE, delay=DELAY, flows=[bulk(
-        nbytes=2000 * MSS, variant=variant, initial_cwnd=initial_cwnd,
-        rcv_buf=4_000_000, window_scaling=True)])
+    sc = one_link(
+        rate=RATE,
+        delay=DELAY,
+        flows=[
+            bulk(
+                nbytes=2000 * MSS,
+                variant=variant,
+                initial_cwnd=initial_cwnd,
+                rcv_buf=4_000_000,
+                window_scaling=True,
+            )
+        ],
+    )
     result = run(sc)
     assert result.flows["f"].retransmissions == 0
     assert "flow.f.ssthresh" not in result.series  # no loss: ssthresh stays "arbitrarily high"
@@ -29,8 +39,11 @@ def test_cwnd_doubles_every_round_trip(variant, initial_cwnd):
 
 def test_one_smss_per_ack_in_slow_start():
     """Every cwnd step in the first rounds is exactly one SMSS (one ACK per segment)."""
-    sc = one_link(rate=RATE, delay=DELAY, flows=[bulk(
-        nbytes=200 * MSS, variant="reno", rcv_buf=4_000_000, window_scaling=True)])
+    sc = one_link(
+        rate=RATE,
+        delay=DELAY,
+        flows=[bulk(nbytes=200 * MSS, variant="reno", rcv_buf=4_000_000, window_scaling=True)],
+    )
     _, cwnd = series(run(sc), "flow.f.cwnd")
     steps = [b - a for a, b in zip(cwnd, cwnd[1:], strict=False)]
     assert steps and all(step == MSS for step in steps)
@@ -40,8 +53,9 @@ def test_slow_start_stops_growing_at_the_receive_window():
     """A sender held by rwnd does not grow cwnd past it: RFC 7661 4.2 (and Linux's
     tcp_is_cwnd_limited) grow cwnd only while it is what limits sending."""
     window = 16 * MSS
-    sc = one_link(rate=RATE, delay=DELAY, flows=[bulk(
-        nbytes=500 * MSS, variant="reno", rcv_buf=window)])
+    sc = one_link(
+        rate=RATE, delay=DELAY, flows=[bulk(nbytes=500 * MSS, variant="reno", rcv_buf=window)]
+    )
     result = run(sc)
     assert result.flows["f"].cwnd_max == window
     # Reached after log2(16) = 4 round trips and held.

@@ -51,7 +51,7 @@ def test_cwnd_returns_to_one_segment_then_slow_starts_to_ssthresh(single_loss):
     k = ssthresh // MSS
     assert cwnd[:k] == [i * MSS for i in range(1, k + 1)]
     # ...then congestion avoidance: less than one SMSS per ACK (RFC 5681 eq. 3).
-    growth = [b - a for a, b in zip(cwnd[k - 1:k + 10], cwnd[k:k + 11], strict=True)]
+    growth = [b - a for a, b in zip(cwnd[k - 1 : k + 10], cwnd[k : k + 11], strict=True)]
     assert all(0 < g < MSS for g in growth)
 
 

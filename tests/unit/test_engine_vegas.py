@@ -11,7 +11,6 @@ expected rate cwnd/BaseRTT less the actual rate cwnd/RTT, times BaseRTT. At stea
 the only queue is the bottleneck's, so its time-averaged occupancy is diff.
 """
 
-
 import numpy as np
 import pytest
 from engine_helpers import bulk, dumbbell, run, series
@@ -28,8 +27,7 @@ BASE = 0.1  # s
 
 def vegas(cwnd_segments: float, *, alpha=2, beta=4, gamma=1, slow_start=False):
     """A Vegas strategy over a bare state with cwnd set and BaseRTT = BASE learnt."""
-    cc = Vegas(TcpSpec(vegas_alpha=alpha, vegas_beta=beta, vegas_gamma=gamma,
-                       vegas_loss="classic"))
+    cc = Vegas(TcpSpec(vegas_alpha=alpha, vegas_beta=beta, vegas_gamma=gamma, vegas_loss="classic"))
     st = TcpState(MSS, 1)
     cc.init(st)
     cc.on_rtt_sample(st, BASE)
@@ -52,8 +50,9 @@ def rtt_for_diff(cwnd_segments: float, diff: float) -> float:
     return BASE * cwnd_segments / (cwnd_segments - diff)
 
 
-@pytest.mark.parametrize(("diff", "change"), [(0.0, +1), (1.5, +1), (2.5, 0), (3.9, 0),
-                                              (4.5, -1), (8.0, -1)])
+@pytest.mark.parametrize(
+    ("diff", "change"), [(0.0, +1), (1.5, +1), (2.5, 0), (3.9, 0), (4.5, -1), (8.0, -1)]
+)
 def test_congestion_avoidance_adds_holds_or_removes_one_segment_per_rtt(diff, change):
     cc, st = vegas(20)
     one_round(cc, st, rtt_for_diff(20, diff))
@@ -118,10 +117,18 @@ def steady(request):
     rate, delay = PATHS[request.param]
     out = {}
     for alpha, beta in BANDS:
-        flow = bulk(nbytes=None, variant="vegas", rcv_buf=4_000_000, window_scaling=True,
-                    vegas_alpha=alpha, vegas_beta=beta, vegas_loss="ns3")
-        result = run(dumbbell(rate=rate, delay=delay, limit_packets=200, duration=END,
-                              flows=[flow]))
+        flow = bulk(
+            nbytes=None,
+            variant="vegas",
+            rcv_buf=4_000_000,
+            window_scaling=True,
+            vegas_alpha=alpha,
+            vegas_beta=beta,
+            vegas_loss="ns3",
+        )
+        result = run(
+            dumbbell(rate=rate, delay=delay, limit_packets=200, duration=END, flows=[flow])
+        )
         queue = time_average(result, "link.wan.r1>r2.queue_packets", SETTLE, END)
         out[alpha, beta] = (result, queue)
     return out
@@ -163,10 +170,18 @@ def test_the_syn_round_trip_is_not_base_rtt():
     feed congestion control from data ACKs): the standing queue must not depend on it."""
     queues = {}
     for handshake in (False, True):
-        flow = bulk(nbytes=None, variant="vegas", rcv_buf=4_000_000, window_scaling=True,
-                    handshake=handshake, vegas_alpha=2, vegas_beta=4)
-        result = run(dumbbell(rate=512e3, delay=0.02, limit_packets=200, duration=60.0,
-                              flows=[flow]))
+        flow = bulk(
+            nbytes=None,
+            variant="vegas",
+            rcv_buf=4_000_000,
+            window_scaling=True,
+            handshake=handshake,
+            vegas_alpha=2,
+            vegas_beta=4,
+        )
+        result = run(
+            dumbbell(rate=512e3, delay=0.02, limit_packets=200, duration=60.0, flows=[flow])
+        )
         queues[handshake] = time_average(result, "link.wan.r1>r2.queue_packets", 20.0, 60.0)
         # rtt_min is a data segment's round trip: 40 ms propagation plus 1500 B and 40 B
         # at 512 kb/s and the fast access links, never the SYN's 42 ms.

@@ -103,17 +103,38 @@ def mathis_bps(rtt: float, p: float) -> float:
 
 
 def padhye_bps(rtt: float, p: float, t0: float = 1.0) -> float:
-    return MSS * 8 / (rtt * math.sqrt(2 * B * P / 3)
-                      + t0 * min(1.0, 3 * math.sqrt(3 * B * p / 8)) * p * (1 + 32 * p * p))
+    return (
+        MSS
+        * 8
+        / (
+            rtt * math.sqrt(2 * B * P / 3)
+            + t0 * min(1.0, 3 * math.sqrt(3 * B * p / 8)) * p * (1 + 32 * p * p)
+        )
+    )
 
 
 def lossy(mode: str, seed: int):
-    flow = bulk(nbytes=None, variant="vegas", vegas_loss=mode, recovery="prr",
-                rcv_buf=10_000_000, window_scaling=True,
-                delayed_ack={"enabled": True, "count": B, "timeout": 0.2})
+    flow = bulk(
+        nbytes=None,
+        variant="vegas",
+        vegas_loss=mode,
+        recovery="prr",
+        rcv_buf=10_000_000,
+        window_scaling=True,
+        delayed_ack={"enabled": True, "count": B, "timeout": 0.2},
+    )
     loss = {"model": "bernoulli", "rate": P, "direction": "a_to_b"}
-    return run(one_link(rate=10e6, delay=0.05, limit_packets=10_000, loss=loss,
-                        duration=200, seed=seed, flows=[flow])).flows["f"]
+    return run(
+        one_link(
+            rate=10e6,
+            delay=0.05,
+            limit_packets=10_000,
+            loss=loss,
+            duration=200,
+            seed=seed,
+            flows=[flow],
+        )
+    ).flows["f"]
 
 
 def rate_and_bounds(mode: str) -> tuple[float, float, float]:

@@ -35,8 +35,10 @@ def fresh() -> findings.Runs:
     runs: findings.Runs = {}
     for study in findings.studies():
         spec = _study_spec(study)
-        rows = [(p, p.seeds[0], simulate(p.scenario, seed=p.seeds[0]))
-                for p in expand(spec, resolve_base(spec))]
+        rows = [
+            (p, p.seeds[0], simulate(p.scenario, seed=p.seeds[0]))
+            for p in expand(spec, resolve_base(spec))
+        ]
         runs[study] = findings.records(study, rows)
     return runs
 
@@ -47,7 +49,8 @@ def test_the_stored_numbers_are_what_the_engine_gives_now(study, snapshot, fresh
     for r in fresh[study]:
         assert r["m"] == stored[(r["point"], r["seed"])], (
             f"{study} point {r['point']} seed {r['seed']}: the engine moved; "
-            "run `python -m engine findings --write` and revise the derivation")
+            "run `python -m engine findings --write` and revise the derivation"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(findings.DERIVATIONS))
@@ -62,12 +65,15 @@ def test_each_derivation_carries_the_table_its_numbers_render_to(name, snapshot)
 @pytest.mark.parametrize("finding", ALL, ids=lambda f: f.key)
 def test_every_verdict_agrees_with_its_check(finding, snapshot):
     (row,) = findings.evaluate([finding], snapshot)
-    assert row.consistent, f"{finding.key} is marked {finding.verdict} but its check says " \
-                           f"{'it holds' if row.holds else 'it fails'}: {row.ours}"
+    assert row.consistent, (
+        f"{finding.key} is marked {finding.verdict} but its check says "
+        f"{'it holds' if row.holds else 'it fails'}: {row.ours}"
+    )
 
 
-@pytest.mark.parametrize("finding", [f for f in ALL if f.verdict == "reproduced"],
-                         ids=lambda f: f.key)
+@pytest.mark.parametrize(
+    "finding", [f for f in ALL if f.verdict == "reproduced"], ids=lambda f: f.key
+)
 def test_every_reproduced_finding_holds_in_fresh_runs(finding, fresh):
     (row,) = findings.evaluate([finding], fresh)
     assert row.holds, f"{finding.key}: {finding.claim}; ours now: {row.ours}"
@@ -133,8 +139,9 @@ def test_seed_004_throughput_doubles_from_0_3_to_0_6_mbps(fresh):
 
 def test_seed_001_drops_fall_as_the_queue_limit_grows(fresh):
     view = findings.View(fresh)
-    means = [sum(view.mean("gupta-study", 6 + 10 * q + d, "drops") for d in range(10))
-             for q in range(6)]
+    means = [
+        sum(view.mean("gupta-study", 6 + 10 * q + d, "drops") for d in range(10)) for q in range(6)
+    ]
     assert all(a >= b for a, b in zip(means, means[1:], strict=False))
     assert means[4] == means[5]  # QL 39 and 46: the queue no longer fills
 

@@ -52,8 +52,12 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 2),
-                          st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5])), max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.integers(0, 2), st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.5])),
+        max_size=40,
+    )
+)
 def test_a_line_delivers_in_the_order_and_number_of_one_call_each(plan) -> None:
     # Small integer times: many deliveries fall due at the same instant, so the order is
     # decided by the events' ids, which a Line must keep.
@@ -66,9 +70,14 @@ def test_block_sampling_equals_point_by_point_sampling(beats, n_ports, cap, seed
     rng = np.random.default_rng(seed)
     interval = 0.1
     flows = [SimpleNamespace(delivered_bytes=0) for _ in range(2)]
-    ports = [SimpleNamespace(busy_total=0.0, busy_until=0.0,
-                             probe=SimpleNamespace(utilization=Trace("ratio", cap, True)))
-             for _ in range(n_ports)]
+    ports = [
+        SimpleNamespace(
+            busy_total=0.0,
+            busy_until=0.0,
+            probe=SimpleNamespace(utilization=Trace("ratio", cap, True)),
+        )
+        for _ in range(n_ports)
+    ]
     goodput = [Trace("bit/s", cap, True) for _ in flows]
     sampler = RateSampler(interval, flows, goodput, ports)
     ref_goodput = [Trace("bit/s", cap, True) for _ in flows]
@@ -91,6 +100,7 @@ def test_block_sampling_equals_point_by_point_sampling(beats, n_ports, cap, seed
             ref_util[i].sample(now, (busy - last_busy[i]) / interval)
             last_busy[i] = busy
     sampler.flush()
-    for got, want in zip(goodput + [p.probe.utilization for p in ports],
-                         ref_goodput + ref_util, strict=True):
+    for got, want in zip(
+        goodput + [p.probe.utilization for p in ports], ref_goodput + ref_util, strict=True
+    ):
         assert got.series() == want.series()

@@ -32,8 +32,18 @@ ALLOWED = {
     "client": set(),
 }
 #: Third-party packages that would put web, broker or database code in the simulator.
-ENGINE_FORBIDDEN = ("fastapi", "starlette", "sqlalchemy", "celery", "kombu", "redis",
-                    "psycopg", "alembic", "httpx", "uvicorn")
+ENGINE_FORBIDDEN = (
+    "fastapi",
+    "starlette",
+    "sqlalchemy",
+    "celery",
+    "kombu",
+    "redis",
+    "psycopg",
+    "alembic",
+    "httpx",
+    "uvicorn",
+)
 
 
 def _module_name(path: Path) -> str:
@@ -143,8 +153,7 @@ def test_layers_import_downwards() -> None:
         f"{a} imports {b}"
         for a, targets in _graph().items()
         for b in targets
-        if b.split(".")[0] != a.split(".")[0]
-        and b.split(".")[0] not in ALLOWED[a.split(".")[0]]
+        if b.split(".")[0] != a.split(".")[0] and b.split(".")[0] not in ALLOWED[a.split(".")[0]]
     )
     assert bad == []
 

@@ -18,12 +18,15 @@ pytestmark = pytest.mark.unit
 SEGMENTS = 50
 
 
-@pytest.mark.parametrize(("fields", "overhead"), [
-    ({"encap": "none"}, 0),
-    ({"encap": "ppp", "overhead_bytes": 2}, 2),
-    ({"encap": "ethernet", "overhead_bytes": 0}, 0),  # replaces 38 B and the 46 B padding
-    ({"encap": "atm_aal5", "overhead_bytes": 5}, 5),  # and ATM's cells
-])
+@pytest.mark.parametrize(
+    ("fields", "overhead"),
+    [
+        ({"encap": "none"}, 0),
+        ({"encap": "ppp", "overhead_bytes": 2}, 2),
+        ({"encap": "ethernet", "overhead_bytes": 0}, 0),  # replaces 38 B and the 46 B padding
+        ({"encap": "atm_aal5", "overhead_bytes": 5}, 5),  # and ATM's cells
+    ],
+)
 def test_the_wire_carries_the_ip_packet_plus_the_stated_overhead(fields, overhead):
     """50 full segments and a 28-byte-payload UDP stream: each packet on the wire is its IP
     size plus `overhead`, and serialises in (size + overhead) * 8 / rate."""
@@ -35,7 +38,8 @@ def test_the_wire_carries_the_ip_packet_plus_the_stated_overhead(fields, overhea
     assert data.packets == SEGMENTS
     assert data.bytes == SEGMENTS * (1460 + IP_TCP + overhead)
     assert data.utilization * result.sim_time == pytest.approx(
-        SEGMENTS * ser(1460 + IP_TCP + overhead, 1e6), rel=1e-9)
+        SEGMENTS * ser(1460 + IP_TCP + overhead, 1e6), rel=1e-9
+    )
     acks = result.links["wan:h2>h1"]
     assert acks.bytes == acks.packets * (IP_TCP + overhead)
 
@@ -81,7 +85,8 @@ def test_per_direction_red_thresholds_are_checked_and_warned_at_their_path():
     d["links"][0]["queue_b_to_a"] = red(limit_packets=10)
     assert Scenario.model_validate(d).warnings() == [
         "links.wan.queue_b_to_a.max_th 15 is not below limit_packets 10: the queue "
-        "overflows before RED's max_th is reached"]
+        "overflows before RED's max_th is reached"
+    ]
     d["links"][0]["queue_b_to_a"] = red(min_th=20)
     with pytest.raises(ValidationError) as info:
         Scenario.model_validate(d)
@@ -94,13 +99,14 @@ def test_a_pvc_whose_bc_plus_be_is_below_one_frame_is_warned_about():
     from tests.unit.test_engine_framerelay import fr_net, greedy, pvc
 
     scenario = fr_net(pvcs=[pvc(cir=256e3, bc=6000, be=2000)], flows=[greedy()])
-    warning = ("frame_relay.pvcs.p: bc + be (8,000 bit) is smaller than one frame of flow f "
-               "(12,064 bit on link a1): the policer discards every such frame, so the PVC "
-               "delivers none of them; raise bc (or be) to at least one frame")
+    warning = (
+        "frame_relay.pvcs.p: bc + be (8,000 bit) is smaller than one frame of flow f "
+        "(12,064 bit on link a1): the policer discards every such frame, so the PVC "
+        "delivers none of them; raise bc (or be) to at least one frame"
+    )
     assert warning in scenario.warnings()
     result = run(scenario)
     assert warning in result.warnings and result.flows["f"].bytes_delivered == 0
     # One frame exactly is enough: no warning.
     fine = fr_net(pvcs=[pvc(cir=256e3, bc=12064, be=0)], flows=[greedy(), cbr(rate=10e3)])
     assert not [w for w in fine.warnings() if "smaller than one frame" in w]
-

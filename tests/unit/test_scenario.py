@@ -133,7 +133,11 @@ def test_defaults_match_the_contract():
     assert (tcp.variant, tcp.mss, tcp.rcv_buf, tcp.snd_buf) == ("newreno", 1460, 65535, None)
     assert (tcp.min_rto, tcp.initial_rto, tcp.max_rto) == (1.0, 1.0, 60.0)
     assert tcp.delayed_ack.model_dump() == {
-        "enabled": True, "count": 2, "timeout": 0.2, "quickack": "linux"}
+        "enabled": True,
+        "count": 2,
+        "timeout": 0.2,
+        "quickack": "linux",
+    }
     assert scenario.flows[0].bytes is None and scenario.flows[0].stop is None
 
 

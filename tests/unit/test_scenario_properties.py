@@ -140,9 +140,7 @@ def tcp_specs(draw: Any, mtu: int) -> dict[str, Any]:
     scaled = draw(st.booleans())
     spec: dict[str, Any] = {
         "variant": draw(
-            st.sampled_from(
-                ["none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic", "bbr"]
-            )
+            st.sampled_from(["none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic", "bbr"])
         ),
         "sack": draw(st.booleans()),
         "mss": draw(st.sampled_from([m for m in (536, 1000, 1460) if m <= mtu - 40])),
@@ -213,8 +211,13 @@ def designs(draw: Any) -> dict[str, Any]:
             flow["stop"] = Dur(draw(st.integers(start + 1, start + 5000)))
         flows.append(flow)
     body: dict[str, Any] = {
-        "name": draw(st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)),
-                             min_size=1, max_size=20)),
+        "name": draw(
+            st.text(
+                st.characters(exclude_characters="\x00", exclude_categories=("Cs",)),
+                min_size=1,
+                max_size=20,
+            )
+        ),
         "seed": draw(st.integers(0, 2**32)),
         "duration": Dur(duration),
         "stop_when_done": draw(st.booleans()),

@@ -204,8 +204,15 @@ def test_overlong_unit_text_is_rejected_without_parsing():
 
 @pytest.mark.parametrize(
     ("value", "bits"),
-    [(1544000, 1544000), ("1544000", 1544000), ("64kbit", 64000), ("8kB", 64000),
-     ("1.544Mbit", 1544000), ("1KiB", 8192), (0, 0)],
+    [
+        (1544000, 1544000),
+        ("1544000", 1544000),
+        ("64kbit", 64000),
+        ("8kB", 64000),
+        ("1.544Mbit", 1544000),
+        ("1KiB", 8192),
+        (0, 0),
+    ],
 )
 def test_bits_are_plain_numbers_or_sizes_with_units(value, bits):
     assert parse_bits(value) == bits

@@ -229,8 +229,10 @@ class Bbr(CongestionOps):
                 self.extra_acked_index = i = 1 - self.extra_acked_index
                 self.extra_acked[i] = 0
         expected = self.bw.get() * (self.delivered_time - self.ack_epoch_start)
-        if (self.ack_epoch_acked <= expected
-                or self.ack_epoch_acked + acked >= ACK_EPOCH_RESET_SEGMENTS * self.mss):
+        if (
+            self.ack_epoch_acked <= expected
+            or self.ack_epoch_acked + acked >= ACK_EPOCH_RESET_SEGMENTS * self.mss
+        ):
             # The ACK rate fell to the estimate (or the epoch is very old): a new epoch.
             self.ack_epoch_acked = 0
             self.ack_epoch_start = self.delivered_time

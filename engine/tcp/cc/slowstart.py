@@ -191,8 +191,9 @@ class HyStartPlusPlus(SlowStart):
         if not self.css:
             last = self.last_round_min
             if self.current_round_min != INF and last != INF:
-                thresh = min(max(last / self.MIN_RTT_DIVISOR, self.MIN_RTT_THRESH),
-                             self.MAX_RTT_THRESH)
+                thresh = min(
+                    max(last / self.MIN_RTT_DIVISOR, self.MIN_RTT_THRESH), self.MAX_RTT_THRESH
+                )
                 if self.current_round_min >= last + thresh:
                     self.css = True
                     self.css_baseline = self.current_round_min
