@@ -126,7 +126,26 @@ class Circuit:
 COMMITTED, EXCESS, DISCARD = 0, 1, 2  # a policer's verdict on one frame
 
 
-class TokenBucket:
+class _Counts:
+    """What both disciplines do with a frame once their counts are current: committed bits
+    first, then excess (DE), else a discard."""
+
+    __slots__ = ("committed", "excess")
+
+    def __init__(self, committed: float, excess: float):
+        self.committed, self.excess = committed, excess  # bits left of Bc and of Be
+
+    def _take(self, bits: int) -> int:
+        if self.committed + TOKEN_SLACK >= bits:
+            self.committed -= bits
+            return COMMITTED
+        if self.excess + TOKEN_SLACK >= bits:
+            self.excess -= bits
+            return EXCESS
+        return DISCARD
+
+
+class TokenBucket(_Counts):
     """Policing by two continuous token buckets (`policing: token_bucket`): a committed
     bucket of depth Bc refilled at CIR and an excess bucket of depth Be refilled at Be / Tc,
     computed arithmetically at each frame's arrival. Over any interval T it admits at most
@@ -134,12 +153,12 @@ class TokenBucket:
     sliding window. Tokens left over by a frame carry to the next, so the long-run rate is
     CIR + Be/Tc whatever the frame size."""
 
-    __slots__ = ("cir", "bc", "be", "excess_rate", "committed", "excess", "refilled_at")
+    __slots__ = ("cir", "bc", "be", "excess_rate", "refilled_at")
 
     def __init__(self, cir: float, bc: float, be: float):
         self.cir, self.bc, self.be = cir, bc, be
         self.excess_rate = be * cir / bc  # Be per Tc, Tc = Bc / CIR
-        self.committed, self.excess = bc, be  # both start full
+        super().__init__(bc, be)  # both buckets start full
         self.refilled_at = 0.0
 
     def police(self, bits: int, now: float) -> int:
@@ -150,13 +169,7 @@ class TokenBucket:
             self.committed = c if c < self.bc else self.bc
             e = self.excess + elapsed * self.excess_rate
             self.excess = e if e < self.be else self.be
-        if self.committed + TOKEN_SLACK >= bits:
-            self.committed -= bits
-            return COMMITTED
-        if self.excess + TOKEN_SLACK >= bits:
-            self.excess -= bits
-            return EXCESS
-        return DISCARD
+        return self._take(bits)
 
     def tokens(self, now: float) -> float:
         """Frame bits the buckets would admit at once at `now` (read-only)."""
@@ -170,7 +183,7 @@ class TokenBucket:
         return tokens0 + (t1 - t0) * (self.cir + self.excess_rate) + 2 * TOKEN_SLACK
 
 
-class IntervalPolicer:
+class IntervalPolicer(_Counts):
     """Policing by fixed, consecutive measurement intervals Tc = Bc / CIR from t = 0
     (`policing: interval`), as ITU-T I.370 states the contract: within each interval the
     first Bc bits of frames pass, the next Be bits pass marked DE, the rest is discarded;
@@ -179,13 +192,13 @@ class IntervalPolicer:
     (floor(Bc / F) + floor(Be / F)) * F / Tc for frames of F bits, the token bucket's
     CIR + Be/Tc only when Bc and Be are whole numbers of frames."""
 
-    __slots__ = ("bc", "be", "tc", "index", "committed", "excess")
+    __slots__ = ("bc", "be", "tc", "index")
 
     def __init__(self, cir: float, bc: float, be: float):
         self.bc, self.be = bc, be
         self.tc = bc / cir
-        self.index = 0  # the interval the counts below belong to
-        self.committed, self.excess = bc, be  # what is left of Bc and Be in it
+        self.index = 0  # the interval the counts belong to
+        super().__init__(bc, be)  # what is left of Bc and Be in it
 
     def _roll(self, now: float) -> None:
         index = int(now / self.tc)
@@ -195,13 +208,7 @@ class IntervalPolicer:
 
     def police(self, bits: int, now: float) -> int:
         self._roll(now)
-        if self.committed + TOKEN_SLACK >= bits:
-            self.committed -= bits
-            return COMMITTED
-        if self.excess + TOKEN_SLACK >= bits:
-            self.excess -= bits
-            return EXCESS
-        return DISCARD
+        return self._take(bits)
 
     def tokens(self, now: float) -> float:
         if int(now / self.tc) != self.index:

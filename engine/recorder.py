@@ -135,8 +135,8 @@ class TcpProbe:
     """Traces a TCP sender's state after each ACK, timeout and transmission burst; a
     pacing sender's rate too, and BBR's mode and bandwidth estimate."""
 
-    __slots__ = (
-        "prefix",
+    #: The traces, in the order `series()` lists them: `flow.<id>.<name>`.
+    SERIES = (
         "cwnd",
         "ssthresh",
         "rwnd",
@@ -147,14 +147,11 @@ class TcpProbe:
         "ack",
         "retransmissions",
         "delay",
-        "cwnd_max",
-        "cwnd_area",
-        "_cwnd_since",
-        "_cwnd_now",
         "pacing_rate",
         "bbr_state",
         "bbr_bw",
     )
+    __slots__ = ("prefix", *SERIES, "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now")
 
     def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
@@ -248,21 +245,7 @@ class TcpProbe:
         return self.cwnd.t[0] if len(self.cwnd.t) else 0.0
 
     def series(self) -> dict[str, Trace]:
-        names = (
-            "cwnd",
-            "ssthresh",
-            "rwnd",
-            "inflight",
-            "srtt",
-            "rto",
-            "seq",
-            "ack",
-            "retransmissions",
-            "delay",
-            "pacing_rate",
-            "bbr_state",
-            "bbr_bw",
-        )
+        names = self.SERIES
         return {self.prefix + n: trace for n in names if (trace := getattr(self, n)) is not None}
 
 
