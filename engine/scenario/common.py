@@ -1,0 +1,70 @@
+"""The vocabulary every part of a scenario shares: the limits that keep any request bounded,
+ids, the error collector that reports cross-field problems at their paths, the base model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from engine.units import ByteSize, Duration, Rate
+
+# Ids appear in dotted parameter paths ("flows.backup.tcp.rcv_buf") and series keys
+# ("link.access1.branch>cloud"), so they cannot contain dots, '>' or ':'.
+Id = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+]
+PositiveDuration = Annotated[Duration, Field(gt=0)]
+# Integers stay exact in every JSON reader (doubles) and fit the 64-bit JSON encoders and
+# databases we store scenarios with; beyond, a request would be an overflow, not a network.
+MAX_INT = 2**53
+Count = Annotated[int, Field(le=MAX_INT)]
+PositiveByteSize = Annotated[ByteSize, Field(gt=0, le=MAX_INT)]
+PositiveRate = Annotated[Rate, Field(gt=0)]
+Probability = Annotated[float, Field(ge=0, le=1)]
+
+IP_TCP_HEADERS = 40  # bytes of IPv4 + TCP headers without options: MSS <= MTU - 40
+IP_UDP_HEADERS = 28
+MAX_UNSCALED_WINDOW = 65_535
+MAX_SCALED_WINDOW = 65_535 << 14  # RFC 7323 section 2.3: shift count at most 14
+MAX_ITEMS = 10_000  # per list: keeps validation and routing bounded for any request
+# Packet captures are kept in memory until the run ends and stored with its result: these
+# bound one capture, all of a run's, and the file bytes they can make (headers + snaplen).
+MAX_CAPTURE_PACKETS = 100_000
+MAX_CAPTURE_TOTAL = 200_000
+MAX_CAPTURE_BYTES = 64 * 2**20
+MAX_CAPTURES = 16
+PCAP_RECORD_HEADER = 16  # libpcap's per-packet header
+
+
+class _Errors:
+    """Line errors with their own `loc`, raised together as one ValidationError."""
+
+    def __init__(self, title: str) -> None:
+        """Start an empty collection for the model named `title`."""
+        self.title = title
+        self.lines: list[InitErrorDetails] = []
+
+    def add(self, loc: tuple[str | int, ...], error_type: str, message: str, value: Any) -> None:
+        """Record an error of `error_type` at `loc` (relative to the model validated)."""
+        self.lines.append(
+            {"type": PydanticCustomError(error_type, message), "loc": loc, "input": value}
+        )
+
+    def raise_if_any(self) -> None:
+        """Raise the recorded errors; pydantic prefixes each loc with the model's own path."""
+        if self.lines:
+            raise ValidationError.from_exception_data(self.title, self.lines)
+
+
+class _Model(BaseModel):
+    """Base of every scenario model: unknown fields are errors, docstrings document fields."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
