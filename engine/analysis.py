@@ -15,7 +15,7 @@ from engine.kernel import SLICES
 from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Scenario, TcpBulkFlow
-from engine.tcp.receiver import advertised_window
+from engine.tcp.receiver import effective_window
 
 
 @dataclass
@@ -47,12 +47,6 @@ def _links(scenario: Scenario) -> dict:
 
 def _port_key(hop: routing.Hop) -> str:
     return f"{hop.link_id}:{hop.src}>{hop.dst}"
-
-
-def effective_window(tcp) -> int:
-    """The largest flight the receiver's window (RFC 7323 capped) and send buffer allow."""
-    w = advertised_window(tcp)
-    return w if tcp.snd_buf is None else min(w, tcp.snd_buf)
 
 
 def path_facts(scenario: Scenario) -> dict[str, PathFacts]:

@@ -15,16 +15,12 @@ and captures), `document` (`Scenario`, its cross-checks and identity), `warnings
 """
 
 from engine.scenario.common import (
-    IP_TCP_HEADERS,
-    IP_UDP_HEADERS,
     MAX_CAPTURE_BYTES,
     MAX_CAPTURE_PACKETS,
     MAX_CAPTURE_TOTAL,
     MAX_CAPTURES,
     MAX_INT,
     MAX_ITEMS,
-    MAX_SCALED_WINDOW,
-    MAX_UNSCALED_WINDOW,
 )
 from engine.scenario.document import Scenario
 from engine.scenario.files import ScenarioFormatError, load_scenario
@@ -41,16 +37,12 @@ from engine.scenario.network import (
 from engine.scenario.tcp import DelayedAckSpec, TcpSpec
 
 __all__ = [
-    "IP_TCP_HEADERS",
-    "IP_UDP_HEADERS",
     "MAX_CAPTURES",
     "MAX_CAPTURE_BYTES",
     "MAX_CAPTURE_PACKETS",
     "MAX_CAPTURE_TOTAL",
     "MAX_INT",
     "MAX_ITEMS",
-    "MAX_SCALED_WINDOW",
-    "MAX_UNSCALED_WINDOW",
     "CaptureSpec",
     "DelayedAckSpec",
     "Flow",

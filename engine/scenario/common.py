@@ -30,10 +30,6 @@ PositiveByteSize = Annotated[ByteSize, Field(gt=0, le=MAX_INT)]
 PositiveRate = Annotated[Rate, Field(gt=0)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 
-IP_TCP_HEADERS = 40  # bytes of IPv4 + TCP headers without options: MSS <= MTU - 40
-IP_UDP_HEADERS = 28
-MAX_UNSCALED_WINDOW = 65_535
-MAX_SCALED_WINDOW = 65_535 << 14  # RFC 7323 section 2.3: shift count at most 14
 MAX_ITEMS = 10_000  # per list: keeps validation and routing bounded for any request
 # Packet captures are kept in memory until the run ends and stored with its result: these
 # bound one capture, all of a run's, and the file bytes they can make (headers + snaplen).

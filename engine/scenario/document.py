@@ -18,9 +18,9 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from engine.example import EXAMPLE_SCENARIO
+from engine.packet import TCP_IP_HEADERS
 from engine.routing import Topology
 from engine.scenario.common import (
-    IP_TCP_HEADERS,
     MAX_CAPTURE_BYTES,
     MAX_CAPTURE_TOTAL,
     MAX_CAPTURES,
@@ -227,13 +227,13 @@ class Scenario(_Model):
                 )
             elif isinstance(flow, TcpBulkFlow):
                 link = topology.narrowest(hops)
-                largest = link.mtu - IP_TCP_HEADERS
+                largest = link.mtu - TCP_IP_HEADERS
                 if flow.tcp.mss > largest:
                     errors.add(
                         (*loc, "tcp", "mss"),
                         "mss_exceeds_mtu",
                         f"mss {flow.tcp.mss} B does not fit the path MTU {link.mtu} B "
-                        f"(link {link.id!r}) minus {IP_TCP_HEADERS} B of IP and TCP headers: "
+                        f"(link {link.id!r}) minus {TCP_IP_HEADERS} B of IP and TCP headers: "
                         f"at most {largest} B",
                         flow.tcp.mss,
                     )

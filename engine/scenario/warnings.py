@@ -7,16 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.net import link_wire
+from engine.packet import MAX_SCALED_WINDOW, MAX_UNSCALED_WINDOW, TCP_IP_HEADERS, UDP_IP_HEADERS
 from engine.routing import Hop, Topology
-from engine.scenario.common import (
-    IP_TCP_HEADERS,
-    IP_UDP_HEADERS,
-    MAX_SCALED_WINDOW,
-    MAX_UNSCALED_WINDOW,
-)
 from engine.scenario.flows import TcpBulkFlow, UdpCbrFlow
 from engine.scenario.network import Link, Pvc
 from engine.scenario.tcp import TcpSpec
+from engine.tcp.receiver import effective_window
 from engine.units import format_duration, format_rate, format_size
 
 if TYPE_CHECKING:
@@ -52,9 +48,9 @@ def _largest_frames(scenario: Scenario, topology: Topology) -> dict[str, tuple[i
         if span is None or hops is None:
             continue
         size = (
-            flow.tcp.mss + IP_TCP_HEADERS
+            flow.tcp.mss + TCP_IP_HEADERS
             if isinstance(flow, TcpBulkFlow)
-            else flow.packet_size + IP_UDP_HEADERS
+            else flow.packet_size + UDP_IP_HEADERS
         )
         link = links[hops[span.first].link_id]
         bits = link_wire(link, size) * 8
@@ -88,10 +84,10 @@ def _flow_warnings(
                 "its queue will overflow"
             )
         link = topology.narrowest(hops)
-        if flow.packet_size + IP_UDP_HEADERS > link.mtu:
+        if flow.packet_size + UDP_IP_HEADERS > link.mtu:
             found.append(
                 f"{path}.packet_size {format_size(flow.packet_size)} plus "
-                f"{IP_UDP_HEADERS} B of UDP and IP headers exceeds the path MTU "
+                f"{UDP_IP_HEADERS} B of UDP and IP headers exceeds the path MTU "
                 f"{format_size(link.mtu)} (link {link.id})"
             )
     return found
@@ -104,7 +100,7 @@ def _completion_warnings(
     assert flow.bytes is not None
     bottleneck = topology.bottleneck(hops)
     rtt = 2 * sum(link.delay for link in topology.links_on(hops))
-    window = _effective_window(flow.tcp)
+    window = effective_window(flow.tcp)
     transfer = flow.bytes * 8 / bottleneck.rate
     limits = f"bottleneck {format_rate(bottleneck.rate)} on link {bottleneck.id}"
     if rtt > 0:
@@ -123,12 +119,6 @@ def _completion_warnings(
         f"{path} cannot deliver {format_size(flow.bytes)} by {format_duration(deadline)} "
         f"({reason}): it needs at least {format_duration(needed)} ({limits})"
     ]
-
-
-def _effective_window(tcp: TcpSpec) -> int:
-    """The largest flight the receive window (as capped by RFC 7323) and send buffer allow."""
-    window = min(tcp.rcv_buf, MAX_SCALED_WINDOW if tcp.window_scaling else MAX_UNSCALED_WINDOW)
-    return window if tcp.snd_buf is None else min(window, tcp.snd_buf)
 
 
 def _tcp_warnings(path: str, tcp: TcpSpec) -> list[str]:

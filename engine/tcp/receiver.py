@@ -5,11 +5,9 @@ RFC 5681 4.2), the advertised window with RFC 7323 scaling, and SACK blocks (RFC
 from __future__ import annotations
 
 from engine.kernel import Timer
-from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.packet import MAX_UNSCALED_WINDOW, MAX_WINDOW_SHIFT, TCP_IP_HEADERS, Kind, Packet
 from engine.tcp.ranges import Ranges
 
-MAX_UNSCALED_WINDOW = 65535
-MAX_WINDOW_SHIFT = 14
 MAX_SACK_BLOCKS = 4  # 40 bytes of options: 2 + 4 * 8 (no timestamps option)
 MAX_QUICKACKS = 16  # Linux TCP_MAX_QUICKACKS
 LINUX_INIT_RCVWND = 10  # Linux TCP_DEFAULT_INIT_RCVWND, segments of 1460 B
@@ -49,6 +47,13 @@ def advertised_window(spec) -> int:
         return min(spec.rcv_buf, MAX_UNSCALED_WINDOW)
     shift = window_shift(spec.rcv_buf)
     return min(spec.rcv_buf >> shift, MAX_UNSCALED_WINDOW) << shift
+
+
+def effective_window(spec) -> int:
+    """The largest flight the receiver's advertised window and the send buffer allow: what
+    the cost estimate, the diagnosis and the scenario's warnings all reason with."""
+    w = advertised_window(spec)
+    return w if spec.snd_buf is None else min(w, spec.snd_buf)
 
 
 class TcpReceiver:
