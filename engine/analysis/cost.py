@@ -1,215 +1,20 @@
-"""Analytic facts about a scenario, before or without simulating it: each flow's path, its
-base round-trip time, bottleneck, bandwidth-delay product, window bound, and an estimate of
-the simulation's size. `describe()` serves the API's dry run; `diagnosis` reuses the facts.
-"""
+"""The size of a run before it runs: packets, SimPy events (what a run costs) and
+simulated seconds, flow by flow (`estimate_into` fills each flow's `est_packets` and
+`est_events`)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from engine import routing
+from engine.analysis.paths import PathFacts, _links
 from engine.kernel import SLICES
 from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Scenario, TcpBulkFlow
-from engine.tcp.receiver import effective_window
-
-
-@dataclass
-class PathFacts:
-    flow: str
-    kind: str
-    path: list[str]  # port keys "<link>:<from>><to>"
-    hops: int
-    base_rtt: float | None  # one full segment out, one ACK back, empty queues, s
-    one_way_delay: float  # propagation plus serialisation of one packet, s
-    bottleneck: str  # port key of the lowest payload capacity
-    bottleneck_rate_bps: float
-    link_bps: float  # payload (goodput) capacity of the bottleneck for this flow alone
-    share_bps: float  # the same, less CBR cross traffic, divided among TCP flows on it
-    window_bytes: int | None
-    window_bps: float | None  # effective window / base_rtt
-    pvc: str | None  # the PVC carrying the flow's data, if any
-    bdp_bytes: float | None
-    est_packets: int
-    est_events: int
-
-    def as_dict(self) -> dict:
-        return asdict(self)
-
-
-def _links(scenario: Scenario) -> dict:
-    return {link.id: link for link in scenario.links}
-
-
-def _port_key(hop: routing.Hop) -> str:
-    return f"{hop.link_id}:{hop.src}>{hop.dst}"
-
-
-def path_facts(scenario: Scenario) -> dict[str, PathFacts]:
-    return _analyse(scenario, routing.Topology(scenario))[0]
-
-
-def _analyse(scenario: Scenario, topo: routing.Topology) -> tuple[dict[str, PathFacts], float]:
-    """Each flow's facts, and when the run is expected to end (simulated seconds). Routes
-    come from one `Topology`: thousands of flows share a few paths, and a dry run (every run
-    request's budget check) must stay cheap for any valid scenario."""
-    links = _links(scenario)
-    routes = {f.id: topo.route(f.src, f.dst) or [] for f in scenario.flows}
-    # Who crosses each port, to split a shared bottleneck.
-    tcp_on: dict[str, int] = {}
-    cbr_on: dict[str, float] = {}
-    for f in scenario.flows:
-        for hop in routes[f.id]:
-            key = _port_key(hop)
-            if isinstance(f, TcpBulkFlow):
-                tcp_on[key] = tcp_on.get(key, 0) + 1
-            else:
-                size = f.packet_size + UDP_HEADER + IP_HEADER
-                wire = link_wire(links[hop.link_id], size)
-                cbr_on[key] = cbr_on.get(key, 0.0) + f.rate * wire / f.packet_size
-    facts = {}
-    for f in scenario.flows:
-        hops = routes[f.id]
-        if isinstance(f, TcpBulkFlow):
-            payload = f.tcp.mss
-            size = payload + TCP_IP_HEADERS
-        else:
-            payload = f.packet_size
-            size = payload + UDP_HEADER + IP_HEADER
-        one_way = 0.0
-        best: tuple[str, float, float, float] | None = None
-        for hop in hops:
-            link = links[hop.link_id]
-            wire = link_wire(link, size)
-            one_way += link.delay + wire * 8 / link.rate
-            capacity = link.rate * payload / wire
-            key = _port_key(hop)
-            share = max(link.rate - cbr_on.get(key, 0.0), 0.0) * payload / wire
-            if isinstance(f, TcpBulkFlow):
-                share /= max(tcp_on.get(key, 1), 1)
-            if best is None or share < best[3]:
-                best = (key, link.rate, capacity, share)
-        span = topo.pvc_span(hops)
-        pvc_id = span.pvc.id if span is not None else None
-        if span is not None:
-            # The PVC's traffic contract caps the flow too: CIR plus the excess burst per
-            # Tc (Tc = Bc/CIR), in frame bits on the first link it carries.
-            pvc = span.pvc
-            bc = pvc.bc or pvc.cir
-            policed = pvc.cir + pvc.be * pvc.cir / bc
-            first = links[hops[span.first].link_id]
-            wire = link_wire(first, size)
-            pvc_capacity = policed * payload / wire
-            pvc_share = pvc_capacity
-            if isinstance(f, TcpBulkFlow):
-                pvc_share /= max(tcp_on.get(_port_key(hops[span.first]), 1), 1)
-            if best is None or pvc_share < best[3]:
-                best = (f"pvc:{pvc.id}", policed, pvc_capacity, pvc_share)
-        assert best is not None  # a route has at least one hop
-        key, rate, capacity, share = best
-        base_rtt = window = window_bps = bdp = None
-        if isinstance(f, TcpBulkFlow):
-            back = topo.route(f.dst, f.src) or []
-            ack_way = sum(
-                links[h.link_id].delay
-                + link_wire(links[h.link_id], TCP_IP_HEADERS) * 8 / links[h.link_id].rate
-                for h in back
-            )
-            window = effective_window(f.tcp)
-            if window < payload:
-                # Segments are cut to the window: the round trip of the smaller packet.
-                one_way = sum(
-                    links[h.link_id].delay
-                    + link_wire(links[h.link_id], window + TCP_IP_HEADERS)
-                    * 8
-                    / links[h.link_id].rate
-                    for h in hops
-                )
-            base_rtt = one_way + ack_way
-            window_bps = window * 8 / base_rtt if base_rtt > 0 else math.inf
-            bdp = capacity * base_rtt / 8
-        facts[f.id] = PathFacts(
-            flow=f.id,
-            kind=f.kind,
-            path=[_port_key(h) for h in hops],
-            hops=len(hops),
-            base_rtt=base_rtt,
-            one_way_delay=one_way,
-            bottleneck=key,
-            bottleneck_rate_bps=rate,
-            link_bps=capacity,
-            share_bps=share,
-            window_bytes=window,
-            window_bps=window_bps,
-            pvc=pvc_id,
-            bdp_bytes=bdp,
-            est_packets=0,
-            est_events=0,
-        )
-    horizon = _estimate(scenario, facts, routes, topo)
-    return facts, horizon
-
-
-def describe(scenario: Scenario) -> dict:
-    """Dry-run facts: per-flow path facts, warnings, and the estimated simulation size."""
-    topo = routing.Topology(scenario)
-    facts, horizon = _analyse(scenario, topo)
-    return {
-        "scenario_hash": scenario.scenario_hash(),
-        "flows": {k: v.as_dict() for k, v in facts.items()},
-        "warnings": scenario.warnings(topo),
-        "estimate": _total(scenario, facts, horizon),
-    }
-
-
-def estimate(scenario: Scenario) -> dict:
-    """The simulation's estimated size: end-to-end packets, SimPy events (the cost of a
-    run), and simulated seconds until it ends."""
-    return _total(scenario, *_analyse(scenario, routing.Topology(scenario)))
-
-
-def _total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> dict:
-    captured, capture_bytes = _captures(scenario, facts)
-    return {
-        "packets": min(sum(v.est_packets for v in facts.values()), MOST),
-        # A captured packet costs about an event more: its record, then its headers.
-        "events": min(
-            sum(v.est_events for v in facts.values()) + _run_events(scenario, horizon) + captured,
-            MOST,
-        ),
-        "sim_time": horizon,
-        "capture_packets": captured,
-        "capture_bytes": capture_bytes,
-    }
-
-
-def _captures(scenario: Scenario, facts: dict[str, PathFacts]) -> tuple[int, int]:
-    """Packets the captures will hold and the most bytes their files can take: per
-    capture, the packets of the flows whose path crosses the link (a TCP flow's ACKs
-    counted with its data), up to max_packets."""
-    if not scenario.capture:
-        return 0, 0
-    mtu = {link.id: link.mtu for link in scenario.links}
-    crossing: dict[str, set[str]] = {}
-    for flow_id, f in facts.items():
-        for port in f.path:
-            crossing.setdefault(port.partition(":")[0], set()).add(flow_id)
-    packets = size = 0
-    for capture in scenario.capture:
-        flows = crossing.get(capture.link, set())
-        if capture.flows is not None:
-            flows = flows & set(capture.flows)
-        n = min(capture.max_packets, sum(facts[k].est_packets for k in flows))
-        packets += n
-        size += PCAP_FILE_HEADER + n * (
-            PCAP_RECORD_HEADER + min(capture.snaplen, mtu[capture.link])
-        )
-    return packets, size
-
 
 # --- the size estimate -----------------------------------------------------------------
 # What a run costs is its SimPy events: one per packet per hop it crosses, one per CBR
@@ -412,7 +217,7 @@ def _run_events(scenario: Scenario, horizon: float) -> int:
     return min(beats + slices + 2 * len(scenario.flows) + 2, MOST)
 
 
-def _estimate(
+def estimate_into(
     scenario: Scenario, facts: dict[str, PathFacts], routes: dict, topo: routing.Topology
 ) -> float:
     """Fill each flow's est_packets and est_events (see the comment above SLICES); return
@@ -450,3 +255,42 @@ def _estimate(
         facts[f.id].est_packets = _count(packets)
         facts[f.id].est_events = _count(events)
     return horizon
+
+
+def total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> dict:
+    captured, capture_bytes = _captures(scenario, facts)
+    return {
+        "packets": min(sum(v.est_packets for v in facts.values()), MOST),
+        # A captured packet costs about an event more: its record, then its headers.
+        "events": min(
+            sum(v.est_events for v in facts.values()) + _run_events(scenario, horizon) + captured,
+            MOST,
+        ),
+        "sim_time": horizon,
+        "capture_packets": captured,
+        "capture_bytes": capture_bytes,
+    }
+
+
+def _captures(scenario: Scenario, facts: dict[str, PathFacts]) -> tuple[int, int]:
+    """Packets the captures will hold and the most bytes their files can take: per
+    capture, the packets of the flows whose path crosses the link (a TCP flow's ACKs
+    counted with its data), up to max_packets."""
+    if not scenario.capture:
+        return 0, 0
+    mtu = {link.id: link.mtu for link in scenario.links}
+    crossing: dict[str, set[str]] = {}
+    for flow_id, f in facts.items():
+        for port in f.path:
+            crossing.setdefault(port.partition(":")[0], set()).add(flow_id)
+    packets = size = 0
+    for capture in scenario.capture:
+        flows = crossing.get(capture.link, set())
+        if capture.flows is not None:
+            flows = flows & set(capture.flows)
+        n = min(capture.max_packets, sum(facts[k].est_packets for k in flows))
+        packets += n
+        size += PCAP_FILE_HEADER + n * (
+            PCAP_RECORD_HEADER + min(capture.snaplen, mtu[capture.link])
+        )
+    return packets, size
