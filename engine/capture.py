@@ -56,7 +56,7 @@ SINK_PORT = 9
 INITIAL_TTL = 64
 PROTO_TCP, PROTO_UDP = 6, 17
 DONT_FRAGMENT = 0x4000
-SYN, ACK, ECE = 0x02, 0x10, 0x40  # TCP flags
+SYN, ACK = 0x02, 0x10  # TCP flags
 NOP, EOL = b"\x01", b"\x00"
 
 
@@ -91,7 +91,6 @@ class Tap:
                 pkt.ack,
                 pkt.wnd,
                 pkt.sack,
-                pkt.ece,
                 pkt.path,
                 pkt.hop,
             )
@@ -230,7 +229,7 @@ class _Endpoints:
 
 
 def _tcp_segment(
-    ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int, sack, ece: bool
+    ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int, sack
 ) -> tuple[bytes, bytes, bytes, int]:
     """(source address, destination address, TCP header without checksum, payload length)."""
     options = b""
@@ -263,8 +262,6 @@ def _tcp_segment(
                     for s, e in sack
                 )
             )
-    if ece:
-        flags |= ECE
     offset = (TCP_HEADER + len(options)) // 4
     header = (
         struct.pack(
@@ -291,9 +288,9 @@ def _ip_header(src: bytes, dst: bytes, proto: int, total: int, ttl: int) -> byte
 
 def _packet(ep: _Endpoints, record: tuple, ttl: int) -> tuple[bytes, int]:
     """(the packet's headers, its length on the wire) for one tap record."""
-    _, _, kind, seq, length, ack, wnd, sack, ece, _, _ = record
+    _, _, kind, seq, length, ack, wnd, sack, _, _ = record
     if ep.tcp:
-        src, dst, tcp, length = _tcp_segment(ep, kind, seq, length, ack, wnd, sack, ece)
+        src, dst, tcp, length = _tcp_segment(ep, kind, seq, length, ack, wnd, sack)
         seg_len = len(tcp) + length
         pseudo = struct.pack("!4s4sBBH", src, dst, 0, PROTO_TCP, seg_len)
         tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo, tcp)) + tcp[18:]
@@ -322,7 +319,7 @@ def pcap_file(tap: Tap, scenario: Scenario, flows: list, end: float) -> tuple[by
     records = sorted(tap.records, key=lambda r: r[0])
     written = 0
     for record in records:
-        t, flow, path, hop = record[0], record[1], record[9], record[10]
+        t, flow, path, hop = record[0], record[1], record[8], record[9]
         if t > end:
             break
         key = (id(path), hop)

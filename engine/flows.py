@@ -166,7 +166,7 @@ class TcpFlow(Flow):
             "retransmissions": s.retransmissions,
             "timeouts": s.timeouts,
             "fast_retransmits": s.fast_retransmits,
-            "dup_acks": s.dup_acks,
+            "dup_acks": s.dup_acks_total,
             "packets_dropped": lost + self.other_dropped,
             "pdr": arrived / ratio_base if ratio_base else None,
             "plr": lost / ratio_base if ratio_base else None,

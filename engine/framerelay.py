@@ -574,13 +574,6 @@ class FrQueue:
             return waiting / self.limit_packets
         return self.port.queued_bytes / self.limit
 
-    def congestion_fill(self, now: float) -> float:
-        """The fill that FECN/BECN marking compares with the congestion threshold."""
-        cycle = self.cycle
-        if cycle is None:
-            return self.fill(self.port.waiting(now))
-        return cycle.average(now) / self.limit
-
     def congested(self, now: float) -> bool:
         cycle = self.cycle
         if cycle is not None:

@@ -49,7 +49,6 @@ class Packet:
         "de",  # Frame Relay discard eligibility
         "fecn",
         "becn",
-        "ece",  # the receiver echoes FECN seen on data back to the sender (BECN analogue)
         "tx",  # data: the sender's delivery-rate snapshot at transmission (engine.tcp.rate)
         "echo",  # ACK: the data packet whose arrival triggered it (a TSecr), or None
         # ACK: the send time of the oldest segment this ACK covers (as the timestamps option
@@ -75,7 +74,6 @@ class Packet:
         self.de = False
         self.fecn = False
         self.becn = False
-        self.ece = False
         self.tx: tuple | None = None
         self.echo: Packet | None = None
 

@@ -1,6 +1,8 @@
 """Metrics by observation. Components keep plain counters and call a probe at a few named
-points; the `Recorder` owned by `simulate()` turns those calls into bounded time-series
-and summary statistics. With no probe attached a component pays one `is None` test.
+points: a sender its `TcpProbe`, a port its `LinkProbe`; `simulate()`'s `RateSampler`
+reads the counters on a beat for the rate series, and each flow keeps its `DelayStats`.
+They turn those calls into bounded time-series and summary statistics. With no probe
+attached a component pays one `is None` test.
 
 Memory is bounded: a change-driven trace keeps at most `cap` points (on overflow it drops
 every other point and doubles its minimum spacing); a sampled rate series averages
@@ -10,7 +12,6 @@ reservoir for the percentiles and exact running sums for the means.
 
 from __future__ import annotations
 
-import math
 from array import array
 
 import numpy as np
@@ -197,7 +198,8 @@ class TcpProbe:
         if snd.retransmissions != self.retransmissions.last_v:
             self.retransmissions.add(now, snd.retransmissions)
 
-    def on_ack(self, snd) -> None:
+    def on_state(self, snd) -> None:
+        """The sender's state after an ACK or a retransmission timeout."""
         now = snd.env.now
         st = snd.st
         cwnd = self.effective_cwnd(snd)
@@ -332,9 +334,3 @@ class RateSampler:
             for j, trace in enumerate(self.utilization):
                 trace.sample_block(t, ratios[:, j])
         self._t, self._delivered, self._busy_total, self._busy_until = [], [], [], []
-
-
-def finite_or_none(x: float | None) -> float | None:
-    if x is None or not math.isfinite(x):
-        return None
-    return x

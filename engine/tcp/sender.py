@@ -54,7 +54,7 @@ class TcpSender:
         "retransmissions",
         "timeouts",
         "fast_retransmits",
-        "dup_acks",
+        "dup_acks_total",
         "rate",
         "pacing",
         "pace_timer",
@@ -93,7 +93,7 @@ class TcpSender:
         self.retransmissions = 0
         self.timeouts = 0
         self.fast_retransmits = 0
-        self.dup_acks = 0
+        self.dup_acks_total = 0  # every duplicate ACK of the run (dupacks: the current run of them)
         # Delivery-rate samples for congestion control that models the path (BBR).
         self.rate = DeliveryRate() if cc.rate_based else None
         # Pacing: one timer per flow releases the next segment at next_release.
@@ -345,7 +345,7 @@ class TcpSender:
             return  # acknowledges data never sent: ignore (RFC 793)
         st.now = self.env.now
         rate = self.rate
-        una, dup_acks = st.snd_una, self.dup_acks
+        una, dup_acks = st.snd_una, self.dup_acks_total
         prior_in_flight = self.in_flight() if rate is not None else 0
         if pkt.sack is not None or self.recovery.scoreboard:
             self.recovery.on_sack(self, pkt)
@@ -378,7 +378,7 @@ class TcpSender:
             # RFC 5681 section 2: a duplicate ACK (no data, same ACK, same window,
             # data outstanding).
             self.dupacks += 1
-            self.dup_acks += 1
+            self.dup_acks_total += 1
             self.recovery.on_dupack(self)
             if (
                 self.dupacks < DUPACK_THRESHOLD
@@ -389,10 +389,12 @@ class TcpSender:
         else:
             self.rwnd = pkt.wnd
         if rate is not None:
-            self._cong_control(pkt, st.snd_una - una, self.dup_acks != dup_acks, prior_in_flight)
+            self._cong_control(
+                pkt, st.snd_una - una, self.dup_acks_total != dup_acks, prior_in_flight
+            )
         self.try_send()
         if self.probe is not None:
-            self.probe.on_ack(self)
+            self.probe.on_state(self)
 
     def _cong_control(self, pkt: Packet, acked: int, dupack: bool, prior_in_flight: int) -> None:
         """A rate-based strategy sets cwnd from the ACK's delivery-rate sample, after the
@@ -461,4 +463,4 @@ class TcpSender:
         self.go_back_n()  # 5.4: retransmit the earliest unacknowledged segment first
         self.try_send()
         if self.probe is not None:
-            self.probe.on_ack(self)
+            self.probe.on_state(self)

@@ -11,8 +11,8 @@ from enum import IntEnum
 class Phase(IntEnum):
     """The sender's congestion phase (Linux's tcp_ca_state, RFC 5681's vocabulary)."""
 
-    OPEN = 0  # no loss detected: slow start or congestion avoidance
-    DISORDER = 1  # duplicate ACKs seen, below the fast-retransmit threshold
+    OPEN = 0  # no loss detected: slow start or congestion avoidance (duplicate ACKs
+    # below the fast-retransmit threshold too: Linux's Disorder is not told apart here)
     RECOVERY = 2  # fast recovery after fast retransmit (RFC 5681 3.2, RFC 6582, RFC 6675)
     LOSS = 3  # after a retransmission timeout, until snd_una passes `recover`
 
@@ -60,7 +60,3 @@ class TcpState:
         """RFC 5681 FlightSize: data sent but not yet cumulatively acknowledged, less what
         Limited Transmit sent (3.2 step 2: it MUST NOT count when ssthresh is set)."""
         return self.snd_max - self.snd_una - self.limited_sent
-
-    @property
-    def in_slow_start(self) -> bool:
-        return self.cwnd < self.ssthresh
