@@ -178,6 +178,39 @@ def test_the_run_page_shows_progress_moving_live(pg_stack: Stack, page: Any) -> 
     assert "started" in page.inner_text("#history") and "succeeded" in page.inner_text("#history")
 
 
+def test_a_run_page_downloads_its_capture_and_bundle(pg_stack: Stack, page: Any) -> None:
+    """The Downloads section: the packet capture and the export bundle arrive as the files
+    the API serves (a libpcap file, a zip), fetched by the page (it may carry a key)."""
+    with pg_stack.client as client:
+        scenario = client.get("/v1/presets/riverbed-t1-64k").json()["body"]
+        link = scenario["links"][0]["id"]
+        scenario["capture"] = [{"link": link, "direction": "both", "max_packets": 2000}]
+        run = client.post(
+            "/v1/runs", json={"scenario": scenario, "seed": random.randrange(1, 2**31)}
+        ).json()
+        deadline = time.monotonic() + 120
+        while run["status"] not in ("succeeded", "failed") and time.monotonic() < deadline:
+            time.sleep(0.5)
+            run = client.get(f"/v1/runs/{run['id']}").json()
+        assert run["status"] == "succeeded", run
+        served = client.get(run["captures"][0]["href"]).content
+    page.goto(f"{pg_stack.base_url}/ui/runs/{run['id']}")
+    page.wait_for_selector("#downloads li")
+    items = page.locator("#downloads li")
+    assert items.count() == 3, page.inner_text("#downloads")
+    assert "2,000 packets" in items.nth(2).inner_text()
+    with page.expect_download() as got:
+        items.nth(2).locator("a").click()
+    pcap = Path(got.value.path()).read_bytes()
+    assert pcap == served and pcap[:4] == bytes.fromhex("4d3cb2a1")  # nanosecond libpcap
+    assert got.value.suggested_filename.endswith(f"-{link}-both.pcap")
+    with page.expect_download() as got:
+        items.nth(0).locator("a").click()
+    assert Path(got.value.path()).read_bytes()[:2] == b"PK"  # a zip
+    page.wait_for_selector("#charts[data-ready=true]", timeout=60_000)
+    shot(page, "run-page-downloads.png")
+
+
 def test_docs_and_redoc_load_with_the_network_off(pg_stack: Stack, page: Any) -> None:
     outside: list[str] = []
 

@@ -63,6 +63,27 @@ const tcpfr = (() => {
     }
   }
 
+  // A file from the API saved by the browser: fetched with the key (a plain link could not
+  // send it), then handed to the browser's download as `filename`.
+  async function download(path, filename) {
+    for (;;) {
+      const resp = await fetch(path, { headers: authHeaders() });
+      if (resp.status === 401) {
+        sessionStorage.removeItem(KEY);
+        await askKey();
+        continue;
+      }
+      if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
+      const url = URL.createObjectURL(await resp.blob());
+      const a = Object.assign(document.createElement("a"), { href: url, download: filename });
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+      return;
+    }
+  }
+
   // Server-Sent Events over fetch (EventSource cannot send the Authorization header):
   // handlers.progress/status/done get each event's parsed data; reconnects after a drop
   // with Last-Event-ID, so nothing is missed and nothing repeats. Returns {close()}.
@@ -182,5 +203,8 @@ const tcpfr = (() => {
     box.textContent = err instanceof Error ? err.message : String(err);
   }
 
-  return { api, stream, askKey, ApiError, si, bytes, bps, seconds, el, progressBar, setBar, showError };
+  return {
+    api, stream, download, askKey, ApiError, si, bytes, bps, seconds, el, progressBar, setBar,
+    showError,
+  };
 })();

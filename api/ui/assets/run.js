@@ -1,7 +1,7 @@
 // /ui/runs/{id}: live progress (SSE), then the diagnosis, the summary and the charts.
 "use strict";
 (() => {
-  const { api, stream, el, setBar, bytes, bps, seconds, si, showError } = tcpfr;
+  const { api, stream, download, el, setBar, bytes, bps, seconds, si, showError } = tcpfr;
   const runId = location.pathname.split("/").filter(Boolean).pop();
   const base = `/v1/runs/${runId}`;
   const packets = (v) => si(v, "pkt");
@@ -35,6 +35,28 @@
       el("p", { class: "diagnosis" },
         el("strong", { text: `${flow}: limited by ${String(d.limit).replace(/_/g, " ")}. ` }),
         d.advice || "")));
+  }
+
+  // The run to take away: the export bundle (request, result, series as CSV and Parquet,
+  // captures), the scenario as simulated, and each packet capture for Wireshark.
+  function downloads(doc) {
+    const item = (label, path, filename, note) =>
+      el("li", {},
+        el("a", { href: path, download: filename, onclick: (e) => {
+          e.preventDefault();
+          download(path, filename).catch(showError);
+        } }, label),
+        note ? ` ${note}` : "");
+    const items = [
+      item("Export bundle", `${base}/export`, `tcpfr-run-${doc.id}.zip`,
+           "(zip: request, result, series as CSV and Parquet)"),
+      item("Scenario", `${base}/scenario`, `tcpfr-scenario-${doc.id}.json`, "(JSON, as simulated)"),
+      ...(doc.captures || []).map((c) =>
+        item(`Capture ${c.link} ${c.direction.replace(/_/g, " ")}`, c.href,
+             `tcpfr-${doc.id}-${c.link}-${c.direction}.pcap`,
+             `(${c.packets.toLocaleString()} packets${c.missed ? `, ${c.missed.toLocaleString()} not kept` : ""}; libpcap for Wireshark)`)),
+    ];
+    document.getElementById("downloads").replaceChildren(...items);
   }
 
   function summary(doc) {
@@ -134,6 +156,7 @@
     document.getElementById("results").hidden = false;
     diagnosis(run);
     summary(run);
+    downloads(run);
     index = (await api(`${base}/series`)).series;
     const flows = Object.keys(run.summary.flows);
     const select = document.getElementById("flow");
