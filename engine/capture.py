@@ -38,14 +38,16 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.net import Egress
-from engine.packet import IP_HEADER, TCP_HEADER, UDP_HEADER, Kind, Packet
+from engine.packet import IP_HEADER, TCP_HEADER, UDP_HEADER, Kind, Packet, Path, SackBlocks
 from engine.tcp.receiver import advertised_window, window_shift
 
 if TYPE_CHECKING:
-    from engine.scenario import CaptureSpec, Scenario
+    from engine.flows import Flow
+    from engine.scenario import CaptureSpec, Link, Scenario
 
 # libpcap file header, nanosecond-resolution variant (Wireshark, tshark and tcpdump >= 4.6
 # read it): simulated times keep their sub-microsecond order on fast links.
@@ -59,6 +61,10 @@ DONT_FRAGMENT = 0x4000
 SYN, ACK = 0x02, 0x10  # TCP flags
 NOP, EOL = b"\x01", b"\x00"
 
+#: What a tap keeps of a packet: time, flow, kind, seq, length, ack, window, SACK blocks,
+#: path and hop (the packet's fields at the time, as the packet itself moves on).
+Record = tuple[float, "Flow", Kind, int, int, int, int, SackBlocks | None, Path, int]
+
 
 class Tap:
     """What one capture saw: one tuple per packet, in the order they were recorded."""
@@ -69,7 +75,7 @@ class Tap:
         self.spec = spec
         self.flows = frozenset(spec.flows) if spec.flows is not None else None
         self.limit = spec.max_packets
-        self.records: list[tuple] = []
+        self.records: list[Record] = []
         self.missed = 0  # packets that went by once the capture was full
 
     def add(self, t: float, pkt: Packet) -> None:
@@ -114,7 +120,11 @@ class TapPoint:
             self.tap.add(end + self.delay, pkt)
 
 
-def attach(captures: list[CaptureSpec], ports: dict, links: dict) -> list[Tap]:
+def attach(
+    captures: list[CaptureSpec],
+    ports: dict[tuple[str, str, str], Egress],
+    links: dict[str, Link],
+) -> list[Tap]:
     """A tap per capture, hung on the ports of the link directions it names."""
     taps = []
     for spec in captures:
@@ -201,12 +211,12 @@ class _Endpoints:
         "tcp",
     )
 
-    def __init__(self, flow, index: int, addrs: dict[str, bytes]):
+    def __init__(self, flow: Flow, index: int, addrs: dict[str, bytes]):
         spec = flow.spec
         self.src, self.dst = addrs[spec.src], addrs[spec.dst]
         self.sport, self.dport = FIRST_PORT + index, SINK_PORT
         self.tcp = spec.kind == "tcp_bulk"
-        if not self.tcp:
+        if spec.kind != "tcp_bulk":  # not self.tcp, spelled so that the spec's type narrows
             return
         tcp = spec.tcp
         self.isn_src, self.isn_dst = isn(spec.id, "src"), isn(spec.id, "dst")
@@ -229,7 +239,7 @@ class _Endpoints:
 
 
 def _tcp_segment(
-    ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int, sack
+    ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int, sack: SackBlocks | None
 ) -> tuple[bytes, bytes, bytes, int]:
     """(source address, destination address, TCP header without checksum, payload length)."""
     options = b""
@@ -286,7 +296,7 @@ def _ip_header(src: bytes, dst: bytes, proto: int, total: int, ttl: int) -> byte
     return header[:10] + struct.pack("!H", _checksum(header)) + header[12:]
 
 
-def _packet(ep: _Endpoints, record: tuple, ttl: int) -> tuple[bytes, int]:
+def _packet(ep: _Endpoints, record: Record, ttl: int) -> tuple[bytes, int]:
     """(the packet's headers, its length on the wire) for one tap record."""
     _, _, kind, seq, length, ack, wnd, sack, _, _ = record
     if ep.tcp:
@@ -304,7 +314,7 @@ def _packet(ep: _Endpoints, record: tuple, ttl: int) -> tuple[bytes, int]:
     return _ip_header(ep.src, ep.dst, PROTO_UDP, total, ttl) + udp, total
 
 
-def pcap_file(tap: Tap, scenario: Scenario, flows: list, end: float) -> tuple[bytes, int]:
+def pcap_file(tap: Tap, scenario: Scenario, flows: Sequence[Flow], end: float) -> tuple[bytes, int]:
     """The libpcap file of what `tap` saw until the run ended at `end`, in time order, and
     the number of packets in it (a packet still queued or on its way at the end is not)."""
     snaplen = tap.spec.snaplen

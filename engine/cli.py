@@ -14,6 +14,7 @@ import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import TextIO
 
 from pydantic import ValidationError
 
@@ -32,7 +33,7 @@ def _load(target: str) -> Scenario:
     return load_preset(target)
 
 
-def _fmt(x, unit: str = "", digits: int = 3) -> str:
+def _fmt(x: float | None, unit: str = "", digits: int = 3) -> str:
     if x is None:
         return "-"
     if isinstance(x, float):
@@ -40,7 +41,7 @@ def _fmt(x, unit: str = "", digits: int = 3) -> str:
     return f"{x:,}{unit}"
 
 
-def print_result(result, out=sys.stdout) -> None:
+def print_result(result: Result, out: TextIO = sys.stdout) -> None:
     w = out.write
     w(
         f"sim_time {result.sim_time:.3f} s   events {result.events:,}   "
@@ -103,18 +104,20 @@ def print_result(result, out=sys.stdout) -> None:
             w(f"    {d.advice}\n")
 
 
-def write_captures(result, directory: Path) -> None:
+def write_captures(result: Result, directory: Path) -> None:
     """Each packet capture of the result as DIR/<link>-<direction>.pcap (noted on stderr)."""
     directory.mkdir(parents=True, exist_ok=True)
     if not result.captures:
         print("note: the scenario asks for no packet capture (`capture:`)", file=sys.stderr)
     for c in result.captures:
         path = directory / f"{c.link}-{c.direction}.pcap"
-        path.write_bytes(result.pcap(c.link, c.direction))
+        data = result.pcap(c.link, c.direction)
+        assert data is not None  # simulate() keeps the file of every capture it lists
+        path.write_bytes(data)
         print(f"wrote {path}: {c.packets:,} packets", file=sys.stderr)
 
 
-def _run_point(args: tuple[Scenario, int]):
+def _run_point(args: tuple[Scenario, int]) -> Result:
     scenario, seed = args
     return simulate(scenario, seed=seed)
 
@@ -142,7 +145,7 @@ def _study_spec(target: str) -> StudySpec:
     return StudySpec.model_validate(load_study(target))
 
 
-def print_study(rows, out=sys.stdout) -> None:
+def print_study(rows: list[tuple[Point, int, Result]], out: TextIO = sys.stdout) -> None:
     paths = list(rows[0][0].parameters) if rows else []
     header = " | ".join(p.split(".")[-2] + "." + p.split(".")[-1] for p in paths)
     out.write(f"{header} | seed | flow | time s | goodput kbit/s | retx | timeouts | limit\n")
@@ -160,7 +163,7 @@ def print_study(rows, out=sys.stdout) -> None:
             )
 
 
-def print_findings(runs: findings.Runs, out=sys.stdout) -> None:
+def print_findings(runs: findings.Runs, out: TextIO = sys.stdout) -> None:
     """The seed papers' findings these runs answer, the paper's value beside ours."""
     view = findings.View(runs)
     for name, items in findings.DERIVATIONS.items():
@@ -176,7 +179,7 @@ def print_findings(runs: findings.Runs, out=sys.stdout) -> None:
             out.write("\n" + side(view))
 
 
-def run_findings(*, write: bool, jobs: int, out=sys.stdout) -> int:
+def run_findings(*, write: bool, jobs: int, out: TextIO = sys.stdout) -> int:
     """Run every study the findings read; print them, or store them and rewrite the tables."""
     runs: findings.Runs = {}
     for study in findings.studies():

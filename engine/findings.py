@@ -24,7 +24,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+if TYPE_CHECKING:
+    from engine.result import Result, TcpFlowSummary
+    from engine.scenario import Scenario
 
 Verdict = Literal["reproduced", "partly", "not"]
 Metrics = dict[str, float | None]
@@ -43,12 +47,17 @@ def _round(x: float | None, digits: int = 6) -> float | None:
     return None if x is None else round(float(x), digits)
 
 
-def _app_delay(result, flow: str) -> float | None:
+def _tcp(result: Result, flow: str) -> TcpFlowSummary:
+    """A flow the study defines as tcp_bulk (a type narrowing for mypy, not checked)."""
+    return cast("TcpFlowSummary", result.flows[flow])
+
+
+def _app_delay(result: Result, flow: str) -> float | None:
     """Mean time from the application's write to in-order delivery, over the file's bytes:
     the FTP client hands TCP the whole file at the start, so this is the integral of the
     bytes not yet delivered, from the `ack` trace (OPNET's "TCP Delay", riverbed-drops.md)."""
     s = result.series.get(f"flow.{flow}.ack")
-    f = result.flows[flow]
+    f = _tcp(result, flow)
     if s is None or not f.completed or not f.bytes_delivered:
         return None
     total = f.bytes_delivered
@@ -59,8 +68,8 @@ def _app_delay(result, flow: str) -> float | None:
     return area
 
 
-def _riverbed(scenario, result) -> Metrics:
-    f = result.flows["backup"]
+def _riverbed(scenario: Scenario, result: Result) -> Metrics:
+    f = _tcp(result, "backup")
     links = result.links
     packets = links["lan1:ws>branch"].packets + links["lan1:branch>ws"].packets
     time = f.completion_time
@@ -75,7 +84,7 @@ def _riverbed(scenario, result) -> Metrics:
     }
 
 
-def _gupta(scenario, result) -> Metrics:
+def _gupta(scenario: Scenario, result: Result) -> Metrics:
     fl = result.flows
     return {
         "drops": result.links["n3-r1:n3>r1"].drops,
@@ -84,7 +93,7 @@ def _gupta(scenario, result) -> Metrics:
     }
 
 
-def _peak_block_mean(result, flow: str, block: int = 50) -> float | None:
+def _peak_block_mean(result: Result, flow: str, block: int = 50) -> float | None:
     """The largest mean delay over `block` consecutive packets (seed 002's Figs. 1-3
     average every 50 packets), from the per-packet `delay` series."""
     s = result.series.get(f"flow.{flow}.delay")
@@ -97,12 +106,13 @@ def _peak_block_mean(result, flow: str, block: int = 50) -> float | None:
     return max(means) if means else None
 
 
-def _kazmi(scenario, result) -> Metrics:
+def _kazmi(scenario: Scenario, result: Result) -> Metrics:
     m: Metrics = {}
     on_path = {f.id for f in scenario.flows if f.dst != "spare"}  # the others are parked
-    for fid, f in result.flows.items():
+    for fid in result.flows:
         if fid not in on_path:
             continue
+        f = _tcp(result, fid)
         m[f"{fid}.dropped"] = f.packets_dropped
         m[f"{fid}.peak50"] = _round(_peak_block_mean(result, fid))
         m[f"{fid}.delay"] = _round(f.delay_mean)
@@ -112,8 +122,8 @@ def _kazmi(scenario, result) -> Metrics:
     return m
 
 
-def _hadi(scenario, result) -> Metrics:
-    f = result.flows["ftp"]
+def _hadi(scenario: Scenario, result: Result) -> Metrics:
+    f = _tcp(result, "ftp")
     return {
         "goodput": _round(f.goodput_bps, 1),
         "pdr": _round(f.delivery_ratio),
@@ -121,7 +131,7 @@ def _hadi(scenario, result) -> Metrics:
     }
 
 
-EXTRACT: dict[str, Callable[[Any, Any], Metrics]] = {
+EXTRACT: dict[str, Callable[[Scenario, Result], Metrics]] = {
     "riverbed-study": _riverbed,
     "riverbed-30mb-study": _riverbed,
     "riverbed-drops-study": _riverbed,
@@ -196,42 +206,42 @@ def _d_times(v: View, reno: bool) -> list[float]:
     return [v.mean(_D, i + (3 if reno else 0), "time") for i in range(3)]
 
 
-def _f000_t3(v: View):
+def _f000_t3(v: View) -> tuple[str, bool]:
     t = _l_times(v)
     return f"{_s(t[0])} → {_s(t[1])} ({_pct(t[1], t[0])})", t[1] < t[0] and t[1] > 0.75 * t[0]
 
 
-def _f000_64k(v: View):
+def _f000_64k(v: View) -> tuple[str, bool]:
     t = _l_times(v)
     return f"{_s(t[0])} → {_s(t[2])} ({_pct(t[2], t[0])})", t[2] < 0.4 * t[0] and t[2] < t[1]
 
 
-def _f000_pps(v: View):
+def _f000_pps(v: View) -> tuple[str, bool]:
     p = [v.mean(_L, i, "pps") for i in range(3)]
     ratio = p[2] / p[0]
     text = " / ".join(f"{x:.1f}" for x in p) + f" pkt/s (64K / 8K = {ratio:.1f}; paper 3.7)"
     return text, p[0] < p[1] < p[2] and 3.0 <= ratio <= 4.5
 
 
-def _f000_delay(v: View):
+def _f000_delay(v: View) -> tuple[str, bool]:
     d = [v.mean(_L, i, "app_delay") for i in range(3)]
     t = _l_times(v)
     ok = d[0] > d[1] > d[2] and all(0.4 <= x / y <= 0.6 for x, y in zip(d, t, strict=True))
     return " / ".join(_s(x) for x in d) + " (mean write-to-delivery time per byte)", ok
 
 
-def _f000_rer(v: View):
+def _f000_rer(v: View) -> tuple[str, bool]:
     losses = [v.mean(_L, i, "timeouts") + v.mean(_L, i, "fast_retx") for i in range(3)]
     return "0 at every point (no frame lost)", max(losses) == 0
 
 
-def _f000_penalty(v: View):
+def _f000_penalty(v: View) -> tuple[str, bool]:
     lf, nr = _l_times(v), _d_times(v, reno=False)
     text = " / ".join(f"{_s(b)} vs {_s(a)}" for a, b in zip(lf, nr, strict=True))
     return text, all(b > a for a, b in zip(lf, nr, strict=True))
 
 
-def _f000_reno_wins(v: View):
+def _f000_reno_wins(v: View) -> tuple[str, bool]:
     nr, r = _d_times(v, False), _d_times(v, True)
     wins = [sum(1 for d in v.paired(_D, i, i + 3, "time") if d > 0) for i in range(3)]
     n = len(v.paired(_D, 0, 3, "time"))
@@ -242,7 +252,7 @@ def _f000_reno_wins(v: View):
     return text, all(b < a for a, b in zip(nr, r, strict=True))
 
 
-def _f000_reno_small(v: View):
+def _f000_reno_small(v: View) -> tuple[str, bool]:
     nr, r = _d_times(v, False), _d_times(v, True)
     gains = [(a - b) / a for a, b in zip(nr, r, strict=True)]
     text = " / ".join(
@@ -251,20 +261,20 @@ def _f000_reno_small(v: View):
     return text, all(0 < g <= 0.07 for g in gains)
 
 
-def _f000_64k_wins(v: View):
+def _f000_64k_wins(v: View) -> tuple[str, bool]:
     nr, r = _d_times(v, False), _d_times(v, True)
     text = f"64K {_s(nr[2])} / {_s(r[2])} vs 8K ≥ {_s(min(nr[1], r[1]))}"
     return text, nr[2] < min(nr[:2]) and r[2] < min(r[:2])
 
 
-def _f000_relative(v: View):
+def _f000_relative(v: View) -> tuple[str, bool]:
     lf, nr = _l_times(v), _d_times(v, reno=False)
     pen = [b / a - 1 for a, b in zip(lf, nr, strict=True)]
     text = " / ".join(f"+{x * 100:.0f} %" for x in pen)
     return text, pen[2] > 2 * max(pen[0], pen[1])
 
 
-def _f000_t3_drops(v: View):
+def _f000_t3_drops(v: View) -> tuple[str, bool]:
     nr, r = _d_times(v, False), _d_times(v, True)
     text = f"no Reno {_pct(nr[1], nr[0])}, Reno {_pct(r[1], r[0])}"
     return text, all(0.75 * a < b < a for a, b in ((nr[0], nr[1]), (r[0], r[1])))
@@ -391,28 +401,28 @@ SEED_000 = (
 _R = "riverbed-study"
 
 
-def _f003_t1(v: View):
+def _f003_t1(v: View) -> tuple[str, bool]:
     t = v.mean(_R, 0, "time")
     return f"{_s(t)} ({_pct(t, 560)})", abs(t / 560 - 1) <= 0.10
 
 
-def _f003_t3(v: View):
+def _f003_t3(v: View) -> tuple[str, bool]:
     a, b = v.mean(_R, 0, "time"), v.mean(_R, 1, "time")
     return f"{_s(a)} → {_s(b)} ({_pct(b, a)})", 0.75 * a < b < a
 
 
-def _f003_64k(v: View):
+def _f003_64k(v: View) -> tuple[str, bool]:
     t = v.mean(_R, 2, "time")
     return f"{_s(t)} ({_pct(t, 130)})", abs(t / 130 - 1) <= 0.10
 
 
-def _f003_window(v: View):
+def _f003_window(v: View) -> tuple[str, bool]:
     w = [v.mean(_R, i, "window_limited") for i in range(4)]
     text = "receive window at 8 KB (T1, T3); the T1 link at 64 KB"
     return text, w[0] == 1 and w[1] == 1 and w[2] == 0
 
 
-def _f003_cheaper(v: View):
+def _f003_cheaper(v: View) -> tuple[str, bool]:
     t3, w64 = v.mean(_R, 1, "time"), v.mean(_R, 2, "time")
     return f"T1/64K {_s(w64)} vs T3/8K {_s(t3)}", w64 < 0.5 * t3
 
@@ -516,47 +526,47 @@ def _gupta_col_means(v: View, metric: str = "drops") -> list[float]:
     return [statistics.fmean(v.mean(_G, _gp(q, d), metric) for d in range(10)) for q in range(6)]
 
 
-def _f001_ql(v: View):
+def _f001_ql(v: View) -> tuple[str, bool]:
     ours = _gupta_col_means(v)
     text = " → ".join(f"{x:.0f}" for x in ours) + " (mean over delays, QL 11..46)"
     return text, all(a >= b for a, b in zip(ours, ours[1:], strict=False)) and ours[0] > ours[-1]
 
 
-def _f001_level(v: View):
+def _f001_level(v: View) -> tuple[str, bool]:
     ours = _gupta_col_means(v)[0]
     return f"{ours:.1f}", abs(ours / 38.6 - 1) <= 0.2
 
 
-def _f001_delay(v: View):
+def _f001_delay(v: View) -> tuple[str, bool]:
     first = [v.mean(_G, _gp(q, 0), "drops") for q in range(4)]
     last = [v.mean(_G, _gp(q, 9), "drops") for q in range(4)]
     text = ", ".join(f"QL {_QL[q]}: {first[q]:.0f} → {last[q]:.0f}" for q in range(4))
     return text, all(b < a for a, b in zip(first, last, strict=True))
 
 
-def _f001_same(v: View):
+def _f001_same(v: View) -> tuple[str, bool]:
     a = [v.mean(_G, _gp(4, d), "drops") for d in range(10)]
     b = [v.mean(_G, _gp(5, d), "drops") for d in range(10)]
     return "identical at every delay" if a == b else "differ", a == b
 
 
-def _f001_high_ql(v: View):
+def _f001_high_ql(v: View) -> tuple[str, bool]:
     cols = _gupta_col_means(v)
     return f"QL 39: {cols[4]:.0f}, QL 46: {cols[5]:.0f}", cols[4] >= 10
 
 
-def _f001_table1(v: View):
+def _f001_table1(v: View) -> tuple[str, bool]:
     d = [v.mean(_G, i, "drops") for i in range(6)]
     best = min(range(6), key=lambda i: (d[i], i))
     return " / ".join(f"{x:.0f}" for x in d) + f" (least at row {best + 1})", best == 3
 
 
-def _f001_best(v: View):
+def _f001_best(v: View) -> tuple[str, bool]:
     col = [v.mean(_G, _gp(3, d), "drops") for d in range(10)]
     return f"QL 32: {' / '.join(f'{x:.0f}' for x in col)}", col[4] < min(col[3], col[5]) - 3
 
 
-def _f001_ack(v: View):
+def _f001_ack(v: View) -> tuple[str, bool]:
     per_flow = [
         v.mean(_G, _gp(q, d), m)
         for q in range(6)
@@ -699,39 +709,39 @@ def _kd(v: View, point: int, flow: int = 1) -> float:
     return v.mean(_K, point, f"ftp{flow}.delay") * 1e3
 
 
-def _f002_one(v: View):
+def _f002_one(v: View) -> tuple[str, bool]:
     d = [_kd(v, _kp(i, 0)) for i in _LOSS_BASED]
     return f"{d[0]:.1f} ms, all four equal", max(d) == min(d) and abs(d[0] / 202.551 - 1) <= 0.02
 
 
-def _f002_one_vegas(v: View):
+def _f002_one_vegas(v: View) -> tuple[str, bool]:
     d, base = _kd(v, _kp(_VEGAS, 0)), _kd(v, _kp(0, 0))
     return f"{d:.1f} ms ({_pct(d, base)} vs the others)", abs(d / 149.270 - 1) <= 0.05
 
 
-def _f002_two(v: View):
+def _f002_two(v: View) -> tuple[str, bool]:
     d = [_kd(v, _kp(i, 1), f) for i in _LOSS_BASED for f in (1, 2)]
     ok = all(abs(x / 441 - 1) <= 0.02 for x in d)
     return f"{min(d):.1f}-{max(d):.1f} ms", ok
 
 
-def _f002_two_vegas(v: View):
+def _f002_two_vegas(v: View) -> tuple[str, bool]:
     d = [_kd(v, _kp(_VEGAS, 1), f) for f in (1, 2)]
     return " / ".join(f"{x:.1f}" for x in d) + " ms", all(abs(x / 173.1 - 1) <= 0.03 for x in d)
 
 
-def _f002_no_loss(v: View):
+def _f002_no_loss(v: View) -> tuple[str, bool]:
     drops = [_kdrops(v, _kp(i, k)) for i in range(5) for k in (0, 1)]
     return f"{max(drops):.0f} drops at every point", max(drops) == 0
 
 
-def _f002_four(v: View):
+def _f002_four(v: View) -> tuple[str, bool]:
     lb = [_kdrops(v, _kp(i, 2)) for i in _LOSS_BASED]
     vg = _kdrops(v, _kp(_VEGAS, 2))
     return f"loss-based {min(lb):.0f}-{max(lb):.0f} drops, Vegas {vg:.0f}", vg == 0 and min(lb) > 0
 
 
-def _f002_peak(v: View):
+def _f002_peak(v: View) -> tuple[str, bool]:
     reno4 = _kp(1, 2)
     peaks = [v.mean(_K, reno4, f"ftp{i}.peak50") for i in range(1, 5)]
     text = (
@@ -744,7 +754,7 @@ def _f002_peak(v: View):
 _KAZMI_PCT = (98, 97, 96, 95, 94)
 
 
-def _f002_pct(v: View):
+def _f002_pct(v: View) -> tuple[str, bool]:
     ours = [
         statistics.fmean(v.mean(_K, _kl(i, r), "ftp1.sent_ratio") for i in range(5)) * 100
         for r in range(1, 6)
@@ -757,12 +767,12 @@ def _kazmi_lowest_delay(v: View, rate: int) -> int:
     return min(range(5), key=lambda i: _kd(v, _kl(i, rate)))
 
 
-def _f002_vegas_low(v: View):
+def _f002_vegas_low(v: View) -> tuple[str, bool]:
     low = [_VARIANTS[_kazmi_lowest_delay(v, r)] for r in (1, 2, 3)]
     return "lowest at 1/2/3 %: " + ", ".join(low), all(x == "vegas" for x in low)
 
 
-def _f002_sack_low(v: View):
+def _f002_sack_low(v: View) -> tuple[str, bool]:
     low = [_VARIANTS[_kazmi_lowest_delay(v, r)] for r in (4, 5)]
     gaps = [_kd(v, _kl(2, r)) - _kd(v, _kl(_VEGAS, r)) for r in (4, 5)]
     text = (
@@ -778,19 +788,19 @@ def _kcwnd(v: View, variant: int, rate: int) -> float:
     return v.mean(_K, _kl(variant, rate), "ftp1.cwnd")
 
 
-def _f002_newreno_cwnd(v: View):
+def _f002_newreno_cwnd(v: View) -> tuple[str, bool]:
     c = [_kcwnd(v, i, 1) for i in range(5)]
     best = max(range(5), key=lambda i: c[i])
     return f"largest at 1 %: {_VARIANTS[best]} ({c[best] / 1460:.1f} segments)", best == 0
 
 
-def _f002_vegas_cwnd(v: View):
+def _f002_vegas_cwnd(v: View) -> tuple[str, bool]:
     means = [statistics.fmean(_kcwnd(v, i, r) for r in range(1, 6)) for i in range(5)]
     best = max(range(5), key=lambda i: means[i])
     return f"largest over 1-5 %: {_VARIANTS[best]}", best == _VEGAS
 
 
-def _f002_tahoe_cwnd(v: View):
+def _f002_tahoe_cwnd(v: View) -> tuple[str, bool]:
     low = [_VARIANTS[min(range(5), key=lambda i: _kcwnd(v, i, r))] for r in range(1, 6)]
     return "smallest at 1..5 %: " + ", ".join(low), all(x == "tahoe" for x in low)
 
@@ -934,28 +944,28 @@ def _hg(v: View, point: int) -> float:
     return v.mean(_H, point, "goodput") / 1e3
 
 
-def _f004_rise(v: View):
+def _f004_rise(v: View) -> tuple[str, bool]:
     t = [_hg(v, i) for i in range(9)]
     r = [_hg(v, 9 + i) for i in range(9)]
     text = f"Tahoe {t[0]:.0f} → {t[4]:.0f}, Reno {r[0]:.0f} → {r[4]:.0f} kb/s (250 → 1,250 B)"
     return text, t[4] > 1.1 * t[0] and r[4] > 1.1 * r[0]
 
 
-def _f004_fall(v: View):
+def _f004_fall(v: View) -> tuple[str, bool]:
     t = [_hg(v, i) for i in range(9)]
     r = [_hg(v, 9 + i) for i in range(9)]
     text = f"1,500 B: Tahoe {t[6]:.0f} vs 750 B {t[2]:.0f}; Reno {r[6]:.0f} vs {r[2]:.0f} kb/s"
     return text, t[6] < t[2] and r[6] < r[2]
 
 
-def _f004_double(v: View):
+def _f004_double(v: View) -> tuple[str, bool]:
     t = [_hg(v, 18 + i) for i in range(5)]
     r = [_hg(v, 23 + i) for i in range(5)]
     text = f"0.3 → 0.6 Mb/s: Tahoe ×{t[1] / t[0]:.2f}, Reno ×{r[1] / r[0]:.2f}"
     return text, all(1.6 <= x[1] / x[0] <= 2.4 for x in (t, r))
 
 
-def _f004_flat(v: View):
+def _f004_flat(v: View) -> tuple[str, bool]:
     both = [(_hg(v, 18 + i) + _hg(v, 23 + i)) / 2 for i in range(5)]
     tail = both[1:]
     text = " / ".join(f"{x:.0f}" for x in tail) + " kb/s at 0.6..1.5 Mb/s (Tahoe-Reno mean)"
@@ -966,19 +976,19 @@ def _hplr(v: View) -> list[float]:
     return [v.mean(_H, 28 + i, "plr") * 100 for i in range(6)]
 
 
-def _f004_queue_weak(v: View):
+def _f004_queue_weak(v: View) -> tuple[str, bool]:
     p = _hplr(v)
     return " / ".join(f"{x:.1f}" for x in p) + " % at ns-2 limits 2..20", max(p) < 5
 
 
-def _f004_queue_below20(v: View):
+def _f004_queue_below20(v: View) -> tuple[str, bool]:
     p = _hplr(v)
     return f"PLR at 20: {p[5]:.1f} %, below 20: {min(p[:5]):.1f}-{max(p[:5]):.1f} %", p[5] < min(
         p[:5]
     )
 
 
-def _f004_pdr(v: View):
+def _f004_pdr(v: View) -> tuple[str, bool]:
     t = [v.mean(_H, i, "pdr") for i in range(9)]
     r = [v.mean(_H, 9 + i, "pdr") for i in range(9)]
     text = (
@@ -1147,7 +1157,8 @@ def presets_dir() -> Path:
 
 def load_snapshot(path: Path | None = None) -> dict[str, Any]:
     path = path or presets_dir() / SNAPSHOT
-    return json.loads(path.read_text())
+    snapshot: dict[str, Any] = json.loads(path.read_text())
+    return snapshot
 
 
 def write_snapshot(runs: Runs, engine_version: str, path: Path | None = None) -> None:

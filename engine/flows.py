@@ -8,16 +8,23 @@ endpoints about deliveries, so per-flow counters need no lookup.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
 
 from engine.kernel import Call
 from engine.net import stream
-from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet
+from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet, Path
 from engine.recorder import DelayStats, TcpProbe
 from engine.tcp.cc import congestion_ops
 from engine.tcp.receiver import TcpReceiver, advertised_window
 from engine.tcp.recovery import recovery_for
 from engine.tcp.sender import TcpSender
+
+if TYPE_CHECKING:
+    from simpy import Environment
+    from simpy.events import Event
+
+    from engine.scenario import TcpBulkFlow, UdpCbrFlow
 
 
 class Flow:
@@ -37,7 +44,13 @@ class Flow:
         "arrived",
     )
 
-    def __init__(self, env, spec, seed: int, on_done: Callable[[Flow], None]):
+    def __init__(
+        self,
+        env: Environment,
+        spec: TcpBulkFlow | UdpCbrFlow,
+        seed: int,
+        on_done: Callable[[Flow], None],
+    ):
         self.env = env
         self.spec = spec
         self.id = spec.id
@@ -84,8 +97,17 @@ class TcpFlow(Flow):
         "receiver",
         "probe",
     )
+    spec: TcpBulkFlow  # narrowed from Flow's
 
-    def __init__(self, env, spec, seed: int, fwd: tuple, rev: tuple, on_done):
+    def __init__(
+        self,
+        env: Environment,
+        spec: TcpBulkFlow,
+        seed: int,
+        fwd: Path,
+        rev: Path,
+        on_done: Callable[[Flow], None],
+    ):
         super().__init__(env, spec, seed, on_done)
         tcp = spec.tcp
         self.total = spec.bytes
@@ -116,11 +138,11 @@ class TcpFlow(Flow):
         if self.stop_at is not None:
             Call(self.env, self.stop_at, self._stop, None)
 
-    def _open(self, _) -> None:
+    def _open(self, _: None) -> None:
         self.probe.start(self.sender)
         self.sender.open()
 
-    def _stop(self, _) -> None:
+    def _stop(self, _: None) -> None:
         self.sender.stop()
         self.finish()
 
@@ -147,7 +169,7 @@ class TcpFlow(Flow):
 
     # --- summary ---------------------------------------------------------------------
 
-    def summary(self, end: float) -> dict:
+    def summary(self, end: float) -> dict[str, Any]:
         s = self.sender
         completed = self.total is not None and self.delivered_bytes >= self.total
         done_at = self.done_at if completed else None
@@ -185,7 +207,14 @@ class TcpFlow(Flow):
 class UdpFlow(Flow):
     __slots__ = ("path", "size", "payload", "interval", "sent", "received_bytes", "sending_done")
 
-    def __init__(self, env, spec, seed: int, fwd: tuple, on_done):
+    def __init__(
+        self,
+        env: Environment,
+        spec: UdpCbrFlow,
+        seed: int,
+        fwd: Path,
+        on_done: Callable[[Flow], None],
+    ):
         super().__init__(env, spec, seed, on_done)
         self.path = fwd + (self,)
         self.size = int(spec.packet_size) + UDP_HEADER + IP_HEADER
@@ -198,7 +227,7 @@ class UdpFlow(Flow):
     def schedule(self) -> None:
         self.env.process(self._run())
 
-    def _run(self):
+    def _run(self) -> Generator[Event, Any, None]:
         env = self.env
         yield env.timeout(self.start)
         stop = self.stop_at if self.stop_at is not None else math.inf
@@ -237,7 +266,7 @@ class UdpFlow(Flow):
         if self.sending_done:
             self._settle()
 
-    def summary(self, end: float) -> dict:
+    def summary(self, end: float) -> dict[str, Any]:
         active = self.active_time(end)
         lost = self.data_dropped
         base = self.arrived + lost

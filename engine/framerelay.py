@@ -75,7 +75,7 @@ from simpy import Environment
 from engine import routing
 from engine.kernel import Call
 from engine.net import Discipline, Egress, stream
-from engine.packet import Packet
+from engine.packet import Packet, Path
 from engine.recorder import Trace
 from engine.result import PvcSummary
 from engine.scenario import FrSwitchSpec, Pvc, Scenario
@@ -395,7 +395,8 @@ class Shaper:
         self.burst = burst  # Bc + Be
         self.rate = cir
         self.free_at = 0.0
-        self._waiting: deque = deque()  # (release time, bytes) of frames not yet released
+        # (release time, bytes) of frames not yet released
+        self._waiting: deque[tuple[float, int]] = deque()
         self.queued_bytes = 0
         self.limit_packets: int | None = None
         self.limit_bytes: int | None = None
@@ -484,8 +485,8 @@ class CycleAverage:
         self.prev_start = self.start = 0.0
         self.prev_area = 0.0
         self.booked = 0.0  # sum of weight * (end - arrival) over the current cycle's frames
-        self.ends: deque = deque()  # end of transmission of each frame in the port
-        self.weights: deque = deque()  # their bytes (by_bytes only; else each weighs 1)
+        self.ends: deque[float] = deque()  # end of transmission of each frame in the port
+        self.weights: deque[int] = deque()  # their bytes (by_bytes only; else each weighs 1)
         self.end_sum = 0.0  # sum of weight * end over `ends`
         self.weight_sum = 0  # sum of weight over `ends`: the queue length
 
@@ -649,7 +650,7 @@ class FrameRelay:
 
     def wrap(
         self, topology: routing.Topology, hops: list[routing.Hop], ports: tuple[Egress, ...]
-    ) -> tuple:
+    ) -> Path:
         """The path of `ports` (one per hop) with the PVC's entry and exit hops spliced in."""
         span = topology.pvc_span(hops)
         if span is None:

@@ -67,8 +67,9 @@ class Line:
 
     def __init__(self, env: Environment):
         self.env = env
-        self.callbacks: list | None = None
-        self._items: deque = deque()  # (time, id, target, value), in time order
+        self.callbacks: list[Callable[[Line], None]] | None = None
+        # (time, id, target, value), in time order
+        self._items: deque[tuple[float, int, Any, Any]] = deque()
 
     def add(self, delay: float, target: Any, value: Any) -> None:
         """Call `target.accept(value)` after `delay`."""
@@ -97,7 +98,7 @@ def _deliver(line: Line) -> None:
     target.accept(value)
 
 
-_LINE_CALLBACKS = [_deliver]
+_LINE_CALLBACKS: list[Callable[[Line], None]] = [_deliver]
 
 
 class Timer:

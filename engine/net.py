@@ -25,6 +25,7 @@ from engine.packet import Packet
 if TYPE_CHECKING:  # the probe and the tap import this module
     from engine.capture import TapPoint
     from engine.recorder import LinkProbe
+    from engine.scenario import Link, LossSpec, QueueSpec
 
 # Framing added to an IP datagram on the wire, in bytes, per encapsulation.
 #   ethernet: preamble+SFD 8, header 14, FCS 4, inter-frame gap 12; payload padded to 46.
@@ -132,23 +133,27 @@ class Scripted(LossModel):
         return index in self.drop
 
 
-def link_wire(link, ip_size: int) -> int:
+def link_wire(link: Link, ip_size: int) -> int:
     """`wire_bytes` for a scenario Link: its encapsulation or its explicit overhead."""
     return wire_bytes(link.encap, ip_size, link.overhead_bytes)
 
 
 def make_loss(
-    spec, rng: random.Random, encap: str = "ppp", overhead: int | None = None
+    spec: LossSpec, rng: random.Random, encap: str = "ppp", overhead: int | None = None
 ) -> LossModel | None:
     model = spec.model
     if model == "none":
         return None
+    # LossSpec's validator requires each model's parameters: the asserts narrow the types.
     if model == "bernoulli":
+        assert spec.rate is not None
         return Bernoulli(spec.rate, rng) if spec.rate > 0 else None
     if model == "ber":
+        assert spec.ber is not None
         idle = ETHERNET_GAP if encap == "ethernet" and overhead is None else 0
         return BitErrors(spec.ber, rng, idle) if spec.ber > 0 else None
     if model == "gilbert_elliott":
+        assert spec.p_gb is not None and spec.p_bg is not None
         return GilbertElliott(spec.p_gb, spec.p_bg, spec.loss_good, spec.loss_bad, rng)
     if model == "script":
         return Scripted(spec.drop)
@@ -205,7 +210,7 @@ class Red(DropTail):
 
     MEAN_PACKET_BITS = 500 * 8
 
-    def __init__(self, spec, rng: random.Random):
+    def __init__(self, spec: QueueSpec, rng: random.Random):
         super().__init__(spec.limit_packets, spec.limit_bytes)
         self.min_th, self.max_th = spec.min_th, spec.max_th
         self.max_p, self.weight, self.gentle = spec.max_p, spec.weight, spec.gentle
@@ -249,7 +254,7 @@ class Red(DropTail):
         return p_b / (2 - x) if x < 2 else 1.0
 
 
-def make_queue(spec, rng: random.Random) -> DropTail:
+def make_queue(spec: QueueSpec, rng: random.Random) -> DropTail:
     if spec.discipline == "red":
         return Red(spec, rng)
     return DropTail(spec.limit_packets, spec.limit_bytes)
@@ -290,7 +295,13 @@ class Egress:
     )
 
     def __init__(
-        self, env: Environment, link, src: str, dst: str, queue: Discipline, loss: LossModel | None
+        self,
+        env: Environment,
+        link: Link,
+        src: str,
+        dst: str,
+        queue: Discipline,
+        loss: LossModel | None,
     ):
         self.env = env
         self.link_id = link.id
@@ -304,7 +315,8 @@ class Egress:
         self.loss = loss
         self.busy_until = 0.0
         self.queued_bytes = 0
-        self._waiting: deque = deque()  # [start_time, wire_bytes] of packets not yet started
+        # (start_time, wire_bytes) of packets not yet started
+        self._waiting: deque[tuple[float, int]] = deque()
         self.probe: LinkProbe | None = None
         self.tap: TapPoint | None = None  # set when this direction is captured
         self.line = Line(env)  # packets propagating to the next hop, in arrival order

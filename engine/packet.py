@@ -8,9 +8,10 @@ forwarding decision is a list index, not a table lookup.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from engine.flows import Flow
     from engine.framerelay import PvcDirection
 
 IP_HEADER = 20
@@ -22,6 +23,20 @@ UDP_IP_HEADERS = IP_HEADER + UDP_HEADER
 MAX_UNSCALED_WINDOW = 65_535
 MAX_WINDOW_SHIFT = 14
 MAX_SCALED_WINDOW = MAX_UNSCALED_WINDOW << MAX_WINDOW_SHIFT
+
+
+#: SACK blocks as an ACK carries them: (start, end) byte ranges, RFC 2018.
+SackBlocks = tuple[tuple[int, int], ...]
+#: The sender's delivery-rate snapshot at transmission (engine.tcp.rate): delivered bytes,
+#: delivered time, first send time, application-limited, send time, is a retransmission.
+TxSnapshot = tuple[int, float, float, bool, float, bool]
+
+
+#: The hops a packet crosses, the receiving endpoint last. Each has `accept(pkt)`, but
+#: they are of several kinds (ports, Frame Relay stages, endpoints) and a stage reads more
+#: of the hop beside it (a PVC's entry asks the port after it for its framing): hence
+#: `Any`, which costs nothing per packet where a cast would be a call.
+Path = tuple[Any, ...]
 
 
 class Kind(IntEnum):
@@ -58,7 +73,7 @@ class Packet:
 
     echo_at: float  # set on ACKs only (see above)
 
-    def __init__(self, flow, kind: Kind, size: int, path: tuple, sent_at: float):
+    def __init__(self, flow: Flow, kind: Kind, size: int, path: Path, sent_at: float):
         self.flow = flow
         self.kind = kind
         self.size = size
@@ -69,12 +84,12 @@ class Packet:
         self.length = 0
         self.ack = 0
         self.wnd = 0
-        self.sack: tuple | None = None
+        self.sack: SackBlocks | None = None
         self.pvc: PvcDirection | None = None
         self.de = False
         self.fecn = False
         self.becn = False
-        self.tx: tuple | None = None
+        self.tx: TxSnapshot | None = None
         self.echo: Packet | None = None
 
     @property

@@ -13,11 +13,18 @@ reservoir for the percentiles and exact running sums for the means.
 from __future__ import annotations
 
 from array import array
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
 from engine.net import stream
 from engine.result import Series
+
+if TYPE_CHECKING:  # the port, the flows and the sender import this module
+    from engine.flows import TcpFlow
+    from engine.net import Egress
+    from engine.tcp.cc.bbr import Bbr
+    from engine.tcp.sender import TcpSender
 
 TRACE_CAP = 20_000
 RESERVOIR = 50_000
@@ -112,7 +119,7 @@ class DelayStats:
             if j < RESERVOIR:
                 res[j] = d
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, float | None]:
         if self.n == 0:
             return {
                 "delay_mean": None,
@@ -152,7 +159,10 @@ class TcpProbe:
         "bbr_state",
         "bbr_bw",
     )
-    __slots__ = ("prefix", *SERIES, "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now")
+    __slots__ = ("prefix", *SERIES, "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now", "_bbr")
+    #: The sender's strategy when it is rate-based (BBR's), set by `start` with the BBR
+    #: traces and read only when they are set.
+    _bbr: Bbr
 
     def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
@@ -171,16 +181,16 @@ class TcpProbe:
         self.delay = Trace("s", rate=True)
         self.cwnd_max = 0
         self.cwnd_area = 0.0
-        self._cwnd_since = None
+        self._cwnd_since = 0.0  # when the current cwnd began (start() sets it)
         self._cwnd_now = 0
         self.pacing_rate: Trace | None = None  # set by `start` when the sender paces
         self.bbr_state: Trace | None = None
         self.bbr_bw: Trace | None = None
 
-    def effective_cwnd(self, snd) -> int:
+    def effective_cwnd(self, snd: TcpSender) -> int:
         return snd.window() if not snd.cc.limits_window else snd.st.cwnd
 
-    def start(self, snd) -> None:
+    def start(self, snd: TcpSender) -> None:
         self._cwnd_since = snd.env.now
         self._cwnd_now = self.effective_cwnd(snd)
         self.cwnd_max = self._cwnd_now
@@ -190,15 +200,16 @@ class TcpProbe:
         if snd.cc.rate_based:
             self.bbr_state = Trace("state")
             self.bbr_bw = Trace("bit/s")
+            self._bbr = cast("Bbr", snd.cc)  # the one rate-based strategy
 
-    def on_send(self, snd) -> None:
+    def on_send(self, snd: TcpSender) -> None:
         now = snd.env.now
         self.seq.add(now, snd.st.snd_max)
         self.inflight.add(now, snd.st.snd_nxt - snd.st.snd_una)
         if snd.retransmissions != self.retransmissions.last_v:
             self.retransmissions.add(now, snd.retransmissions)
 
-    def on_state(self, snd) -> None:
+    def on_state(self, snd: TcpSender) -> None:
         """The sender's state after an ACK or a retransmission timeout."""
         now = snd.env.now
         st = snd.st
@@ -227,16 +238,16 @@ class TcpProbe:
         if self.pacing_rate is not None:
             self._on_pacing(snd, now)
 
-    def _on_pacing(self, snd, now: float) -> None:
+    def _on_pacing(self, snd: TcpSender, now: float) -> None:
         assert self.pacing_rate is not None
         self.pacing_rate.add(now, snd.cc.pacing_rate(snd.st) * 8)
         if self.bbr_state is not None and self.bbr_bw is not None:
-            cc = snd.cc
+            cc = self._bbr
             self.bbr_state.add(now, int(cc.mode))
             self.bbr_bw.add(now, cc.bw.get() * 8)
 
     def cwnd_mean(self, end: float) -> float | None:
-        if self._cwnd_since is None:
+        if not self.cwnd.t:  # not started: start() records the first point
             return None
         area = self.cwnd_area + self._cwnd_now * (end - self._cwnd_since)
         start = self._start_time
@@ -254,18 +265,18 @@ class TcpProbe:
 class LinkProbe:
     """Traces one egress port's queue length (change-driven) and cumulative drops."""
 
-    def __init__(self, port):
+    def __init__(self, port: Egress):
         self.prefix = f"link.{port.link_id}.{port.src}>{port.dst}."
         self.queue = Trace("packets")
         self.drops = Trace("packets")
         self.utilization = Trace("ratio", rate=True)
 
-    def on_queue(self, port, now: float, waiting: int) -> None:
+    def on_queue(self, port: Egress, now: float, waiting: int) -> None:
         queue = self.queue
         if waiting != queue.last_v:  # Trace.add's own test, saving a call per packet
             queue.add(now, waiting)
 
-    def on_drop(self, port, now: float, waiting: int) -> None:
+    def on_drop(self, port: Egress, now: float, waiting: int) -> None:
         self.queue.add(now, waiting)
         self.drops.add(now, port.drops + port.error_drops)
 
@@ -290,12 +301,17 @@ class RateSampler:
     operations on the same numbers, appended in the same order.
     """
 
-    def __init__(self, interval: float, flows: list, goodput: list[Trace], ports: list):
+    def __init__(
+        self, interval: float, flows: list[TcpFlow], goodput: list[Trace], ports: list[Egress]
+    ):
         self.interval = interval
         self.flows = flows  # TcpFlow objects, and their goodput traces in the same order
         self.goodput = goodput
         self.ports = ports
-        self.utilization = [port.probe.utilization for port in ports]
+        self.utilization: list[Trace] = []
+        for port in ports:  # once per run
+            assert port.probe is not None  # simulate() gives every port a probe
+            self.utilization.append(port.probe.utilization)
         self.last_bytes = np.zeros(len(flows), dtype=np.int64)
         self.last_busy = np.zeros(len(ports))
         self._t: list[float] = []

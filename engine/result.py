@@ -3,7 +3,7 @@ and PVC, the diagnosis, and the time-series. Plain SI numbers throughout."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
@@ -175,6 +175,6 @@ class Result(_Model):
         """The libpcap file of the capture of `link` in `direction`, if the run took one."""
         return self._pcaps.get((link, direction))
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """Everything but the series, as JSON-ready data."""
         return self.model_dump(mode="json", exclude={"series"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Generator
+from typing import Any, Literal, cast
 
 import simpy
 from simpy.core import StopSimulation
@@ -18,12 +18,13 @@ from simpy.core import StopSimulation
 from engine import routing
 from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
-from engine.flows import TcpFlow, UdpFlow
+from engine.flows import Flow, TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.kernel import SLICES
 from engine.net import Egress, make_loss, make_queue, stream
+from engine.packet import Path
 from engine.recorder import LinkProbe, RateSampler, Trace
-from engine.result import CaptureSummary, LinkSummary, Result, Series
+from engine.result import CaptureSummary, LinkSummary, Result, Series, TcpFlowSummary
 from engine.scenario import Scenario
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
@@ -63,7 +64,7 @@ class Network:
         self.taps = attach(scenario.capture, self.ports, links) if scenario.capture else []
         fr = scenario.frame_relay
         self.frame_relay = FrameRelay(env, scenario, seed, self.ports) if fr and fr.pvcs else None
-        self.flows: list = []
+        self.flows: list[TcpFlow | UdpFlow] = []
         self.pending: set[str] = set()
         self.finished = False  # every finite flow is done and stop_when_done holds
         self.done = env.event()
@@ -92,7 +93,7 @@ class Network:
         )
         env.process(self._sampler(float(scenario.sample_interval)))
 
-    def _path(self, src: str, dst: str) -> tuple:
+    def _path(self, src: str, dst: str) -> Path:
         hops = self.topology.route(src, dst)
         if not hops:
             raise ValueError(f"no route from {src} to {dst}")
@@ -101,7 +102,7 @@ class Network:
             return self.frame_relay.wrap(self.topology, hops, ports)
         return ports
 
-    def _flow_done(self, flow) -> None:
+    def _flow_done(self, flow: Flow) -> None:
         usage = self.usage.get(flow.id)
         if usage is not None:
             usage.on_done()
@@ -110,7 +111,7 @@ class Network:
             self.finished = True
             self.done.succeed()
 
-    def _sampler(self, interval: float):
+    def _sampler(self, interval: float) -> Generator[simpy.Event, Any, None]:
         """Rate-type series (goodput per TCP flow, utilisation per port): one beat every
         interval, read by the RateSampler."""
         env = self.env
@@ -151,9 +152,9 @@ def simulate(
 
 def _fraction(net: Network, duration: float) -> float:
     by_time = net.env.now / duration
-    finite = [f for f in net.flows if isinstance(f, TcpFlow) and f.total]
+    finite = [(f.delivered_bytes, f.total) for f in net.flows if isinstance(f, TcpFlow) and f.total]
     if finite and net.scenario.stop_when_done:
-        by_bytes = min(f.delivered_bytes / f.total for f in finite)
+        by_bytes = min(delivered / total for delivered, total in finite)
         return max(by_time, by_bytes)
     return by_time
 
@@ -162,7 +163,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     env = net.env
     end = env.now
     net.sampler.flush()
-    flows = {f.id: f.summary(end) for f in net.flows}
+    flows: dict[str, Any] = {f.id: f.summary(end) for f in net.flows}  # Result validates them
     links: dict[str, LinkSummary] = {}
     series: dict[str, Series] = {}
     for port in net.ports.values():
@@ -208,7 +209,10 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         series=series,
         diagnosis={},
     )
-    shares = {fid: u.shares(end, result.flows[fid]) for fid, u in net.usage.items()}
+    # usage is kept for the TCP flows only
+    shares = {
+        fid: u.shares(end, cast(TcpFlowSummary, result.flows[fid])) for fid, u in net.usage.items()
+    }
     result.diagnosis = diagnose(net.scenario, result, shares)
     for tap in net.taps:
         data, packets = pcap_file(tap, net.scenario, net.flows, end)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import difflib
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,7 +68,9 @@ class StudySpec(BaseModel):
 class StudyError(ValueError):
     """A path or value of the study is wrong; `loc` says where, as in pydantic errors."""
 
-    def __init__(self, loc: tuple, message: str, errors: list[dict] | None = None):
+    def __init__(
+        self, loc: tuple[Any, ...], message: str, errors: list[dict[str, Any]] | None = None
+    ):
         super().__init__(message)
         self.loc = loc
         self.message = message
@@ -83,7 +86,7 @@ class Point:
     is_baseline: bool = False
 
 
-def set_path(data: dict, path: str, value: Any) -> None:
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
     """Set `value` at dotted `path` in the scenario dict `data` (lists addressed by id)."""
     parts = path.split(".")
     node: Any = data
@@ -107,7 +110,7 @@ def set_path(data: dict, path: str, value: Any) -> None:
             raise StudyError(("parameters", path), f"{where}: cannot descend into a value")
 
 
-def _list_item(items: list, key: str, where: str) -> Any:
+def _list_item(items: list[Any], key: str, where: str) -> Any:
     for item in items:
         if isinstance(item, dict) and item.get("id") == key:
             return item
@@ -126,7 +129,7 @@ def _combinations(spec: StudySpec) -> list[dict[str, Any]]:
     return [dict(zip(paths, row, strict=True)) for row in rows]
 
 
-def _apply(base: dict, params: dict[str, Any], loc_prefix: tuple) -> Scenario:
+def _apply(base: dict[str, Any], params: dict[str, Any], loc_prefix: tuple[str, ...]) -> Scenario:
     data = copy.deepcopy(base)
     for path, value in params.items():
         set_path(data, path, value)
@@ -172,7 +175,9 @@ def expand(spec: StudySpec, base: Scenario, *, max_runs: int = MAX_POINTS_DEFAUL
     return points
 
 
-def resolve_base(spec: StudySpec, *, scenario_by_id=None) -> Scenario:
+def resolve_base(
+    spec: StudySpec, *, scenario_by_id: Callable[[str], Scenario] | None = None
+) -> Scenario:
     """The base scenario: a preset, a stored scenario (via `scenario_by_id`), or inline."""
     from engine.presets import load_preset
 

@@ -120,11 +120,11 @@ _NUMBER_WITH_UNIT = re.compile(
 
 
 @lru_cache(maxsize=1)
-def _registry() -> pint.UnitRegistry:
+def _registry() -> pint.UnitRegistry[Any]:
     """Build the private unit registry on first use (importing pint takes ~0.2 s)."""
     import pint
 
-    registry: pint.UnitRegistry = pint.UnitRegistry(None)  # no default definitions, only ours
+    registry: pint.UnitRegistry[Any] = pint.UnitRegistry(None)  # no default definitions, only ours
     for definition in _DEFINITIONS:
         registry.define(definition)
     return registry

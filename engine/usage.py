@@ -30,11 +30,18 @@ beyond a PVC direction's admitted-bits counter.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engine.framerelay import PvcDirection
 from engine.kernel import Call
 from engine.net import Egress
 from engine.packet import TCP_IP_HEADERS
+
+if TYPE_CHECKING:
+    from simpy import Environment
+
+    from engine.flows import TcpFlow
+    from engine.result import TcpFlowSummary
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,7 @@ class _Snapshot:
 class FlowUsage:
     """The ports and PVC directions of one TCP flow's data path, read at its start and end."""
 
-    def __init__(self, env, flow):
+    def __init__(self, env: Environment, flow: TcpFlow):
         self.env = env
         self.flow = flow
         path = flow.sender.path
@@ -75,7 +82,7 @@ class FlowUsage:
         else:
             Call(env, flow.start, self._on_start, None)
 
-    def _on_start(self, _) -> None:
+    def _on_start(self, _: None) -> None:
         self.start = self._read()
         now = self.env._now
         self.allowance_at_start = [d.tokens(now) for d in self.pvcs]
@@ -92,7 +99,7 @@ class FlowUsage:
     def on_done(self) -> None:
         self.end = self._read()
 
-    def shares(self, end: float, summary) -> list[Share]:
+    def shares(self, end: float, summary: TcpFlowSummary) -> list[Share]:
         """Each resource's bound on the flow's payload rate over its active time."""
         start = self.start
         if start is None:

@@ -7,14 +7,17 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from engine import routing
 from engine.analysis.paths import PathFacts, _links
 from engine.kernel import SLICES
 from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
-from engine.scenario import Scenario, TcpBulkFlow
+from engine.scenario import Link, Scenario, TcpBulkFlow
+
+Links = dict[str, Link]
+Routes = dict[str, list[routing.Hop]]  # flow id -> its hops
 
 # --- the size estimate -----------------------------------------------------------------
 # What a run costs is its SimPy events: one per packet per hop it crosses, one per CBR
@@ -49,7 +52,7 @@ class _Loss(NamedTuple):
 NO_LOSS = _Loss(0.0, 0.0, 0.0, 0.0)
 
 
-def _loss(link, hop: routing.Hop, wire: int, flight: float = 1.0) -> _Loss:
+def _loss(link: Link, hop: routing.Hop, wire: int, flight: float = 1.0) -> _Loss:
     """What the loss model of `link` does to packets of `wire` bytes crossing it in `hop`'s
     direction, `flight` packets following a lost one before its retransmission (scripted
     drops are counted apart, in `_scripted`)."""
@@ -76,14 +79,14 @@ def _loss(link, hop: routing.Hop, wire: int, flight: float = 1.0) -> _Loss:
         from_bad = in_bad * bad / mean
 
         def after(steps: float) -> float:
-            still = (1 - p_bg) ** steps
+            still: float = (1 - p_bg) ** steps  # float ** float is typed Any (it may be complex)
             return from_bad * (still * bad + (1 - still) * mean) + (1 - from_bad) * mean
 
         return _Loss(mean, events, after(flight), after(1))
     return NO_LOSS
 
 
-def _path_loss(links: dict, hops: list[routing.Hop], size: int, flight: float) -> _Loss:
+def _path_loss(links: Links, hops: list[routing.Hop], size: int, flight: float) -> _Loss:
     survive, events, first, again = 1.0, 0.0, 1.0, 1.0
     for hop in hops:
         link = links[hop.link_id]
@@ -110,7 +113,7 @@ def _stall(t0: float, most: float, first: float, again: float) -> tuple[float, f
     return time, sends
 
 
-def _scripted(links: dict, hops: list[routing.Hop]) -> int:
+def _scripted(links: Links, hops: list[routing.Hop]) -> int:
     """Data packets a `script` loss model drops on the path: each one is sent again."""
     n = 0
     for hop in hops:
@@ -132,7 +135,11 @@ class _Plan:
     end: float  # simulated time it is done (inf: never before the run ends)
 
 
-def _tcp_plan(f: TcpBulkFlow, facts: PathFacts, loss_of: Callable, extra: int) -> _Plan:
+#: The loss a packet of `size` bytes meets from src to dst, `flight` packets behind a lost one.
+LossOf = Callable[[str, str, int, float], _Loss]
+
+
+def _tcp_plan(f: TcpBulkFlow, facts: PathFacts, loss_of: LossOf, extra: int) -> _Plan:
     tcp = f.tcp
     rtt = max(facts.base_rtt or 0.0, 1e-6)
     b = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
@@ -172,12 +179,12 @@ def _tcp_plan(f: TcpBulkFlow, facts: PathFacts, loss_of: Callable, extra: int) -
 
 
 def _plans(
-    scenario: Scenario, facts: dict[str, PathFacts], routes: dict, backs: dict, links: dict
-) -> dict:
+    scenario: Scenario, facts: dict[str, PathFacts], routes: Routes, backs: Routes, links: Links
+) -> dict[str, _Plan]:
     plans = {}
     paths = {(f.src, f.dst): routes[f.id] for f in scenario.flows}
     paths.update({(f.dst, f.src): back for f in scenario.flows if (back := backs.get(f.id))})
-    known: dict[tuple, _Loss] = {}
+    known: dict[tuple[str, str, int, float], _Loss] = {}
 
     def loss_of(src: str, dst: str, size: int, flight: float) -> _Loss:
         """_path_loss once per path, packet size and flight: flows share paths."""
@@ -196,7 +203,7 @@ def _plans(
     return plans
 
 
-def _horizon(scenario: Scenario, plans: dict) -> float:
+def _horizon(scenario: Scenario, plans: dict[str, _Plan]) -> float:
     """When the run ends: at `duration`, or once every finite flow is done."""
     duration = float(scenario.duration)
     finite = [
@@ -218,7 +225,7 @@ def _run_events(scenario: Scenario, horizon: float) -> int:
 
 
 def estimate_into(
-    scenario: Scenario, facts: dict[str, PathFacts], routes: dict, topo: routing.Topology
+    scenario: Scenario, facts: dict[str, PathFacts], routes: Routes, topo: routing.Topology
 ) -> float:
     """Fill each flow's est_packets and est_events (see the comment above SLICES); return
     when the run is expected to end."""
@@ -257,7 +264,7 @@ def estimate_into(
     return horizon
 
 
-def total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> dict:
+def total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> dict[str, Any]:
     captured, capture_bytes = _captures(scenario, facts)
     return {
         "packets": min(sum(v.est_packets for v in facts.values()), MOST),

@@ -3,6 +3,8 @@ estimate the budget checks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from engine import routing
 from engine.analysis.cost import estimate_into, total
 from engine.analysis.paths import PathFacts, flow_facts
@@ -21,7 +23,7 @@ def path_facts(scenario: Scenario) -> dict[str, PathFacts]:
     return analyse(scenario, routing.Topology(scenario))[0]
 
 
-def describe(scenario: Scenario) -> dict:
+def describe(scenario: Scenario) -> dict[str, Any]:
     """Dry-run facts: per-flow path facts, warnings, and the estimated simulation size."""
     topo = routing.Topology(scenario)
     facts, horizon = analyse(scenario, topo)
@@ -33,7 +35,7 @@ def describe(scenario: Scenario) -> dict:
     }
 
 
-def estimate(scenario: Scenario) -> dict:
+def estimate(scenario: Scenario) -> dict[str, Any]:
     """The simulation's estimated size: end-to-end packets, SimPy events (the cost of a
     run), and simulated seconds until it ends."""
     return total(scenario, *analyse(scenario, routing.Topology(scenario)))

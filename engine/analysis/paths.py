@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from engine import routing
 from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
-from engine.scenario import Scenario, TcpBulkFlow
+from engine.scenario import Link, Scenario, TcpBulkFlow
 from engine.tcp.receiver import effective_window
 
 
@@ -32,7 +33,7 @@ class PathFacts:
     est_packets: int
     est_events: int
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The facts as JSON-ready data: a shallow copy (dataclasses.asdict deep-copies
         every path list, a third of a 4,000-flow dry run's time)."""
         d = dict(vars(self))
@@ -40,7 +41,7 @@ class PathFacts:
         return d
 
 
-def _links(scenario: Scenario) -> dict:
+def _links(scenario: Scenario) -> dict[str, Link]:
     return {link.id: link for link in scenario.links}
 
 

@@ -4,16 +4,32 @@ RFC 5681 4.2), the advertised window with RFC 7323 scaling, and SACK blocks (RFC
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.kernel import Timer
-from engine.packet import MAX_UNSCALED_WINDOW, MAX_WINDOW_SHIFT, TCP_IP_HEADERS, Kind, Packet
+from engine.packet import (
+    MAX_UNSCALED_WINDOW,
+    MAX_WINDOW_SHIFT,
+    TCP_IP_HEADERS,
+    Kind,
+    Packet,
+    Path,
+    SackBlocks,
+)
 from engine.tcp.ranges import Ranges
+
+if TYPE_CHECKING:
+    from simpy import Environment
+
+    from engine.flows import TcpFlow
+    from engine.scenario import TcpSpec
 
 MAX_SACK_BLOCKS = 4  # 40 bytes of options: 2 + 4 * 8 (no timestamps option)
 MAX_QUICKACKS = 16  # Linux TCP_MAX_QUICKACKS
 LINUX_INIT_RCVWND = 10  # Linux TCP_DEFAULT_INIT_RCVWND, segments of 1460 B
 
 
-def quick_acks(spec, wnd: int) -> int:
+def quick_acks(spec: TcpSpec, wnd: int) -> int:
     """How many data segments are ACKed at once when a connection starts.
 
     Linux (tcp_event_data_recv on the first data segment, tcp_incr_quickack): rcv_wnd /
@@ -41,7 +57,7 @@ def window_shift(rcv_buf: int) -> int:
     return shift
 
 
-def advertised_window(spec) -> int:
+def advertised_window(spec: TcpSpec) -> int:
     """The window in bytes the receiver can advertise for a given TcpSpec."""
     if not spec.window_scaling:
         return min(spec.rcv_buf, MAX_UNSCALED_WINDOW)
@@ -49,7 +65,7 @@ def advertised_window(spec) -> int:
     return min(spec.rcv_buf >> shift, MAX_UNSCALED_WINDOW) << shift
 
 
-def effective_window(spec) -> int:
+def effective_window(spec: TcpSpec) -> int:
     """The largest flight the receiver's advertised window and the send buffer allow: what
     the cost estimate, the diagnosis and the scenario's warnings all reason with."""
     w = advertised_window(spec)
@@ -78,7 +94,7 @@ class TcpReceiver:
         "syn_options",
     )
 
-    def __init__(self, env, flow, spec, path: tuple):
+    def __init__(self, env: Environment, flow: TcpFlow, spec: TcpSpec, path: Path):
         self.env = env
         self.flow = flow
         self.path = path
@@ -146,7 +162,7 @@ class TcpReceiver:
         # Out of order or duplicate: an immediate (duplicate) ACK, RFC 5681 4.2.
         self.send_ack()
 
-    def sack_blocks(self) -> tuple | None:
+    def sack_blocks(self) -> SackBlocks | None:
         """RFC 2018 4: the block holding the latest segment first, then the highest others."""
         ooo = self.ooo
         if not self.sack or not ooo:
@@ -172,7 +188,7 @@ class TcpReceiver:
         size = TCP_IP_HEADERS if blocks is None else TCP_IP_HEADERS + 4 + 8 * len(blocks)
         self._send(Kind.ACK, size, blocks)
 
-    def _send(self, kind: Kind, size: int, sack: tuple | None = None) -> None:
+    def _send(self, kind: Kind, size: int, sack: SackBlocks | None = None) -> None:
         pkt = Packet(self.flow, kind, size, self.path, self.env.now)
         pkt.ack = self.rcv_nxt
         pkt.wnd = self.wnd

@@ -11,14 +11,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.kernel import Timer
-from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.packet import TCP_IP_HEADERS, Kind, Packet, Path
 from engine.tcp.rate import DeliveryRate
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
 if TYPE_CHECKING:  # the recorder's probe, attached by the flow
+    from simpy import Environment
+
+    from engine.flows import TcpFlow
     from engine.recorder import TcpProbe
+    from engine.scenario import TcpSpec
+    from engine.tcp.cc import CongestionOps
+    from engine.tcp.recovery import NoRecovery
 
 # Linux spaces segments only once ten have been sent (tcp_update_skb_after_send:
 # data_segs_out >= 10), and ns-3 leaves the initial window unpaced: the first flight
@@ -62,7 +68,17 @@ class TcpSender:
         "ss_samples",
     )
 
-    def __init__(self, env, flow, spec, limit: float, path: tuple, cc, recovery, rwnd: int):
+    def __init__(
+        self,
+        env: Environment,
+        flow: TcpFlow,
+        spec: TcpSpec,
+        limit: float,
+        path: Path,
+        cc: CongestionOps,
+        recovery: NoRecovery,
+        rwnd: int,
+    ):
         self.env = env
         self.flow = flow
         self.spec = spec
@@ -409,7 +425,7 @@ class TcpSender:
             pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una, prior_in_flight
         )
         in_flight = self.in_flight()
-        cwnd = self.cc.cong_control(st, rs, self.rate, in_flight)
+        cwnd = self.cc.cong_control(st, rs, rate, in_flight)
         if not (st.phase == Phase.RECOVERY and self.recovery.paces_recovery):
             beyond = st.snd_nxt - st.snd_una - in_flight
             if beyond > 0:

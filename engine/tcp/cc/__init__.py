@@ -1,9 +1,16 @@
 """Congestion-control strategies, chosen by the scenario's `tcp.variant`."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from engine.tcp.cc.base import CongestionOps, FixedWindow, RenoGrowth
 from engine.tcp.cc.bbr import Bbr
 from engine.tcp.cc.cubic import Cubic
 from engine.tcp.cc.vegas import Vegas
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
 
 REGISTRY: dict[str, type[CongestionOps]] = {
     "none": FixedWindow,
@@ -17,7 +24,7 @@ REGISTRY: dict[str, type[CongestionOps]] = {
 }
 
 
-def congestion_ops(spec) -> CongestionOps:
+def congestion_ops(spec: TcpSpec) -> CongestionOps:
     """The strategy for `spec.variant` (a TcpSpec)."""
     try:
         cls = REGISTRY[spec.variant]

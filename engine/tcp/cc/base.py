@@ -9,9 +9,15 @@ mutates state, so the sender applies it at the RFC's step.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from engine.tcp.cc.slowstart import SlowStart, slow_start_for
 from engine.tcp.state import Phase, TcpState
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
+    from engine.tcp.rate import DeliveryRate, RateSample
+
 
 PACING_SS_RATIO = 2.0  # Linux sysctl tcp_pacing_ss_ratio = 200 (%)
 PACING_CA_RATIO = 1.2  # Linux sysctl tcp_pacing_ca_ratio = 120 (%)
@@ -36,7 +42,7 @@ class CongestionOps:
     #: pkts_acked hook has them; the sender then computes one per ACK of new data.
     ack_samples = False
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         self.spec = spec
         #: how slow start grows and ends (`tcp.slow_start`); the sender feeds it RTT
         #: samples when it asks for them.
@@ -82,7 +88,7 @@ class CongestionOps:
     def on_recovery_exit(self, st: TcpState) -> None:
         """Fast recovery ended by a full ACK; cwnd has been set by the recovery strategy."""
 
-    def cong_control(self, st: TcpState, rs, rate, in_flight: int) -> int:
+    def cong_control(self, st: TcpState, rs: RateSample, rate: DeliveryRate, in_flight: int) -> int:
         """Only when `rate_based`: an ACK was processed (recovery included); return the
         congestion window in Linux's sense, the bytes allowed in flight (`in_flight`
         excludes what is known delivered out of order or lost). `rs` is the ACK's

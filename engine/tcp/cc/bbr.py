@@ -38,9 +38,15 @@ import math
 import random
 from collections.abc import Callable
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from engine.tcp.cc.base import CongestionOps
 from engine.tcp.state import Phase, TcpState
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
+    from engine.tcp.rate import DeliveryRate, RateSample
+
 
 HIGH_GAIN = 2 / math.log(2)  # 2.885: the smallest gain that doubles the rate per round
 DRAIN_GAIN = 1 / HIGH_GAIN
@@ -114,7 +120,7 @@ class Bbr(CongestionOps):
     always_paces = True
     randomized = True
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
         self.random: Callable[[], float] = random.Random(0).random  # the flow sets its own
         self.mode = Mode.STARTUP
@@ -182,7 +188,7 @@ class Bbr(CongestionOps):
             self._init_pacing_rate(st)
         return self.pacing
 
-    def cong_control(self, st: TcpState, rs, rate, in_flight: int) -> int:
+    def cong_control(self, st: TcpState, rs: RateSample, rate: DeliveryRate, in_flight: int) -> int:
         """bbr_main: update the model and the mode, then the pacing rate and cwnd."""
         now = st.now
         self.delivered_time = rate.delivered_time
@@ -200,7 +206,7 @@ class Bbr(CongestionOps):
 
     # --- the model ---------------------------------------------------------------------
 
-    def _update_bw(self, rs, rate) -> None:
+    def _update_bw(self, rs: RateSample, rate: DeliveryRate) -> None:
         self.round_start = False
         if rs.delivered < 0 or rs.interval <= 0:
             return  # not a valid sample
@@ -216,7 +222,7 @@ class Bbr(CongestionOps):
         if not rs.app_limited or bw >= self.bw.get():
             self.bw.update(BW_WINDOW_ROUNDS, self.round_count, bw)
 
-    def _update_ack_aggregation(self, rs) -> None:
+    def _update_ack_aggregation(self, rs: RateSample) -> None:
         """bbr_update_ack_aggregation: how much more than BtlBw x elapsed has been ACKed
         since the ACK rate last fell to BtlBw's."""
         acked = rs.acked_sacked
@@ -250,11 +256,11 @@ class Bbr(CongestionOps):
         most = self.bw.get() * EXTRA_ACKED_MAX_TIME
         return extra if extra < most else most
 
-    def _update_cycle_phase(self, rs) -> None:
+    def _update_cycle_phase(self, rs: RateSample) -> None:
         if self.mode == Mode.PROBE_BW and self._is_next_cycle_phase(rs):
             self._advance_cycle_phase()
 
-    def _is_next_cycle_phase(self, rs) -> bool:
+    def _is_next_cycle_phase(self, rs: RateSample) -> bool:
         full_length = self.delivered_time - self.cycle_stamp > self.min_rtt
         gain = self.pacing_gain
         if gain == 1.0:
@@ -272,7 +278,7 @@ class Bbr(CongestionOps):
         self.cycle_index = (self.cycle_index + 1) % len(PACING_GAIN_CYCLE)
         self.cycle_stamp = self.delivered_time
 
-    def _check_full_bw_reached(self, rs) -> None:
+    def _check_full_bw_reached(self, rs: RateSample) -> None:
         if self.full_bw_reached or not self.round_start or rs.app_limited:
             return
         bw = self.bw.get()
@@ -290,7 +296,9 @@ class Bbr(CongestionOps):
         if self.mode == Mode.DRAIN and in_flight <= self._inflight(self.bw.get(), 1.0):
             self._reset_probe_bw_mode()  # the queue STARTUP built is drained
 
-    def _update_min_rtt(self, rs, rate, in_flight: int, now: float) -> None:
+    def _update_min_rtt(
+        self, rs: RateSample, rate: DeliveryRate, in_flight: int, now: float
+    ) -> None:
         expired = now > self.min_rtt_stamp + MIN_RTT_WINDOW
         # Strictly lower, as Linux: a sample equal to RTprop does not renew it, so a flow
         # that keeps a queue still visits PROBE_RTT every 10 s.
@@ -372,7 +380,9 @@ class Bbr(CongestionOps):
         else:  # recovery or PROBE_RTT have cut cwnd for now: keep the larger
             self.prior_cwnd = max(self.prior_cwnd, self.cwnd)
 
-    def _set_cwnd(self, st: TcpState, rs, rate, in_flight: int, bw: float) -> None:
+    def _set_cwnd(
+        self, st: TcpState, rs: RateSample, rate: DeliveryRate, in_flight: int, bw: float
+    ) -> None:
         """bbr_set_cwnd with bbr_set_cwnd_to_recover_or_restore."""
         mss = self.mss
         cwnd = self.cwnd

@@ -13,14 +13,19 @@ K = 0 from the window it starts at (4.8). Slow start is RFC 5681's (no HyStart).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.tcp.cc.base import RenoGrowth
 from engine.tcp.state import Phase, TcpState
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
 
 
 class Cubic(RenoGrowth):
     name = "cubic"
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
         self.c = spec.cubic_c
         self.beta = spec.cubic_beta

@@ -32,7 +32,13 @@ time gives), so delayed ACKs are in the sample as Linux's seq_rtt has them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.tcp.state import TcpState
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
+
 
 INF = float("inf")
 
@@ -233,6 +239,6 @@ REGISTRY: dict[str, type[SlowStart]] = {
 VARIANT_DEFAULT = {"cubic": "hystart"}
 
 
-def slow_start_for(spec) -> SlowStart:
+def slow_start_for(spec: TcpSpec) -> SlowStart:
     name = spec.slow_start or VARIANT_DEFAULT.get(spec.variant, "standard")
     return REGISTRY[name](spec.mss)

@@ -38,8 +38,14 @@ all variants); a decrease acts regardless.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.tcp.cc.base import RenoGrowth
 from engine.tcp.state import Phase, TcpState
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
+
 
 INF = float("inf")
 
@@ -47,7 +53,7 @@ INF = float("inf")
 class Vegas(RenoGrowth):
     name = "vegas"
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
         self.alpha = spec.vegas_alpha
         self.beta = spec.vegas_beta

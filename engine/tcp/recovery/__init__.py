@@ -3,9 +3,16 @@ sender does on duplicate ACKs and on ACKs that arrive while it is recovering. Th
 calls them at named points (`base.NoRecovery`); the congestion strategy supplies the
 window sizes."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
 from engine.tcp.recovery.reno import NewRenoRecovery, RenoRecovery, TahoeRecovery
 from engine.tcp.recovery.sack import SackRecovery
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
 
 REGISTRY: dict[str, type[NoRecovery]] = {
     "none": NoRecovery,
@@ -19,7 +26,7 @@ REGISTRY: dict[str, type[NoRecovery]] = {
 }
 
 
-def recovery_for(spec) -> NoRecovery:
+def recovery_for(spec: TcpSpec) -> NoRecovery:
     """The strategy for a TcpSpec: none at all (timer only) when `fast_retransmit` is off;
     SACK (RFC 6675) when `sack` is on, except for the fixed window of variant `none`, which
     has no recovery; otherwise the variant's own."""

@@ -10,10 +10,14 @@ an ACK it returns (`AckUse`).
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engine.packet import Packet
 from engine.tcp.state import Phase, TcpState
+
+if TYPE_CHECKING:  # the scoreboard imports DUPACK_THRESHOLD from here
+    from engine.scenario import TcpSpec
+    from engine.tcp.recovery.scoreboard import Scoreboard
 
 DUPACK_THRESHOLD = 3  # RFC 5681 3.2 (and RFC 6675 DupThresh): the third duplicate ACK
 
@@ -71,8 +75,11 @@ class NoRecovery:
     paces_recovery = False
     #: True when the first two duplicate ACKs may release new data (RFC 3042).
     limited_transmit = False
+    #: The SACK scoreboard, set by (and only by) strategies with `scoreboard` true; the
+    #: sender reads it only then. Declared, not assigned: other strategies have none.
+    board: Scoreboard
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         """`spec` is the flow's TcpSpec; `limited_transmit: false` turns RFC 3042 off."""
         if not spec.limited_transmit:
             self.limited_transmit = False

@@ -24,9 +24,15 @@ segment counts as lost until it is resent.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
 from engine.tcp.recovery.prr import Prr
 from engine.tcp.state import Phase
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
+    from engine.tcp.state import TcpState
 
 
 class TahoeRecovery(NoRecovery):
@@ -50,7 +56,7 @@ class RenoRecovery(NoRecovery):
     name = "reno"
     limited_transmit = True
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
         self.prr = Prr(spec.mss, spec.prr_bound == "ssrb") if spec.recovery == "prr" else None
         self.paces_recovery = self.prr is not None
@@ -98,25 +104,25 @@ class RenoRecovery(NoRecovery):
 
     # --- PRR without SACK -----------------------------------------------------------------
 
-    def _count_dupack(self, st) -> None:
+    def _count_dupack(self, st: TcpState) -> None:
         # At most all but one outstanding segment can have arrived (Linux's
         # tcp_limit_reno_sacked): the first is missing, or there would be no duplicate.
         most = st.snd_max - st.snd_una - st.mss
         self.sacked = min(self.sacked + st.mss, max(most, 0))
 
-    def _pipe(self, st) -> int:
+    def _pipe(self, st: TcpState) -> int:
         pipe = st.snd_max - st.snd_una - self.sacked
         if self.head_lost:
             pipe -= st.mss
         return pipe if pipe > 0 else 0
 
-    def _prr_window(self, st, delivered: int, safe_ack: bool) -> None:
+    def _prr_window(self, st: TcpState, delivered: int, safe_ack: bool) -> None:
         prr = self.prr
         assert prr is not None  # PRR's window in PRR recovery only
         pipe = self._pipe(st)
         st.cwnd = pipe + prr.sndcnt(delivered, pipe, safe_ack)
 
-    def _partial_ack(self, st, acked: int) -> None:
+    def _partial_ack(self, st: TcpState, acked: int) -> None:
         """PRR on an ACK that advances snd_una short of `recover`: one of the acknowledged
         segments is the resent hole, the others had been counted by duplicate ACKs."""
         delivered = max(acked - self.sacked, st.mss)
@@ -155,7 +161,7 @@ class RenoRecovery(NoRecovery):
 class NewRenoRecovery(RenoRecovery):
     name = "newreno"
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
         self.partial_acks = 0
 

@@ -19,11 +19,16 @@ still chooses what is sent.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engine.packet import Packet
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
 from engine.tcp.recovery.prr import Prr
 from engine.tcp.recovery.scoreboard import Scoreboard
 from engine.tcp.state import Phase
+
+if TYPE_CHECKING:
+    from engine.scenario import TcpSpec
 
 
 class SackRecovery(NoRecovery):
@@ -32,7 +37,7 @@ class SackRecovery(NoRecovery):
     paces_recovery = True
     limited_transmit = True  # RFC 6675 5 step (3): new data on the first two dupacks
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
         self.board = Scoreboard(spec.mss)
         self.prr = Prr(spec.mss, spec.prr_bound == "ssrb") if spec.recovery == "prr" else None

@@ -25,6 +25,7 @@ counts segment by segment (`pipe_by_walk`, which is also the tests' reference).
 
 from __future__ import annotations
 
+from engine.packet import SackBlocks
 from engine.tcp.ranges import Ranges
 from engine.tcp.recovery.base import DUPACK_THRESHOLD
 
@@ -43,7 +44,7 @@ class Scoreboard:
 
     # --- keeping it up to date -----------------------------------------------------------
 
-    def update(self, una: int, blocks: tuple | None, limit: float) -> None:
+    def update(self, una: int, blocks: SackBlocks | None, limit: float) -> None:
         """An ACK arrived: add its SACK blocks (RFC 2018), then forget what the cumulative
         ACK `una` covers."""
         self._limit = limit
