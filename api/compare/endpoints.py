@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
@@ -32,6 +32,7 @@ Runs = Annotated[
     ),
 ]
 ERRORS = problem_responses(404, 409, 422)
+T = TypeVar("T")
 
 
 def _etag(request: Request, runs: list[Run]) -> str:
@@ -44,12 +45,12 @@ async def _of_succeeded(
     request: Request,
     ids: list[uuid.UUID],
     tenant_id: uuid.UUID,
-    build: Callable[[Session, list[Run]], dict[str, Any]],
-) -> tuple[str, dict[str, Any] | None]:
+    build: Callable[[Session, list[Run]], T],
+) -> tuple[str, T | None]:
     """The ETag of these succeeded runs' document, and the document unless the client's
     copy is current (None: answer 304)."""
 
-    def query(session: Session) -> tuple[str, dict[str, Any] | None]:
+    def query(session: Session) -> tuple[str, T | None]:
         found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
         etag = _etag(request, found)
         if not_modified(request, etag) is not None:
@@ -103,7 +104,7 @@ async def compare_runs(
     headers = {"ETag": etag, **CACHE_HEADERS}
     if doc is None:
         return Response(status_code=304, headers=headers)
-    body = RunComparison.model_validate(doc).model_dump(mode="json")
+    body = doc.model_dump(mode="json")
     if shape == "csv":
         response: Response = Response(
             table.to_csv(table.build(body)),

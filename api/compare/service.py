@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from api.compare.schemas import RunComparison
 from api.comparison import report, stats
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.series import downsample
@@ -84,7 +85,7 @@ def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) -> dict[str, Any]:
+def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) -> RunComparison:
     run_ids = [r.id for r in runs]
     if baseline is not None and baseline not in run_ids:
         raise Unprocessable(
@@ -122,14 +123,16 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
                 )
         points.append(point)
     body = report.build(points, ["scenario"] if apart else varied, partial_note=note)
-    body.update(
-        runs=run_ids,
-        baseline=base_id,
-        scenarios_differ=apart,
-        differing_paths=varied[:MAX_LISTED_PATHS],
-        differing_path_count=len(varied),
+    return RunComparison.model_validate(
+        dict(
+            body,
+            runs=run_ids,
+            baseline=base_id,
+            scenarios_differ=apart,
+            differing_paths=varied[:MAX_LISTED_PATHS],
+            differing_path_count=len(varied),
+        )
     )
-    return body
 
 
 def _labels(runs: list[Run]) -> list[str]:

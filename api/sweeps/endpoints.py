@@ -339,10 +339,7 @@ async def get_sweep_summary(
     point and flow, a column per parameter (in base units) and per metric statistic."""
     shape = table.wants(request, format)
 
-    def render(session: Session, sweep: Sweep) -> SweepSummary:
-        return SweepSummary.model_validate(service.summary(session, sweep))
-
-    return await _conditional(db, cache, request, sweep_id, tenant_id, render, shape)
+    return await _conditional(db, cache, request, sweep_id, tenant_id, service.summary, shape)
 
 
 @preset_router.post(

@@ -31,6 +31,7 @@ from api.sweeps.schemas import (
     SweepPoint,
     SweepProgress,
     SweepStatus,
+    SweepSummary,
 )
 from settings import Settings
 from store.models import Run, RunStatus, Sweep
@@ -364,7 +365,12 @@ def cancel(session: Session, sweep: Sweep) -> None:
     session.refresh(sweep)
 
 
-def summary(session: Session, sweep: Sweep) -> dict[str, Any]:
+def summary(session: Session, sweep: Sweep) -> SweepSummary:
+    return SweepSummary.model_validate(summary_body(session, sweep))
+
+
+def summary_body(session: Session, sweep: Sweep) -> dict[str, Any]:
+    """The summary as the report builds it, unvalidated: the export bundle stores it so."""
     repo = SweepRepository(session)
     runs = repo.runs(sweep.id)
     done = [r for r in runs if r.status is RunStatus.succeeded]
