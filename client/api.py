@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import httpx
 
@@ -264,18 +264,29 @@ class Client:
         return self._json("GET", "/v1/compare", params=params)
 
 
-class Run:
-    """A run on the server; ``doc`` is its latest ``RunOut``."""
+Doc = TypeVar("Doc", RunOut, SweepOut)
 
-    def __init__(self, client: Client, doc: RunOut) -> None:
-        self.client, self.doc = client, doc
 
-    def __repr__(self) -> str:
-        return f"<Run {self.id} {self.status.value} {self.doc.progress:.0%}>"
+class _Handle(Generic[Doc]):
+    """What runs and sweeps share: the client, the latest document, its id, the export."""
+
+    def __init__(self, client: Client, doc: Doc) -> None:
+        self.client = client
+        self.doc: Doc = doc
 
     @property
     def id(self) -> uuid.UUID:
         return self.doc.id
+
+    def export(self, path: str | Path) -> Path:
+        return self.client.export(self.id, path)
+
+
+class Run(_Handle[RunOut]):
+    """A run on the server; ``doc`` is its latest ``RunOut``."""
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id} {self.status.value} {self.doc.progress:.0%}>"
 
     @property
     def status(self) -> RunStatus:
@@ -302,20 +313,16 @@ class Run:
     ) -> Run:
         """Poll until the run has finished; ``progress(fraction, status)`` on each change.
         A run that failed or was cancelled raises ``Failed`` unless ``check=False``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay, seen = 0.1, None
-        while True:
-            now = (self.doc.progress, self.status.value)
-            if progress is not None and now != seen:
-                progress(*now)
-                seen = now
-            if self.status.finished:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run {self.id} still {self.status.value} after {timeout}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 1.0)
-            self.refresh()
+        _poll(
+            lambda: (self.doc.progress, self.status.value),
+            lambda: self.status.finished,
+            self.refresh,
+            f"run {self.id}",
+            timeout=timeout,
+            progress=progress,
+            delay=0.1,
+            cap=1.0,
+        )
         if check and self.status is not RunStatus.succeeded:
             err = self.doc.error
             raise Failed(f"run {self.id}", self.status.value, err.message if err else "")
@@ -327,27 +334,17 @@ class Run:
     def series_keys(self) -> list[str]:
         return [s.key for s in self.client.series_index(self.id).series]
 
-    def export(self, path: str | Path) -> Path:
-        return self.client.export(self.id, path)
-
     def pcap(
         self, link: str, *, direction: str | None = None, path: str | Path | None = None
     ) -> bytes:
         return self.client.pcap(self.id, link, direction=direction, path=path)
 
 
-class Sweep:
+class Sweep(_Handle[SweepOut]):
     """A sweep on the server; ``doc`` is its latest ``SweepOut``."""
-
-    def __init__(self, client: Client, doc: SweepOut) -> None:
-        self.client, self.doc = client, doc
 
     def __repr__(self) -> str:
         return f"<Sweep {self.id} {self.status} {self.doc.progress.fraction:.0%}>"
-
-    @property
-    def id(self) -> uuid.UUID:
-        return self.doc.id
 
     @property
     def status(self) -> str:
@@ -366,20 +363,16 @@ class Sweep:
     ) -> Sweep:
         """Poll until every run has finished; ``Failed`` unless all succeeded (or not
         ``check``)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay, seen = 0.2, None
-        while True:
-            now = (self.doc.progress.fraction, self.status)
-            if progress is not None and now != seen:
-                progress(*now)
-                seen = now
-            if self.status in SWEEP_FINISHED:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"sweep {self.id} still {self.status} after {timeout}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 2.0)
-            self.refresh()
+        _poll(
+            lambda: (self.doc.progress.fraction, self.status),
+            lambda: self.status in SWEEP_FINISHED,
+            self.refresh,
+            f"sweep {self.id}",
+            timeout=timeout,
+            progress=progress,
+            delay=0.2,
+            cap=2.0,
+        )
         if check and self.status != "succeeded":
             c = self.doc.progress.counts
             raise Failed(
@@ -392,8 +385,34 @@ class Sweep:
     def summary(self) -> dict[str, Any]:
         return self.client.sweep_summary(self.id)
 
-    def export(self, path: str | Path) -> Path:
-        return self.client.export(self.id, path)
+
+def _poll(
+    reading: Callable[[], tuple[float, str]],
+    finished: Callable[[], bool],
+    refresh: Callable[[], object],
+    what: str,
+    *,
+    timeout: float | None,
+    progress: Progress | None,
+    delay: float,
+    cap: float,
+) -> None:
+    """Refresh until `finished()`, backing off from `delay` to `cap` seconds; `progress`
+    is called with each new `reading()` (fraction, status); `TimeoutError` past `timeout`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen = None
+    while True:
+        now = reading()
+        if progress is not None and now != seen:
+            progress(*now)
+            seen = now
+        if finished():
+            return
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{what} still {now[1]} after {timeout}s")
+        time.sleep(delay)
+        delay = min(delay * 1.5, cap)
+        refresh()
 
 
 def _params(**values: Any) -> dict[str, Any]:
