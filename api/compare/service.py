@@ -185,20 +185,7 @@ def common_series(
     results = ResultRepository(session)
     windows, info = [], []
     for run in runs:
-        (w,) = series.load(
-            session,
-            run,
-            [key],
-            start=start,
-            end=end,
-            max_points=per_run,
-            loc=["query", "key"],
-            agg=None,
-        )
-        result = results.get(run.result_run_id)
-        until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
-        if end is not None:
-            until = min(until, end)
+        w, until = _load(session, results, run, key, start, end, per_run, None)
         t, v = w.t, w.v
         # A change-driven series stops at its last change: it still holds until the run ends.
         if len(t) and t[-1] < until:
@@ -234,6 +221,35 @@ def common_series(
     }
 
 
+def _load(
+    session: Session,
+    results: ResultRepository,
+    run: Run,
+    key: str,
+    start: float | None,
+    end: float | None,
+    max_points: int,
+    agg: str | None,
+) -> tuple[series.Window, float]:
+    """One run's window of the series, and where its column ends: the run's simulated end
+    (its last sample's time if the result is gone), cut at `end`."""
+    (w,) = series.load(
+        session,
+        run,
+        [key],
+        start=start,
+        end=end,
+        max_points=max_points,
+        loc=["query", "key"],
+        agg=agg,
+    )
+    result = results.get(run.result_run_id)
+    until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
+    if end is not None:
+        until = min(until, end)
+    return w, until
+
+
 def _bucketed_series(
     session: Session,
     runs: list[Run],
@@ -248,20 +264,7 @@ def _bucketed_series(
     results = ResultRepository(session)
     loaded = []
     for run in runs:
-        (w,) = series.load(
-            session,
-            run,
-            [key],
-            start=start,
-            end=end,
-            max_points=2**62,
-            loc=["query", "key"],
-            agg=agg,
-        )
-        result = results.get(run.result_run_id)
-        until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
-        if end is not None:
-            until = min(until, end)
+        w, until = _load(session, results, run, key, start, end, 2**62, agg)
         if rate:
             lo, hi = downsample.rate_cover(w.t), float(w.t[-1]) if len(w.t) else 0.0
         else:

@@ -59,7 +59,8 @@ CSV_RESPONSE = {"content": {"text/csv": {"schema": {"type": "string"}}}}
 DATA_ERRORS = problem_responses(404, 409, 422)
 
 
-def _max_points(settings: Settings, requested: int | None) -> int:
+def max_points_within(settings: Settings, requested: int | None) -> int:
+    """The points asked for (or the default), a 422 past the server's limit."""
     value = requested or settings.series_max_points
     if value > settings.series_max_points_limit:
         raise Unprocessable(
@@ -109,7 +110,7 @@ async def _windows(
 ) -> Response | tuple[Run, str, list[service.Window]]:
     """The series' windows with the run and its ETag; or the answer already known: the
     document cache's copy, or a 304."""
-    limit = _max_points(settings, max_points)
+    limit = max_points_within(settings, max_points)
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
     run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)

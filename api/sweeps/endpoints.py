@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session
 
 from api.cache import DocumentCache
 from api.comparison import table
-from api.comparison.schemas import SummaryTable
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CacheDep, CeleryDep, Db, DbDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
@@ -196,19 +195,7 @@ async def _conditional(
         assert etag is not None
         return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
     headers = {"ETag": etag, **CACHE_HEADERS} if etag is not None else None
-    out = doc.model_dump(mode="json")
-    if shape == "json":
-        response: Response = OrjsonResponse(out, headers=headers)
-    else:
-        found = table.build(out, si)
-        if shape == "csv":
-            response = Response(
-                table.to_csv(found),
-                media_type="text/csv; charset=utf-8",
-                headers={**(headers or {}), "Vary": "Accept"},
-            )
-        else:
-            response = OrjsonResponse(found, headers=headers)
+    response = table.respond(doc.model_dump(mode="json"), shape, headers, si)
     return cache.store(request, tenant_id, response)
 
 
@@ -314,12 +301,7 @@ async def cancel_sweep(
     operation_id="get_sweep_summary",
     response_model=None,
     responses={
-        200: {
-            "model": SweepSummary | SummaryTable,
-            "description": "The summary; with `format=records` the same figures as a table "
-            "(`SummaryTable`); with `format=csv` or `Accept: text/csv` that table as CSV",
-            "content": {"text/csv": {"schema": {"type": "string"}}},
-        },
+        200: table.responses(SweepSummary, "The summary"),
         304: {"description": "Not modified (finished sweeps carry an ETag)"},
         **problem_responses(404, 422),
     },
