@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import httpx
 
@@ -268,7 +268,12 @@ Doc = TypeVar("Doc", RunOut, SweepOut)
 
 
 class _Handle(Generic[Doc]):
-    """What runs and sweeps share: the client, the latest document, its id, the export."""
+    """What runs and sweeps share: the client, the latest document, its id, waiting for
+    it to finish, the export. A subclass says how to refresh, read and judge its document,
+    and how long to wait between polls (`POLL`: first delay, longest delay)."""
+
+    KIND: ClassVar[str]
+    POLL: ClassVar[tuple[float, float]]
 
     def __init__(self, client: Client, doc: Doc) -> None:
         self.client = client
@@ -281,9 +286,51 @@ class _Handle(Generic[Doc]):
     def export(self, path: str | Path) -> Path:
         return self.client.export(self.id, path)
 
+    def refresh(self) -> Self:
+        raise NotImplementedError
+
+    def _reading(self) -> tuple[float, str]:
+        """(fraction done, status), as ``progress`` callbacks are given them."""
+        raise NotImplementedError
+
+    def _finished(self) -> bool:
+        raise NotImplementedError
+
+    def _failure(self) -> Failed | None:
+        """What ``wait`` raises for a finished document that did not succeed."""
+        raise NotImplementedError
+
+    def wait(
+        self,
+        *,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+        check: bool = True,
+    ) -> Self:
+        """Poll until it has finished (a sweep: every run); ``progress(fraction, status)``
+        on each change. One that did not succeed (a run that failed or was cancelled, a
+        sweep with any run so) raises ``Failed`` unless ``check=False``."""
+        first, longest = self.POLL
+        _poll(
+            self._reading,
+            self._finished,
+            self.refresh,
+            f"{self.KIND} {self.id}",
+            timeout=timeout,
+            progress=progress,
+            delay=first,
+            cap=longest,
+        )
+        if check and (failure := self._failure()) is not None:
+            raise failure
+        return self
+
 
 class Run(_Handle[RunOut]):
     """A run on the server; ``doc`` is its latest ``RunOut``."""
+
+    KIND = "run"
+    POLL = (0.1, 1.0)
 
     def __repr__(self) -> str:
         return f"<Run {self.id} {self.status.value} {self.doc.progress:.0%}>"
@@ -300,33 +347,21 @@ class Run(_Handle[RunOut]):
     def diagnosis(self) -> dict[str, Any] | None:
         return self.doc.diagnosis
 
-    def refresh(self) -> Run:
+    def refresh(self) -> Self:
         self.doc = self.client.get_run(self.id).doc
         return self
 
-    def wait(
-        self,
-        *,
-        timeout: float | None = None,
-        progress: Progress | None = None,
-        check: bool = True,
-    ) -> Run:
-        """Poll until the run has finished; ``progress(fraction, status)`` on each change.
-        A run that failed or was cancelled raises ``Failed`` unless ``check=False``."""
-        _poll(
-            lambda: (self.doc.progress, self.status.value),
-            lambda: self.status.finished,
-            self.refresh,
-            f"run {self.id}",
-            timeout=timeout,
-            progress=progress,
-            delay=0.1,
-            cap=1.0,
-        )
-        if check and self.status is not RunStatus.succeeded:
-            err = self.doc.error
-            raise Failed(f"run {self.id}", self.status.value, err.message if err else "")
-        return self
+    def _reading(self) -> tuple[float, str]:
+        return self.doc.progress, self.status.value
+
+    def _finished(self) -> bool:
+        return self.status.finished
+
+    def _failure(self) -> Failed | None:
+        if self.status is RunStatus.succeeded:
+            return None
+        err = self.doc.error
+        return Failed(f"run {self.id}", self.status.value, err.message if err else "")
 
     def series(self, key: str, *, max_points: int | None = None, frame: bool | None = None) -> Any:
         return self.client.series(self.id, key, max_points=max_points, frame=frame)
@@ -343,6 +378,9 @@ class Run(_Handle[RunOut]):
 class Sweep(_Handle[SweepOut]):
     """A sweep on the server; ``doc`` is its latest ``SweepOut``."""
 
+    KIND = "sweep"
+    POLL = (0.2, 2.0)
+
     def __repr__(self) -> str:
         return f"<Sweep {self.id} {self.status} {self.doc.progress.fraction:.0%}>"
 
@@ -350,37 +388,25 @@ class Sweep(_Handle[SweepOut]):
     def status(self) -> str:
         return self.doc.status
 
-    def refresh(self) -> Sweep:
+    def refresh(self) -> Self:
         self.doc = self.client.get_sweep(self.id).doc
         return self
 
-    def wait(
-        self,
-        *,
-        timeout: float | None = None,
-        progress: Progress | None = None,
-        check: bool = True,
-    ) -> Sweep:
-        """Poll until every run has finished; ``Failed`` unless all succeeded (or not
-        ``check``)."""
-        _poll(
-            lambda: (self.doc.progress.fraction, self.status),
-            lambda: self.status in SWEEP_FINISHED,
-            self.refresh,
+    def _reading(self) -> tuple[float, str]:
+        return self.doc.progress.fraction, self.status
+
+    def _finished(self) -> bool:
+        return self.status in SWEEP_FINISHED
+
+    def _failure(self) -> Failed | None:
+        if self.status == "succeeded":
+            return None
+        c = self.doc.progress.counts
+        return Failed(
             f"sweep {self.id}",
-            timeout=timeout,
-            progress=progress,
-            delay=0.2,
-            cap=2.0,
+            self.status,
+            f"{c.succeeded} succeeded, {c.failed} failed, {c.cancelled} cancelled",
         )
-        if check and self.status != "succeeded":
-            c = self.doc.progress.counts
-            raise Failed(
-                f"sweep {self.id}",
-                self.status,
-                f"{c.succeeded} succeeded, {c.failed} failed, {c.cancelled} cancelled",
-            )
-        return self
 
     def summary(self) -> dict[str, Any]:
         return self.client.sweep_summary(self.id)
