@@ -122,16 +122,14 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
                     report.Observation(r.id, r.source_run_id, r.seed, res.flows, res.diagnosis)
                 )
         points.append(point)
-    body = report.build(points, ["scenario"] if apart else varied, partial_note=note)
-    return RunComparison.model_validate(
-        dict(
-            body,
-            runs=run_ids,
-            baseline=base_id,
-            scenarios_differ=apart,
-            differing_paths=varied[:MAX_LISTED_PATHS],
-            differing_path_count=len(varied),
-        )
+    comparison = report.build(points, ["scenario"] if apart else varied, partial_note=note)
+    return RunComparison(
+        **dict(comparison),
+        runs=run_ids,
+        baseline=base_id,
+        scenarios_differ=apart,
+        differing_paths=varied[:MAX_LISTED_PATHS],
+        differing_path_count=len(varied),
     )
 
 

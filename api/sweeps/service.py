@@ -366,11 +366,6 @@ def cancel(session: Session, sweep: Sweep) -> None:
 
 
 def summary(session: Session, sweep: Sweep) -> SweepSummary:
-    return SweepSummary.model_validate(summary_body(session, sweep))
-
-
-def summary_body(session: Session, sweep: Sweep) -> dict[str, Any]:
-    """The summary as the report builds it, unvalidated: the export bundle stores it so."""
     repo = SweepRepository(session)
     runs = repo.runs(sweep.id)
     done = [r for r in runs if r.status is RunStatus.succeeded]
@@ -401,16 +396,16 @@ def summary_body(session: Session, sweep: Sweep) -> dict[str, Any]:
             f"Only {len(done)} of {len(runs)} runs succeeded (the others failed or were "
             "cancelled): the figures are over those."
         )
-    body = report.build(points, paths_of(sweep), partial_note=note)
+    comparison = report.build(points, paths_of(sweep), partial_note=note)
     progress = repo.progress(sweep.id)
-    body.update(
+    return SweepSummary(
+        **dict(comparison),
         sweep_id=sweep.id,
         status=status_of(progress, sweep.run_count),
         partial=finished < len(runs),
         finished=finished,
         run_count=sweep.run_count,
     )
-    return body
 
 
 def si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
