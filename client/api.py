@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 import httpx
 
@@ -264,18 +264,76 @@ class Client:
         return self._json("GET", "/v1/compare", params=params)
 
 
-class Run:
-    """A run on the server; ``doc`` is its latest ``RunOut``."""
+Doc = TypeVar("Doc", RunOut, SweepOut)
 
-    def __init__(self, client: Client, doc: RunOut) -> None:
-        self.client, self.doc = client, doc
 
-    def __repr__(self) -> str:
-        return f"<Run {self.id} {self.status.value} {self.doc.progress:.0%}>"
+class _Handle(Generic[Doc]):
+    """What runs and sweeps share: the client, the latest document, its id, waiting for
+    it to finish, the export. A subclass says how to refresh, read and judge its document,
+    and how long to wait between polls (`POLL`: first delay, longest delay)."""
+
+    KIND: ClassVar[str]
+    POLL: ClassVar[tuple[float, float]]
+
+    def __init__(self, client: Client, doc: Doc) -> None:
+        self.client = client
+        self.doc: Doc = doc
 
     @property
     def id(self) -> uuid.UUID:
         return self.doc.id
+
+    def export(self, path: str | Path) -> Path:
+        return self.client.export(self.id, path)
+
+    def refresh(self) -> Self:
+        raise NotImplementedError
+
+    def _reading(self) -> tuple[float, str]:
+        """(fraction done, status), as ``progress`` callbacks are given them."""
+        raise NotImplementedError
+
+    def _finished(self) -> bool:
+        raise NotImplementedError
+
+    def _failure(self) -> Failed | None:
+        """What ``wait`` raises for a finished document that did not succeed."""
+        raise NotImplementedError
+
+    def wait(
+        self,
+        *,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+        check: bool = True,
+    ) -> Self:
+        """Poll until it has finished (a sweep: every run); ``progress(fraction, status)``
+        on each change. One that did not succeed (a run that failed or was cancelled, a
+        sweep with any run so) raises ``Failed`` unless ``check=False``."""
+        first, longest = self.POLL
+        _poll(
+            self._reading,
+            self._finished,
+            self.refresh,
+            f"{self.KIND} {self.id}",
+            timeout=timeout,
+            progress=progress,
+            delay=first,
+            cap=longest,
+        )
+        if check and (failure := self._failure()) is not None:
+            raise failure
+        return self
+
+
+class Run(_Handle[RunOut]):
+    """A run on the server; ``doc`` is its latest ``RunOut``."""
+
+    KIND = "run"
+    POLL = (0.1, 1.0)
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id} {self.status.value} {self.doc.progress:.0%}>"
 
     @property
     def status(self) -> RunStatus:
@@ -289,37 +347,21 @@ class Run:
     def diagnosis(self) -> dict[str, Any] | None:
         return self.doc.diagnosis
 
-    def refresh(self) -> Run:
+    def refresh(self) -> Self:
         self.doc = self.client.get_run(self.id).doc
         return self
 
-    def wait(
-        self,
-        *,
-        timeout: float | None = None,
-        progress: Progress | None = None,
-        check: bool = True,
-    ) -> Run:
-        """Poll until the run has finished; ``progress(fraction, status)`` on each change.
-        A run that failed or was cancelled raises ``Failed`` unless ``check=False``."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay, seen = 0.1, None
-        while True:
-            now = (self.doc.progress, self.status.value)
-            if progress is not None and now != seen:
-                progress(*now)
-                seen = now
-            if self.status.finished:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"run {self.id} still {self.status.value} after {timeout}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 1.0)
-            self.refresh()
-        if check and self.status is not RunStatus.succeeded:
-            err = self.doc.error
-            raise Failed(f"run {self.id}", self.status.value, err.message if err else "")
-        return self
+    def _reading(self) -> tuple[float, str]:
+        return self.doc.progress, self.status.value
+
+    def _finished(self) -> bool:
+        return self.status.finished
+
+    def _failure(self) -> Failed | None:
+        if self.status is RunStatus.succeeded:
+            return None
+        err = self.doc.error
+        return Failed(f"run {self.id}", self.status.value, err.message if err else "")
 
     def series(self, key: str, *, max_points: int | None = None, frame: bool | None = None) -> Any:
         return self.client.series(self.id, key, max_points=max_points, frame=frame)
@@ -327,73 +369,76 @@ class Run:
     def series_keys(self) -> list[str]:
         return [s.key for s in self.client.series_index(self.id).series]
 
-    def export(self, path: str | Path) -> Path:
-        return self.client.export(self.id, path)
-
     def pcap(
         self, link: str, *, direction: str | None = None, path: str | Path | None = None
     ) -> bytes:
         return self.client.pcap(self.id, link, direction=direction, path=path)
 
 
-class Sweep:
+class Sweep(_Handle[SweepOut]):
     """A sweep on the server; ``doc`` is its latest ``SweepOut``."""
 
-    def __init__(self, client: Client, doc: SweepOut) -> None:
-        self.client, self.doc = client, doc
+    KIND = "sweep"
+    POLL = (0.2, 2.0)
 
     def __repr__(self) -> str:
         return f"<Sweep {self.id} {self.status} {self.doc.progress.fraction:.0%}>"
 
     @property
-    def id(self) -> uuid.UUID:
-        return self.doc.id
-
-    @property
     def status(self) -> str:
         return self.doc.status
 
-    def refresh(self) -> Sweep:
+    def refresh(self) -> Self:
         self.doc = self.client.get_sweep(self.id).doc
         return self
 
-    def wait(
-        self,
-        *,
-        timeout: float | None = None,
-        progress: Progress | None = None,
-        check: bool = True,
-    ) -> Sweep:
-        """Poll until every run has finished; ``Failed`` unless all succeeded (or not
-        ``check``)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        delay, seen = 0.2, None
-        while True:
-            now = (self.doc.progress.fraction, self.status)
-            if progress is not None and now != seen:
-                progress(*now)
-                seen = now
-            if self.status in SWEEP_FINISHED:
-                break
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"sweep {self.id} still {self.status} after {timeout}s")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 2.0)
-            self.refresh()
-        if check and self.status != "succeeded":
-            c = self.doc.progress.counts
-            raise Failed(
-                f"sweep {self.id}",
-                self.status,
-                f"{c.succeeded} succeeded, {c.failed} failed, {c.cancelled} cancelled",
-            )
-        return self
+    def _reading(self) -> tuple[float, str]:
+        return self.doc.progress.fraction, self.status
+
+    def _finished(self) -> bool:
+        return self.status in SWEEP_FINISHED
+
+    def _failure(self) -> Failed | None:
+        if self.status == "succeeded":
+            return None
+        c = self.doc.progress.counts
+        return Failed(
+            f"sweep {self.id}",
+            self.status,
+            f"{c.succeeded} succeeded, {c.failed} failed, {c.cancelled} cancelled",
+        )
 
     def summary(self) -> dict[str, Any]:
         return self.client.sweep_summary(self.id)
 
-    def export(self, path: str | Path) -> Path:
-        return self.client.export(self.id, path)
+
+def _poll(
+    reading: Callable[[], tuple[float, str]],
+    finished: Callable[[], bool],
+    refresh: Callable[[], object],
+    what: str,
+    *,
+    timeout: float | None,
+    progress: Progress | None,
+    delay: float,
+    cap: float,
+) -> None:
+    """Refresh until `finished()`, backing off from `delay` to `cap` seconds; `progress`
+    is called with each new `reading()` (fraction, status); `TimeoutError` past `timeout`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    seen = None
+    while True:
+        now = reading()
+        if progress is not None and now != seen:
+            progress(*now)
+            seen = now
+        if finished():
+            return
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{what} still {now[1]} after {timeout}s")
+        time.sleep(delay)
+        delay = min(delay * 1.5, cap)
+        refresh()
 
 
 def _params(**values: Any) -> dict[str, Any]:

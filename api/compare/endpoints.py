@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
@@ -12,12 +12,10 @@ from sqlalchemy.orm import Session
 from api.compare import service
 from api.compare.schemas import CommonSeries, RunComparison
 from api.comparison import table
-from api.comparison.schemas import SummaryTable
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
-from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
-from api.series.endpoints import AggQuery
+from api.series.endpoints import AggQuery, max_points_within
 from api.series.service import to_csv
 from store.models import Run
 
@@ -32,6 +30,7 @@ Runs = Annotated[
     ),
 ]
 ERRORS = problem_responses(404, 409, 422)
+T = TypeVar("T")
 
 
 def _etag(request: Request, runs: list[Run]) -> str:
@@ -44,12 +43,12 @@ async def _of_succeeded(
     request: Request,
     ids: list[uuid.UUID],
     tenant_id: uuid.UUID,
-    build: Callable[[Session, list[Run]], dict[str, Any]],
-) -> tuple[str, dict[str, Any] | None]:
+    build: Callable[[Session, list[Run]], T],
+) -> tuple[str, T | None]:
     """The ETag of these succeeded runs' document, and the document unless the client's
     copy is current (None: answer 304)."""
 
-    def query(session: Session) -> tuple[str, dict[str, Any] | None]:
+    def query(session: Session) -> tuple[str, T | None]:
         found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
         etag = _etag(request, found)
         if not_modified(request, etag) is not None:
@@ -64,12 +63,7 @@ async def _of_succeeded(
     operation_id="compare_runs",
     response_model=None,
     responses={
-        200: {
-            "model": RunComparison | SummaryTable,
-            "description": "The comparison; with `format=records` the same figures as a "
-            "table (`SummaryTable`); with `format=csv` or `Accept: text/csv` that table as CSV",
-            "content": {"text/csv": {"schema": {"type": "string"}}},
-        },
+        200: table.responses(RunComparison, "The comparison"),
         304: {"description": "Not modified"},
         **ERRORS,
     },
@@ -103,17 +97,7 @@ async def compare_runs(
     headers = {"ETag": etag, **CACHE_HEADERS}
     if doc is None:
         return Response(status_code=304, headers=headers)
-    body = RunComparison.model_validate(doc).model_dump(mode="json")
-    if shape == "csv":
-        response: Response = Response(
-            table.to_csv(table.build(body)),
-            media_type="text/csv; charset=utf-8",
-            headers={**headers, "Vary": "Accept"},
-        )
-    elif shape == "records":
-        response = OrjsonResponse(table.build(body), headers=headers)
-    else:
-        response = OrjsonResponse(body, headers=headers)
+    response = table.respond(doc.model_dump(mode="json"), shape, headers)
     return cache.store(request, tenant_id, response)
 
 
@@ -151,16 +135,7 @@ async def compare_series(
     (goodput, utilisation) is averaged over equal time buckets, the same for every run, so
     each run's mean rate is kept; a step series is downsampled keeping its peaks."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
-    limit = max_points or settings.series_max_points
-    if limit > settings.series_max_points_limit:
-        raise Unprocessable(
-            "max_points too large",
-            errors=[
-                field_error(
-                    ["query", "max_points"], f"must be <= {settings.series_max_points_limit}"
-                )
-            ],
-        )
+    limit = max_points_within(settings, max_points)
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
     etag, body = await _of_succeeded(

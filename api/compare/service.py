@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from api.compare.schemas import RunComparison
 from api.comparison import report, stats
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.series import downsample
@@ -84,7 +85,7 @@ def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) -> dict[str, Any]:
+def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) -> RunComparison:
     run_ids = [r.id for r in runs]
     if baseline is not None and baseline not in run_ids:
         raise Unprocessable(
@@ -121,15 +122,15 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
                     report.Observation(r.id, r.source_run_id, r.seed, res.flows, res.diagnosis)
                 )
         points.append(point)
-    body = report.build(points, ["scenario"] if apart else varied, partial_note=note)
-    body.update(
+    comparison = report.build(points, ["scenario"] if apart else varied, partial_note=note)
+    return RunComparison(
+        **dict(comparison),
         runs=run_ids,
         baseline=base_id,
         scenarios_differ=apart,
         differing_paths=varied[:MAX_LISTED_PATHS],
         differing_path_count=len(varied),
     )
-    return body
 
 
 def _labels(runs: list[Run]) -> list[str]:
@@ -182,20 +183,7 @@ def common_series(
     results = ResultRepository(session)
     windows, info = [], []
     for run in runs:
-        (w,) = series.load(
-            session,
-            run,
-            [key],
-            start=start,
-            end=end,
-            max_points=per_run,
-            loc=["query", "key"],
-            agg=None,
-        )
-        result = results.get(run.result_run_id)
-        until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
-        if end is not None:
-            until = min(until, end)
+        w, until = _load(session, results, run, key, start, end, per_run, None)
         t, v = w.t, w.v
         # A change-driven series stops at its last change: it still holds until the run ends.
         if len(t) and t[-1] < until:
@@ -231,6 +219,35 @@ def common_series(
     }
 
 
+def _load(
+    session: Session,
+    results: ResultRepository,
+    run: Run,
+    key: str,
+    start: float | None,
+    end: float | None,
+    max_points: int,
+    agg: str | None,
+) -> tuple[series.Window, float]:
+    """One run's window of the series, and where its column ends: the run's simulated end
+    (its last sample's time if the result is gone), cut at `end`."""
+    (w,) = series.load(
+        session,
+        run,
+        [key],
+        start=start,
+        end=end,
+        max_points=max_points,
+        loc=["query", "key"],
+        agg=agg,
+    )
+    result = results.get(run.result_run_id)
+    until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
+    if end is not None:
+        until = min(until, end)
+    return w, until
+
+
 def _bucketed_series(
     session: Session,
     runs: list[Run],
@@ -245,20 +262,7 @@ def _bucketed_series(
     results = ResultRepository(session)
     loaded = []
     for run in runs:
-        (w,) = series.load(
-            session,
-            run,
-            [key],
-            start=start,
-            end=end,
-            max_points=2**62,
-            loc=["query", "key"],
-            agg=agg,
-        )
-        result = results.get(run.result_run_id)
-        until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
-        if end is not None:
-            until = min(until, end)
+        w, until = _load(session, results, run, key, start, end, 2**62, agg)
         if rate:
             lo, hi = downsample.rate_cover(w.t), float(w.t[-1]) if len(w.t) else 0.0
         else:

@@ -9,13 +9,27 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Literal, TypeGuard
 
 from api.comparison import stats
+from api.comparison.schemas import (
+    BestPoint,
+    Comparison,
+    Delta,
+    DesignOut,
+    EffectsOut,
+    FactorOut,
+    FactorShare,
+    Interval,
+    LimitCount,
+    MetricInfo,
+    MetricStat,
+    PointRow,
+)
 from engine.units import format_rate
 
 # (metric, unit, better when) per flow kind: the figures a comparison is about.
-METRICS: dict[str, list[tuple[str, str, str]]] = {
+METRICS: dict[str, list[tuple[str, str, Literal["lower", "higher"]]]] = {
     "tcp": [
         ("completion_time", "s", "lower"),
         ("goodput_bps", "bit/s", "higher"),
@@ -108,14 +122,14 @@ def _values(point: PointData, flow: str, metric: str) -> dict[int, float]:
     return out
 
 
-def _interval(ci: tuple[float, float] | None) -> dict[str, float] | None:
-    return None if ci is None else {"low": ci[0], "high": ci[1]}
+def _interval(ci: tuple[float, float] | None) -> Interval | None:
+    return None if ci is None else Interval(low=ci[0], high=ci[1])
 
 
 def build(
     points: Sequence[PointData], paths: Sequence[str], *, partial_note: str | None = None
-) -> dict[str, Any]:
-    """The comparison body (schemas.Comparison) for these points."""
+) -> Comparison:
+    """The comparison of these points."""
     kinds: dict[str, str] = {}
     for p in points:
         for obs in p.observations:
@@ -123,64 +137,56 @@ def build(
                 kinds.setdefault(fid, f.get("kind", "tcp"))
     baseline = next((p for p in points if p.is_baseline), None)
     metrics = [
-        {
-            "flow": fid,
-            "metric": m,
-            "kind": kind,
-            "unit": unit,
-            "direction": d,
-            "label": LABELS.get(m, m),
-        }
+        MetricInfo(flow=fid, metric=m, kind=kind, unit=unit, direction=d, label=LABELS.get(m, m))
         for fid, kind in kinds.items()
         for m, unit, d in METRICS.get(kind, [])
         if any(_values(p, fid, m) for p in points)
     ]
     des = stats.design([p.parameters for p in points], paths)
     rows = [_row(p, metrics, baseline) for p in points]
-    best, effects = [], []
+    best: list[BestPoint] = []
+    effects: list[EffectsOut] = []
     for info in metrics:
-        fid, m = info["flow"], info["metric"]
-        means = [r["metrics"][fid][m]["mean"] for r in rows]
-        i = stats.best(means, info["direction"])
+        fid, m = info.flow, info.metric
+        means = [r.metrics[fid][m].mean for r in rows]
+        i = stats.best(means, info.direction)
         b = next((k for k, p in enumerate(points) if p.is_baseline), None)
         if i is not None and b is not None and means[b] == means[i]:
             i = b  # a tie with the baseline: no change is the best
-        if i is not None:
+        top = means[i] if i is not None else None
+        if i is not None and top is not None:
             ties = [
-                points[k].index
-                for k, mk in enumerate(means)
-                if mk is not None and _same(mk, means[i])
+                points[k].index for k, mk in enumerate(means) if mk is not None and _same(mk, top)
             ]
             best.append(
-                {
-                    **_key(info),
-                    "direction": info["direction"],
-                    "point_index": points[i].index,
-                    "mean": means[i],
-                    "parameters": points[i].parameters,
-                    "ties": ties if len(ties) > 1 else [],
-                }
+                BestPoint(
+                    flow=fid,
+                    metric=m,
+                    direction=info.direction,
+                    point_index=points[i].index,
+                    mean=top,
+                    parameters=points[i].parameters,
+                    ties=ties if len(ties) > 1 else [],
+                )
             )
         eff = stats.main_effects(des, [list(_values(p, fid, m).values()) for p in points])
         if eff is not None:
             effects.append(_effects(info, des, eff))
-    body: dict[str, Any] = {
-        "metrics": metrics,
-        "points": rows,
-        "best": best,
-        "design": {
-            "factors": [
-                {"name": f.name, "paths": f.paths, "levels": f.levels} for f in des.factors
-            ],
-            "factorial": des.factorial,
-            "note": des.note,
-        },
-        "effects": effects,
-        "method": METHOD,
-    }
-    body["conclusions"] = conclusions(points, rows, metrics, des, effects, best, partial_note)
-    body["text"] = " ".join(body["conclusions"])
-    return body
+    words = conclusions(points, rows, metrics, des, effects, best, partial_note)
+    return Comparison(
+        metrics=metrics,
+        points=rows,
+        best=best,
+        design=DesignOut(
+            factors=[FactorOut(name=f.name, paths=f.paths, levels=f.levels) for f in des.factors],
+            factorial=des.factorial,
+            note=des.note,
+        ),
+        effects=effects,
+        conclusions=words,
+        text=" ".join(words),
+        method=METHOD,
+    )
 
 
 def _same(a: float, b: float) -> bool:
@@ -188,39 +194,31 @@ def _same(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def _key(info: dict[str, Any]) -> dict[str, Any]:
-    return {"flow": info["flow"], "metric": info["metric"]}
-
-
-def _row(p: PointData, metrics: list[dict[str, Any]], baseline: PointData | None) -> dict:
-    cells: dict[str, dict[str, Any]] = {}
+def _row(p: PointData, metrics: list[MetricInfo], baseline: PointData | None) -> PointRow:
+    cells: dict[str, dict[str, MetricStat]] = {}
     for info in metrics:
-        fid, m = info["flow"], info["metric"]
+        fid, m = info.flow, info.metric
         values = _values(p, fid, m)
         est = stats.estimate(list(values.values()))
         delta = None
         if baseline is not None and not p.is_baseline:
             d = stats.difference(values, _values(baseline, fid, m))
             if d is not None:
-                delta = {
-                    "n": d.n,
-                    "paired": d.paired,
-                    "mean": d.mean,
-                    "sd": d.sd,
-                    "ci95": _interval(d.ci95),
-                    "baseline_mean": d.baseline_mean,
-                    "pct": d.pct,
-                    "pct_ci95": _interval(d.pct_ci95),
-                }
-        cells.setdefault(fid, {})[m] = {
-            "n": est.n,
-            "mean": est.mean,
-            "sd": est.sd,
-            "ci95": _interval(est.ci95),
-            "delta": delta,
-        }
+                delta = Delta(
+                    n=d.n,
+                    paired=d.paired,
+                    mean=d.mean,
+                    sd=d.sd,
+                    ci95=_interval(d.ci95),
+                    baseline_mean=d.baseline_mean,
+                    pct=d.pct,
+                    pct_ci95=_interval(d.pct_ci95),
+                )
+        cells.setdefault(fid, {})[m] = MetricStat(
+            n=est.n, mean=est.mean, sd=est.sd, ci95=_interval(est.ci95), delta=delta
+        )
     limits = {}
-    for fid in {info["flow"] for info in metrics}:
+    for fid in {info.flow for info in metrics}:
         seen = Counter(
             str(obs.diagnosis[fid]["limit"])
             for obs in p.observations
@@ -228,36 +226,34 @@ def _row(p: PointData, metrics: list[dict[str, Any]], baseline: PointData | None
         )
         if seen:
             limit, count = seen.most_common(1)[0]
-            limits[fid] = {
-                "limit": limit,
-                "count": count,
-                "of": sum(seen.values()),
-                "counts": dict(seen),
-            }
-    return {
-        "index": p.index,
-        "parameters": p.parameters,
-        "is_baseline": p.is_baseline,
-        "runs": p.runs,
-        "succeeded": len(p.observations),
-        "run_ids": p.run_ids,
-        "metrics": cells,
-        "limits": limits,
-    }
+            limits[fid] = LimitCount(
+                limit=limit, count=count, of=sum(seen.values()), counts=dict(seen)
+            )
+    return PointRow(
+        index=p.index,
+        parameters=p.parameters,
+        is_baseline=p.is_baseline,
+        runs=p.runs,
+        succeeded=len(p.observations),
+        run_ids=p.run_ids,
+        metrics=cells,
+        limits=limits,
+    )
 
 
-def _effects(info: dict[str, Any], des: stats.Design, eff: stats.Effects) -> dict[str, Any]:
-    return {
-        **_key(info),
-        "basis": eff.basis,
-        "factors": [
-            {"factor": f.name, "paths": f.paths, "share": s}
+def _effects(info: MetricInfo, des: stats.Design, eff: stats.Effects) -> EffectsOut:
+    return EffectsOut(
+        flow=info.flow,
+        metric=info.metric,
+        basis=eff.basis,
+        factors=[
+            FactorShare(factor=f.name, paths=f.paths, share=s)
             for f, s in zip(des.factors, eff.shares, strict=True)
         ],
-        "interaction_share": eff.interaction,
-        "within_share": eff.within,
-        "note": eff.note,
-    }
+        interaction_share=eff.interaction,
+        within_share=eff.within,
+        note=eff.note,
+    )
 
 
 # --- the words ------------------------------------------------------------------------
@@ -295,47 +291,50 @@ def _pct(x: float) -> str:
 
 def conclusions(
     points: Sequence[PointData],
-    rows: list[dict[str, Any]],
-    metrics: list[dict[str, Any]],
+    rows: list[PointRow],
+    metrics: list[MetricInfo],
     des: stats.Design,
-    effects: list[dict[str, Any]],
-    best: list[dict[str, Any]],
+    effects: list[EffectsOut],
+    best: list[BestPoint],
     partial_note: str | None,
 ) -> list[str]:
     out = [partial_note] if partial_note else []
     if not metrics:
         return [*out, "No run has results yet."]
     out.extend(_variance_sentences(rows, metrics))
-    by_key = {(e["flow"], e["metric"]): e for e in effects}
-    best_by = {(b["flow"], b["metric"]): b for b in best}
+    by_key = {(e.flow, e.metric): e for e in effects}
+    best_by = {(b.flow, b.metric): b for b in best}
     base_i = next((i for i, p in enumerate(points) if p.is_baseline), None)
-    for fid in dict.fromkeys(info["flow"] for info in metrics):
+    for fid in dict.fromkeys(info.flow for info in metrics):
         info = _primary(fid, metrics, rows)
-        m, unit, label = info["metric"], info["unit"], info["label"]
+        m, unit, label = info.metric, info.unit, info.label
         eff = by_key.get((fid, m))
-        if eff is not None and any(f["share"] is not None for f in eff["factors"]):
+        if eff is not None and any(f.share is not None for f in eff.factors):
             out.extend(_effect_sentences(fid, info, eff, des, points, rows, base_i))
-        elif eff is not None and eff["note"]:
-            out.append(f"No split of the variance in {fid}'s {label} yet: {eff['note']}.")
+        elif eff is not None and eff.note:
+            out.append(f"No split of the variance in {fid}'s {label} yet: {eff.note}.")
         b = best_by.get((fid, m))
         # A best among one: no comparison (a flow only one of the scenarios has).
-        having = sum(r["metrics"].get(fid, {}).get(m, {}).get("mean") is not None for r in rows)
+        having = sum(
+            (cell := r.metrics.get(fid, {}).get(m)) is not None and cell.mean is not None
+            for r in rows
+        )
         if b is not None and having > 1:
-            row = rows[[p.index for p in points].index(b["point_index"])]
-            delta = row["metrics"][fid][m]["delta"]
+            row = rows[[p.index for p in points].index(b.point_index)]
+            delta = row.metrics[fid][m].delta
             against = (
-                f", {_pct(delta['pct'])} against the baseline"
-                if delta and delta["pct"] is not None
+                f", {_pct(delta.pct)} against the baseline"
+                if delta and delta.pct is not None
                 else " (the baseline itself)"
-                if row["is_baseline"]
+                if row.is_baseline
                 else ""
             )
-            if b.get("ties"):
+            if b.ties:
                 out.append(_tie_sentence(fid, label, unit, b, points, against))
             else:
-                where = _params(b["parameters"]) or f"point {b['point_index']}"
+                where = _params(b.parameters) or f"point {b.point_index}"
                 out.append(
-                    f"The best {label} of {fid} is at {where}: {fmt(b['mean'], unit)}{against}."
+                    f"The best {label} of {fid} is at {where}: {fmt(b.mean, unit)}{against}."
                 )
         out.extend(_limit_sentences(fid, rows, base_i, b))
     return out
@@ -345,12 +344,12 @@ def _tie_sentence(
     fid: str,
     label: str,
     unit: str,
-    b: dict[str, Any],
+    b: BestPoint,
     points: Sequence[PointData],
     against: str,
 ) -> str:
     """Several points share the best mean: name them all (what differs between them)."""
-    tied = [p for p in points if p.index in set(b["ties"])]
+    tied = [p for p in points if p.index in set(b.ties)]
     paths = list(dict.fromkeys(k for p in tied for k in p.parameters))
     differ = [k for k in paths if len({stats.level_key(p.parameters.get(k)) for p in tied}) > 1]
     same = {k: tied[0].parameters.get(k) for k in paths if k not in differ}
@@ -365,24 +364,26 @@ def _tie_sentence(
         where = ", ".join(f"point {p.index}" for p in tied)
     also = f" (with {_params(same)})" if same else ""
     return (
-        f"The best {label} of {fid}, {fmt(b['mean'], unit)}{against}, is a tie between "
+        f"The best {label} of {fid}, {fmt(b.mean, unit)}{against}, is a tie between "
         f"{len(tied)} points: {where}{also}; any of them is as good."
     )
 
 
-def _variance_sentences(rows: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> list[str]:
+def _variance_sentences(rows: list[PointRow], metrics: list[MetricInfo]) -> list[str]:
     """Replications that all gave the same figures: say so, since their intervals then
     have zero width and tell nothing about uncertainty."""
     cells = [
-        row["metrics"][info["flow"]][info["metric"]]
+        cell
         for row in rows
         for info in metrics
-        if row["metrics"].get(info["flow"], {}).get(info["metric"])
+        if (cell := row.metrics.get(info.flow, {}).get(info.metric)) is not None
     ]
-    replicated = [c for c in cells if c["n"] >= 2 and c["sd"] is not None]
-    if not replicated or any(c["sd"] > 1e-12 * max(abs(c["mean"] or 0), 1) for c in replicated):
+    replicated = [c for c in cells if c.n >= 2 and c.sd is not None]
+    if not replicated or any(
+        c.sd is not None and c.sd > 1e-12 * max(abs(c.mean or 0), 1) for c in replicated
+    ):
         return []
-    n = sorted({c["n"] for c in replicated})
+    n = sorted({c.n for c in replicated})
     return [
         f"Every replication of a point gave identical results ({'/'.join(map(str, n))} "
         "seeds, sd 0): nothing in these scenarios depends on the seed (no random loss or "
@@ -390,12 +391,12 @@ def _variance_sentences(rows: list[dict[str, Any]], metrics: list[dict[str, Any]
     ]
 
 
-def _primary(fid: str, metrics: list[dict[str, Any]], rows: list[dict[str, Any]]) -> dict:
+def _primary(fid: str, metrics: list[MetricInfo], rows: list[PointRow]) -> MetricInfo:
     """Completion time when every replication of every point finished the transfer,
     otherwise goodput (or a UDP flow's throughput)."""
-    mine = {info["metric"]: info for info in metrics if info["flow"] == fid}
+    mine = {info.metric: info for info in metrics if info.flow == fid}
     if "completion_time" in mine and all(
-        r["metrics"][fid]["completion_time"]["n"] == r["succeeded"] for r in rows
+        r.metrics[fid]["completion_time"].n == r.succeeded for r in rows
     ):
         return mine["completion_time"]
     for m in ("goodput_bps", "throughput_bps"):
@@ -406,15 +407,15 @@ def _primary(fid: str, metrics: list[dict[str, Any]], rows: list[dict[str, Any]]
 
 def _effect_sentences(
     fid: str,
-    info: dict[str, Any],
-    eff: dict[str, Any],
+    info: MetricInfo,
+    eff: EffectsOut,
     des: stats.Design,
     points: Sequence[PointData],
-    rows: list[dict[str, Any]],
+    rows: list[PointRow],
     base_i: int | None,
 ) -> list[str]:
-    label, unit, m = info["label"], info["unit"], info["metric"]
-    shares = [f["share"] or 0.0 for f in eff["factors"]]
+    label, unit, m = info.label, info.unit, info.metric
+    shares = [f.share or 0.0 for f in eff.factors]
     ranked = sorted(range(len(des.factors)), key=lambda j: -shares[j])
     out = []
     for rank, j in enumerate(ranked[:3]):
@@ -423,12 +424,12 @@ def _effect_sentences(
         verb = "explains" if len(f.paths) == 1 else "explain"
         if rank == 0:
             lead = f"{name} {verb} {_share(shares[j])} of the variance in {fid}'s {label}"
-            if eff["basis"] == "sequential":
+            if eff.basis == "sequential":
                 lead = (
                     "The parameters do not cross as a full factorial, so each is credited "
                     f"with what it adds to those before it: {lead}"
                 )
-        elif eff["basis"] == "sequential":
+        elif eff.basis == "sequential":
             lead = f"{f.name} adds {_share(shares[j])}"
         else:
             lead = f"{name} {verb} {_share(shares[j])}"
@@ -443,10 +444,10 @@ def _effect_sentences(
             else f"The other {n} factors add {_share(others)} together."
         )
     rest = []
-    if eff["interaction_share"] is not None and len(des.factors) > 1:
-        rest.append(f"interactions {_share(eff['interaction_share'])}")
-    if eff["within_share"] is not None:
-        rest.append(f"replication noise {_share(eff['within_share'])}")
+    if eff.interaction_share is not None and len(des.factors) > 1:
+        rest.append(f"interactions {_share(eff.interaction_share)}")
+    if eff.within_share is not None:
+        rest.append(f"replication noise {_share(eff.within_share)}")
     if rest:
         out.append(f"The rest: {' and '.join(rest)}.")
     return out
@@ -459,7 +460,7 @@ def _change(
     unit: str,
     des: stats.Design,
     points: Sequence[PointData],
-    rows: list[dict[str, Any]],
+    rows: list[PointRow],
     base_i: int | None,
 ) -> str:
     """Moving factor j away from the baseline, everything else held at the baseline."""
@@ -467,7 +468,7 @@ def _change(
     if base_i is None:
         means: dict[int, list[float]] = {}
         for cell, row in zip(des.cells, rows, strict=True):
-            mean = row["metrics"][fid][m]["mean"]
+            mean = row.metrics[fid][m].mean
             if mean is not None:
                 means.setdefault(cell[j], []).append(mean)
         parts = [
@@ -476,15 +477,15 @@ def _change(
         ]
         return "; ".join(parts)
     base_cell = des.cells[base_i]
-    found = None
+    found: tuple[int, Delta] | None = None
     for i, cell in enumerate(des.cells):
         same_elsewhere = all(cell[k] == base_cell[k] for k in range(len(cell)) if k != j)
-        delta = rows[i]["metrics"][fid][m]["delta"]
+        delta = rows[i].metrics[fid][m].delta
         if (
             cell[j] != base_cell[j]
             and same_elsewhere
             and delta is not None
-            and (found is None or abs(delta["mean"]) > abs(found[1]["mean"]))
+            and (found is None or abs(delta.mean) > abs(found[1].mean))
         ):
             found = (i, delta)
     if found is None:
@@ -492,23 +493,23 @@ def _change(
     i, delta = found
     frm, to = factor.levels[base_cell[j]], factor.levels[des.cells[i][j]]
     moves = _move_words(factor.paths, frm, to)
-    base_mean = delta["baseline_mean"]
-    new_mean = base_mean + delta["mean"]
-    if delta["mean"] == 0:
+    base_mean = delta.baseline_mean
+    new_mean = base_mean + delta.mean
+    if delta.mean == 0:
         return f"{moves} leaves it at {fmt(base_mean, unit)}"
-    verb = "cuts" if delta["mean"] < 0 else "raises"
+    verb = "cuts" if delta.mean < 0 else "raises"
     text = f"{moves} {verb} it from {fmt(base_mean, unit)} to {fmt(new_mean, unit)}"
-    if delta["pct"] is None:
+    if delta.pct is None:
         return text
-    ci = delta["pct_ci95"]
-    if ci is not None and _same(ci["low"], ci["high"]):
-        return f"{text} ({_pct(delta['pct'])}, the same in every replication)"
-    if delta["pct_ci95"] is not None:
-        lo, hi = delta["pct_ci95"]["low"], delta["pct_ci95"]["high"]
+    ci = delta.pct_ci95
+    if ci is not None and _same(ci.low, ci.high):
+        return f"{text} ({_pct(delta.pct)}, the same in every replication)"
+    if ci is not None:
+        lo, hi = ci.low, ci.high
         sure = "" if lo > 0 or hi < 0 else "; the interval includes no change"
-        return f"{text} ({_pct(delta['pct'])}, 95% CI {_pct(lo)} to {_pct(hi)}{sure})"
-    why = "one replication" if delta["n"] <= 1 else "no interval"
-    return f"{text} ({_pct(delta['pct'])}; {why}, so no interval)"
+        return f"{text} ({_pct(delta.pct)}, 95% CI {_pct(lo)} to {_pct(hi)}{sure})"
+    why = "one replication" if delta.n <= 1 else "no interval"
+    return f"{text} ({_pct(delta.pct)}; {why}, so no interval)"
 
 
 def _level_words(level: Any) -> str:
@@ -524,30 +525,26 @@ def _move_words(paths: list[str], frm: Any, to: Any) -> str:
 
 
 def _limit_sentences(
-    fid: str, rows: list[dict[str, Any]], base_i: int | None, best: dict[str, Any] | None
+    fid: str, rows: list[PointRow], base_i: int | None, best: BestPoint | None
 ) -> list[str]:
     out = []
     at = rows[base_i] if base_i is not None else (rows[0] if len(rows) == 1 else None)
-    if at is not None and fid in at["limits"]:
-        lim = at["limits"][fid]
+    if at is not None and fid in at.limits:
+        lim = at.limits[fid]
         where = "At the baseline" if base_i is not None else "Here"
-        if at["parameters"] and base_i is not None:
-            where += f" ({_params(at['parameters'])})"
+        if at.parameters and base_i is not None:
+            where += f" ({_params(at.parameters)})"
         out.append(_limit_sentence(where, fid, lim))
-    if best is not None and at is not None and fid in at["limits"]:
-        row = next(r for r in rows if r["index"] == best["point_index"])
-        if (
-            row is not at
-            and fid in row["limits"]
-            and row["limits"][fid]["limit"] != at["limits"][fid]["limit"]
-        ):
-            out.append(_limit_sentence("At the best point", fid, row["limits"][fid]))
+    if best is not None and at is not None and fid in at.limits:
+        row = next(r for r in rows if r.index == best.point_index)
+        if row is not at and fid in row.limits and row.limits[fid].limit != at.limits[fid].limit:
+            out.append(_limit_sentence("At the best point", fid, row.limits[fid]))
     return out
 
 
-def _limit_sentence(where: str, fid: str, lim: dict[str, Any]) -> str:
-    limit = lim["limit"]
-    share = f"(diagnosis {limit} in {lim['count']} of {lim['of']} replications)"
+def _limit_sentence(where: str, fid: str, lim: LimitCount) -> str:
+    limit = lim.limit
+    share = f"(diagnosis {limit} in {lim.count} of {lim.of} replications)"
     if limit == "incomplete":
         return f"{where}, {fid} does not complete, so no limit is diagnosed {share}."
     return f"{where}, {LIMITS.get(limit, limit)} is what limits {fid} {share}."

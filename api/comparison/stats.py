@@ -17,7 +17,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import orjson
@@ -177,7 +177,7 @@ def _level(point: Mapping[str, Any], paths: Sequence[str]) -> Any:
 class Effects:
     # "replications": every observation, orthogonal main effects; "point_means": one mean
     # per point (unequal replications); "sequential": every observation, sequential SS.
-    basis: str
+    basis: Literal["replications", "point_means", "sequential"]
     shares: list[float | None]  # per factor, in the design's order; None: no variation
     interaction: float | None  # between-point variance the main effects leave
     within: float | None  # replication noise (null without replications)
@@ -198,6 +198,7 @@ def main_effects(des: Design, values: Sequence[Sequence[float]]) -> Effects | No
     full = math.prod(len(f.levels) for f in des.factors)
     sizes = {len(v) for v in cells.values()}
     note = None
+    basis: Literal["replications", "point_means", "sequential"]
     obs: dict[tuple[int, ...], list[float]]
     if des.factorial and (len(des.factors) == 1 or len(cells) == full):
         if len(des.factors) == 1 or len(sizes) == 1:

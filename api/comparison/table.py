@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from fastapi import Query, Request
+from fastapi import Query, Request, Response
 
 from api import csv_text
+from api.comparison.schemas import SummaryTable
+from api.responses import OrjsonResponse
 
 TableFormat = Annotated[
     Literal["json", "csv", "records"] | None,
@@ -26,6 +28,35 @@ POINT_COLUMNS: list[tuple[str, str | None]] = [
     ("runs", "count"),
     ("succeeded", "count"),
 ]
+
+
+def responses(document: Any, what: str) -> dict[str, Any]:
+    """The OpenAPI entry of a 200 that is `document`, or the table as records or CSV."""
+    return {
+        "model": document | SummaryTable,
+        "description": f"{what}; with `format=records` the same figures as a table "
+        "(`SummaryTable`); with `format=csv` or `Accept: text/csv` that table as CSV",
+        "content": {"text/csv": {"schema": {"type": "string"}}},
+    }
+
+
+def respond(
+    body: dict[str, Any],
+    shape: str,
+    headers: dict[str, str] | None,
+    si_parameters: Mapping[int, Mapping[str, Any]] | None = None,
+) -> Response:
+    """The comparison `body` as the client wants it (`wants`): the document, or the table."""
+    if shape == "json":
+        return OrjsonResponse(body, headers=headers)
+    found = build(body, si_parameters)
+    if shape == "csv":
+        return Response(
+            to_csv(found),
+            media_type="text/csv; charset=utf-8",
+            headers={**(headers or {}), "Vary": "Accept"},
+        )
+    return OrjsonResponse(found, headers=headers)
 
 
 def wants(request: Request, fmt: str | None) -> str:

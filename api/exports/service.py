@@ -153,7 +153,7 @@ def gather_sweep(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
         request=_sweep_request(sweep.spec, sweeps.paths_of(sweep)),
         parameters=sweeps.paths_of(sweep),
         runs=out,
-        summary=sweeps.summary(session, sweep),
+        summary=sweeps.summary(session, sweep).model_dump(),
     )
 
 

@@ -9,8 +9,9 @@ import numpy as np
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
+from api.cache import DocumentCache
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
+from api.deps import CacheDep, Db, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
 from api.series import service
@@ -58,7 +59,8 @@ CSV_RESPONSE = {"content": {"text/csv": {"schema": {"type": "string"}}}}
 DATA_ERRORS = problem_responses(404, 409, 422)
 
 
-def _max_points(settings: Settings, requested: int | None) -> int:
+def max_points_within(settings: Settings, requested: int | None) -> int:
+    """The points asked for (or the default), a 422 past the server's limit."""
     value = requested or settings.series_max_points
     if value > settings.series_max_points_limit:
         raise Unprocessable(
@@ -89,6 +91,36 @@ def _origin_ms(run: Run, axis: str) -> float | None:
 
 def _on_axis(t: Any, origin_ms: float | None) -> Any:
     return t if origin_ms is None else np.round(t * 1000.0 + origin_ms, 3)
+
+
+async def _windows(
+    request: Request,
+    db: Db,
+    cache: DocumentCache,
+    tenant_id: uuid.UUID,
+    run_id: uuid.UUID,
+    names: list[str],
+    *,
+    settings: Settings,
+    max_points: int | None,
+    start: float | None,
+    end: float | None,
+    agg: str | None,
+    loc: list[str | int],
+) -> Response | tuple[Run, str, list[service.Window]]:
+    """The series' windows with the run and its ETag; or the answer already known: the
+    document cache's copy, or a 304."""
+    limit = max_points_within(settings, max_points)
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
+    run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
+    etag = etag_for(request, run.result_run_id, limit)
+    if (cached := not_modified(request, etag)) is not None:
+        return cached
+    windows = await db.read(
+        service.load, run, names, start=start, end=end, max_points=limit, loc=loc, agg=agg
+    )
+    return run, etag, windows
 
 
 def _respond(request: Request, etag: str, csv: bool, json_body: Any, csv_columns: Any) -> Response:
@@ -143,23 +175,23 @@ async def get_series(
     (cwnd, queue…) by MinMaxLTTB, keeping its peaks; `agg` chooses. A rate point at `t` is
     the mean rate over the interval ending at `t`. JSON `{t, v}`, or CSV with
     `Accept: text/csv`."""
-    limit = _max_points(settings, max_points)
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
-    run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
-    etag = etag_for(request, run.result_run_id, limit)
-    if (cached := not_modified(request, etag)) is not None:
-        return cached
-    (w,) = await db.read(
-        service.load,
-        run,
+    found = await _windows(
+        request,
+        db,
+        cache,
+        tenant_id,
+        run_id,
         [key],
+        settings=settings,
+        max_points=max_points,
         start=start,
         end=end,
-        max_points=limit,
-        loc=["path", "key"],
         agg=agg,
+        loc=["path", "key"],
     )
+    if isinstance(found, Response):
+        return found
+    run, etag, (w,) = found
     body = {
         "key": w.key,
         "unit": w.unit,
@@ -205,23 +237,23 @@ async def get_series_frame(
         raise Unprocessable(
             "no series keys given", errors=[field_error(["query", "keys"], "empty")]
         )
-    limit = _max_points(settings, max_points)
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
-    run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
-    etag = etag_for(request, run.result_run_id, limit)
-    if (cached := not_modified(request, etag)) is not None:
-        return cached
-    windows = await db.read(
-        service.load,
-        run,
+    found = await _windows(
+        request,
+        db,
+        cache,
+        tenant_id,
+        run_id,
         names,
+        settings=settings,
+        max_points=max_points,
         start=start,
         end=end,
-        max_points=limit,
-        loc=["query", "keys"],
         agg=agg,
+        loc=["query", "keys"],
     )
+    if isinstance(found, Response):
+        return found
+    run, etag, windows = found
     columns = service.frame(windows, shape)
     columns["t"] = _on_axis(columns["t"], _origin_ms(run, time_axis))
     body = {

@@ -10,7 +10,16 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from api.deps import DbDep, SettingsDep, TenantDep
 from api.responses import problem_responses
 from api.streams import service
-from api.streams.sse import MEDIA_TYPE, EventStreamResponse, StreamSlots, events, last_event_id
+from api.streams.sse import (
+    MEDIA_TYPE,
+    Event,
+    EventStreamResponse,
+    Look,
+    StreamSlots,
+    events,
+    last_event_id,
+)
+from settings import Settings
 
 router = APIRouter(tags=["streams"])
 
@@ -79,7 +88,17 @@ SWEEP_EXAMPLE = (
 )
 
 
-def _stream(request: Request, settings: Any, look: Any, after: int) -> Response:
+async def _stream(
+    request: Request,
+    settings: Settings,
+    look: Look,
+    header: str | None,
+    query: int | None,
+) -> Response:
+    """The stream of what `look` reads, resumed after the client's last event id; a 404
+    (or other error) from the first look is answered before the stream opens."""
+    after = last_event_id(header, query)
+    await look()
     state = request.app.state
     slots: StreamSlots = state.stream_slots
     slots.take()
@@ -113,13 +132,11 @@ async def stream_run(
     last_event_id_query: LastEventIdQuery = None,
 ) -> Response:
     """A run's progress and status changes as Server-Sent Events, until it finishes."""
-    after = last_event_id(last_event_id_header, last_event_id_query)
 
-    async def look() -> Any:
+    async def look() -> tuple[list[Event], bool]:
         return await db.read(service.run_events, run_id, tenant_id=tenant_id)
 
-    await look()  # a 404 before the stream opens
-    return _stream(request, settings, look, after)
+    return await _stream(request, settings, look, last_event_id_header, last_event_id_query)
 
 
 @router.get(
@@ -142,10 +159,8 @@ async def stream_sweep(
     last_event_id_query: LastEventIdQuery = None,
 ) -> Response:
     """A sweep's progress (fraction, counts, ETA) and each run's end, until the sweep ends."""
-    after = last_event_id(last_event_id_header, last_event_id_query)
 
-    async def look() -> Any:
+    async def look() -> tuple[list[Event], bool]:
         return await db.read(service.sweep_events, sweep_id, tenant_id=tenant_id, settings=settings)
 
-    await look()  # a 404 before the stream opens
-    return _stream(request, settings, look, after)
+    return await _stream(request, settings, look, last_event_id_header, last_event_id_query)

@@ -145,16 +145,16 @@ def sweep_events(
         )
     out.append(
         Event(
-            step * STEP + 1 + _permille(item["progress"]["fraction"]),
+            step * STEP + 1 + _permille(item.progress.fraction),
             "progress",
-            {"sweep_id": str(sweep.id), "status": item["status"], **item["progress"]},
+            {"sweep_id": str(sweep.id), "status": item.status, **item.progress.model_dump()},
         )
     )
     # Finished by the runs' own states, not by counting history rows: a stream ends even
     # over runs older than the history table.
-    finished = item["status"] not in ("queued", "running")
+    finished = item.status not in ("queued", "running")
     if finished:
-        out.append(Event(step * STEP + DONE, "done", item))
+        out.append(Event(step * STEP + DONE, "done", item.model_dump()))
     return out, finished
 
 

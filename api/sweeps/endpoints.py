@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session
 
 from api.cache import DocumentCache
 from api.comparison import table
-from api.comparison.schemas import SummaryTable
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
 from api.deps import CacheDep, CeleryDep, Db, DbDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
@@ -82,7 +81,7 @@ async def submit(
             study_preset=study_preset,
             measured=measured,
         )
-        return OrjsonResponse(SweepPlan.model_validate(plan).model_dump(mode="json"))
+        return OrjsonResponse(plan.model_dump(mode="json"))
     sweep, created, to_send, warnings = await db(
         service.create,
         tenant_id=tenant_id,
@@ -93,20 +92,20 @@ async def submit(
     )
     await enqueue(db, celery, to_send)
     out = await db(_detail, sweep.id, settings)
-    out["warnings"] = warnings if created else None
+    out.warnings = warnings if created else None
     code = status.HTTP_202_ACCEPTED
     if not created:
         code = status.HTTP_200_OK
-    elif out["cache_hits"] == out["run_count"]:
+    elif out.cache_hits == out.run_count:
         code = status.HTTP_201_CREATED
     return OrjsonResponse(
-        SweepOut.model_validate(out).model_dump(mode="json"),
+        out.model_dump(mode="json"),
         status_code=code,
         headers={"Location": f"/v1/sweeps/{sweep.id}"},
     )
 
 
-def _detail(session: Session, sweep_id: uuid.UUID, settings: Settings) -> dict[str, Any]:
+def _detail(session: Session, sweep_id: uuid.UUID, settings: Settings) -> SweepOut:
     sweep = SweepRepository(session).get(sweep_id)
     assert sweep is not None
     return service.detail(session, sweep, settings)
@@ -154,15 +153,15 @@ async def list_sweeps(
 ) -> Response:
     """Sweeps, newest first."""
 
-    def query(session: Session) -> dict[str, Any]:
+    def query(session: Session) -> Page[SweepListItem]:
         result = SweepRepository(session).list(
             tenant_id=tenant_id, cursor=page.cursor, limit=page.limit
         )
         items = [service.item(session, s, settings) for s in result.items]
-        return {"items": items, "next_cursor": result.next_cursor}
+        return Page[SweepListItem](items=items, next_cursor=result.next_cursor)
 
     page_ = await db(query)
-    return OrjsonResponse(Page[SweepListItem].model_validate(page_).model_dump(mode="json"))
+    return OrjsonResponse(page_.model_dump(mode="json"))
 
 
 async def _conditional(
@@ -171,8 +170,7 @@ async def _conditional(
     request: Request,
     sweep_id: uuid.UUID,
     tenant_id: uuid.UUID,
-    render: Callable[[Session, Sweep], dict[str, Any]],
-    model: type[BaseModel],
+    render: Callable[[Session, Sweep], BaseModel],
     shape: str = "json",
 ) -> Response:
     """A sweep document, with a 304 or an ETag once the sweep has finished (and then kept
@@ -180,33 +178,24 @@ async def _conditional(
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
 
-    def query(session: Session) -> tuple[str | None, dict[str, Any] | None]:
+    def query(
+        session: Session,
+    ) -> tuple[str | None, BaseModel | None, dict[int, dict[str, Any]] | None]:
         sweep = service.get(session, sweep_id, tenant_id=tenant_id)
         tag = service.finished_tag(session, sweep)
         etag = etag_for(request, *tag) if tag is not None else None
         if etag is not None and not_modified(request, etag) is not None:
-            return etag, None
-        return etag, render(session, sweep)
+            return etag, None, None
+        # The table's parameter columns are in base units, read from the runs' scenarios.
+        si = service.si_parameters(session, sweep) if shape != "json" else None
+        return etag, render(session, sweep), si
 
-    etag, doc = await db(query)
+    etag, doc, si = await db(query)
     if doc is None:
         assert etag is not None
         return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
     headers = {"ETag": etag, **CACHE_HEADERS} if etag is not None else None
-    si = doc.pop("si_parameters", None)
-    out = model.model_validate(doc).model_dump(mode="json")
-    if shape == "json":
-        response: Response = OrjsonResponse(out, headers=headers)
-    else:
-        found = table.build(out, si)
-        if shape == "csv":
-            response = Response(
-                table.to_csv(found),
-                media_type="text/csv; charset=utf-8",
-                headers={**(headers or {}), "Vary": "Accept"},
-            )
-        else:
-            response = OrjsonResponse(found, headers=headers)
+    response = table.respond(doc.model_dump(mode="json"), shape, headers, si)
     return cache.store(request, tenant_id, response)
 
 
@@ -235,7 +224,6 @@ async def get_sweep(
         sweep_id,
         tenant_id,
         lambda session, sweep: service.detail(session, sweep, settings),
-        SweepOut,
     )
 
 
@@ -299,15 +287,13 @@ async def cancel_sweep(
     """Cancel the queued runs at once and ask the workers to stop the running ones.
     Idempotent; the runs that finished keep their results."""
 
-    def cancel(session: Session) -> dict[str, Any]:
+    def cancel(session: Session) -> SweepOut:
         sweep = service.get(session, sweep_id, tenant_id=tenant_id)
         service.cancel(session, sweep)
         return service.detail(session, sweep, settings)
 
     out = await db(cancel)
-    return OrjsonResponse(
-        SweepOut.model_validate(out).model_dump(mode="json"), status_code=status.HTTP_202_ACCEPTED
-    )
+    return OrjsonResponse(out.model_dump(mode="json"), status_code=status.HTTP_202_ACCEPTED)
 
 
 @router.get(
@@ -315,12 +301,7 @@ async def cancel_sweep(
     operation_id="get_sweep_summary",
     response_model=None,
     responses={
-        200: {
-            "model": SweepSummary | SummaryTable,
-            "description": "The summary; with `format=records` the same figures as a table "
-            "(`SummaryTable`); with `format=csv` or `Accept: text/csv` that table as CSV",
-            "content": {"text/csv": {"schema": {"type": "string"}}},
-        },
+        200: table.responses(SweepSummary, "The summary"),
         304: {"description": "Not modified (finished sweeps carry an ETag)"},
         **problem_responses(404, 422),
     },
@@ -340,13 +321,7 @@ async def get_sweep_summary(
     point and flow, a column per parameter (in base units) and per metric statistic."""
     shape = table.wants(request, format)
 
-    def render(session: Session, sweep: Sweep) -> dict[str, Any]:
-        doc = service.summary(session, sweep)
-        if shape != "json":
-            doc["si_parameters"] = service.si_parameters(session, sweep)
-        return doc
-
-    return await _conditional(db, cache, request, sweep_id, tenant_id, render, SweepSummary, shape)
+    return await _conditional(db, cache, request, sweep_id, tenant_id, service.summary, shape)
 
 
 @preset_router.post(

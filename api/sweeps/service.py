@@ -20,7 +20,19 @@ from api.limits import reserve_runs
 from api.runs.service import scenario_document
 from api.sweeps import speed
 from api.sweeps.plan import fingerprint, plan, warnings
-from api.sweeps.schemas import SweepCreate, SweepStatus
+from api.sweeps.schemas import (
+    RunCounts,
+    SweepCreate,
+    SweepEstimate,
+    SweepLinks,
+    SweepListItem,
+    SweepOut,
+    SweepPlan,
+    SweepPoint,
+    SweepProgress,
+    SweepStatus,
+    SweepSummary,
+)
 from settings import Settings
 from store.models import Run, RunStatus, Sweep
 from store.sweeps import Progress, SweepRepository
@@ -191,7 +203,7 @@ def status_of(progress: Progress, total: int) -> SweepStatus:
 
 def progress_of(
     sweep: Sweep, progress: Progress, settings: Settings, measured: speed.Speed | None = None
-) -> dict[str, Any]:
+) -> SweepProgress:
     c = progress.counts
     finished = c[RunStatus.succeeded] + c[RunStatus.failed] + c[RunStatus.cancelled]
     total = max(sweep.run_count, 1)
@@ -212,26 +224,23 @@ def progress_of(
             runs = max(0, math.ceil(remaining))
             _, eta = speed.wall_seconds(int(per_run * remaining), runs, workers, measured)
             method = "estimate"
-    return {
-        "counts": {s.value: c[s] for s in RunStatus},
-        "finished": finished,
-        "fraction": fraction,
-        "eta_seconds": None if eta is None else round(max(eta, 0.0), 3),
-        "eta_method": method,
-    }
+    return SweepProgress(
+        counts=RunCounts(**{s.value: c[s] for s in RunStatus}),
+        finished=finished,
+        fraction=fraction,
+        eta_seconds=None if eta is None else round(max(eta, 0.0), 3),
+        eta_method=method,
+    )
 
 
-def links(sweep_id: uuid.UUID) -> dict[str, str]:
+def links(sweep_id: uuid.UUID) -> SweepLinks:
     base = f"/v1/sweeps/{sweep_id}"
-    return {
-        "self": base,
-        "runs": f"{base}/runs",
-        "summary": f"{base}/summary",
-        "cancel": f"{base}/cancel",
-    }
+    return SweepLinks(
+        self=base, runs=f"{base}/runs", summary=f"{base}/summary", cancel=f"{base}/cancel"
+    )
 
 
-def item(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
+def _item_fields(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
     progress = SweepRepository(session).progress(sweep.id)
     return dict(
         id=sweep.id,
@@ -254,10 +263,14 @@ def item(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
     )
 
 
-def detail(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
+def item(session: Session, sweep: Sweep, settings: Settings) -> SweepListItem:
+    return SweepListItem(**_item_fields(session, sweep, settings))
+
+
+def detail(session: Session, sweep: Sweep, settings: Settings) -> SweepOut:
     spec = sweep.spec
-    return dict(
-        item(session, sweep, settings),
+    return SweepOut(
+        **_item_fields(session, sweep, settings),
         mode=spec.get("mode", "grid"),
         replications=len(sweep.seeds),
         seeds=sweep.seeds,
@@ -279,14 +292,14 @@ def _ordered(p: dict[str, Any]) -> dict[str, Any]:
     return {k: values[k] for k in p.get("order", values) if k in values}
 
 
-def _point_out(p: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "index": p["index"],
-        "parameters": _ordered(p),
-        "is_baseline": p["is_baseline"],
-        "scenario_hash": p["scenario_hash"],
-        "est_events": p.get("est_events", 0),
-    }
+def _point_out(p: dict[str, Any]) -> SweepPoint:
+    return SweepPoint(
+        index=p["index"],
+        parameters=_ordered(p),
+        is_baseline=p["is_baseline"],
+        scenario_hash=p["scenario_hash"],
+        est_events=p.get("est_events", 0),
+    )
 
 
 def dry_run(
@@ -297,7 +310,7 @@ def dry_run(
     settings: Settings,
     study_preset: str | None = None,
     measured: speed.Speed | None = None,
-) -> dict[str, Any]:
+) -> SweepPlan:
     """What the sweep would run and cost; nothing is created or sent. `measured`: the
     engine's speed when the caller has it (`speed.probe`), else from the last runs."""
     p = plan(session, tenant_id=tenant_id, body=body, settings=settings, study_preset=study_preset)
@@ -310,38 +323,38 @@ def dry_run(
     workers = max(settings.worker_concurrency, 1)
     measured = measured or speed.speed(session, settings)
     cpu, wall = speed.wall_seconds(events, p.run_count - cached, workers, measured)
-    return {
-        "warnings": warnings(p),
-        "point_count": len(p.points),
-        "replications": len(p.seeds),
-        "seeds": p.seeds,
-        "baseline_index": p.baseline_index,
-        "estimate": {
-            "runs": p.run_count,
-            "cached": cached,
-            "to_simulate": p.run_count - cached,
-            "events": events,
-            "packets": packets,
-            "cpu_seconds": cpu,
-            "wall_seconds": wall,
-            "workers": workers,
-            "events_per_second": measured.events_per_second,
-            "run_overhead_events": measured.run_overhead_events,
-            "run_overhead_seconds": measured.run_overhead_seconds,
-            "speed_basis": measured.basis,
-            "speed_runs": measured.runs,
-        },
-        "points": [
-            {
-                "index": pt.index,
-                "parameters": pt.parameters,
-                "is_baseline": pt.is_baseline,
-                "scenario_hash": pt.scenario.scenario_hash(),
-                "est_events": int(est["events"]),
-            }
+    return SweepPlan(
+        warnings=warnings(p),
+        point_count=len(p.points),
+        replications=len(p.seeds),
+        seeds=p.seeds,
+        baseline_index=p.baseline_index,
+        estimate=SweepEstimate(
+            runs=p.run_count,
+            cached=cached,
+            to_simulate=p.run_count - cached,
+            events=events,
+            packets=packets,
+            cpu_seconds=cpu,
+            wall_seconds=wall,
+            workers=workers,
+            events_per_second=measured.events_per_second,
+            run_overhead_events=measured.run_overhead_events,
+            run_overhead_seconds=measured.run_overhead_seconds,
+            speed_basis=measured.basis,
+            speed_runs=measured.runs,
+        ),
+        points=[
+            SweepPoint(
+                index=pt.index,
+                parameters=pt.parameters,
+                is_baseline=pt.is_baseline,
+                scenario_hash=pt.scenario.scenario_hash(),
+                est_events=int(est["events"]),
+            )
             for pt, est in zip(p.points, p.estimates, strict=True)
         ],
-    }
+    )
 
 
 def cancel(session: Session, sweep: Sweep) -> None:
@@ -352,7 +365,7 @@ def cancel(session: Session, sweep: Sweep) -> None:
     session.refresh(sweep)
 
 
-def summary(session: Session, sweep: Sweep) -> dict[str, Any]:
+def summary(session: Session, sweep: Sweep) -> SweepSummary:
     repo = SweepRepository(session)
     runs = repo.runs(sweep.id)
     done = [r for r in runs if r.status is RunStatus.succeeded]
@@ -383,16 +396,16 @@ def summary(session: Session, sweep: Sweep) -> dict[str, Any]:
             f"Only {len(done)} of {len(runs)} runs succeeded (the others failed or were "
             "cancelled): the figures are over those."
         )
-    body = report.build(points, paths_of(sweep), partial_note=note)
+    comparison = report.build(points, paths_of(sweep), partial_note=note)
     progress = repo.progress(sweep.id)
-    body.update(
+    return SweepSummary(
+        **dict(comparison),
         sweep_id=sweep.id,
         status=status_of(progress, sweep.run_count),
         partial=finished < len(runs),
         finished=finished,
         run_count=sweep.run_count,
     )
-    return body
 
 
 def si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:

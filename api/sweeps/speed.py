@@ -20,6 +20,7 @@ import copy
 import threading
 import time
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
@@ -42,7 +43,7 @@ ENGINE_SETUP_SECONDS = 0.04
 class Speed:
     events_per_second: float
     run_overhead_events: int
-    basis: str  # "measured" | "probe" | "setting"
+    basis: Literal["measured", "probe", "setting"]
     runs: int  # the runs measured (0 otherwise)
 
     @property
