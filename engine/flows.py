@@ -15,6 +15,7 @@ from engine.kernel import Call
 from engine.net import stream
 from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet, Path
 from engine.recorder import DelayStats, TcpProbe
+from engine.result import TcpFlowSummary, UdpFlowSummary
 from engine.tcp.cc import congestion_ops
 from engine.tcp.receiver import TcpReceiver, advertised_window
 from engine.tcp.recovery import recovery_for
@@ -169,7 +170,7 @@ class TcpFlow(Flow):
 
     # --- summary ---------------------------------------------------------------------
 
-    def summary(self, end: float) -> dict[str, Any]:
+    def summary(self, end: float) -> TcpFlowSummary:
         s = self.sender
         completed = self.total is not None and self.delivered_bytes >= self.total
         done_at = self.done_at if completed else None
@@ -201,7 +202,7 @@ class TcpFlow(Flow):
         out.update(self.delays.summary())
         out["cwnd_max"] = self.probe.cwnd_max
         out["cwnd_mean"] = self.probe.cwnd_mean(done_at if done_at is not None else end)
-        return out
+        return TcpFlowSummary.model_validate(out)
 
 
 class UdpFlow(Flow):
@@ -266,22 +267,24 @@ class UdpFlow(Flow):
         if self.sending_done:
             self._settle()
 
-    def summary(self, end: float) -> dict[str, Any]:
+    def summary(self, end: float) -> UdpFlowSummary:
         active = self.active_time(end)
         lost = self.data_dropped
         base = self.arrived + lost
         d = self.delays.summary()
-        return {
-            "kind": "udp",
-            "packets_sent": self.sent,
-            "packets_received": self.arrived,
-            "packets_dropped": lost,
-            "pdr": self.arrived / base if base else None,
-            "plr": lost / base if base else None,
-            "throughput_bps": self.received_bytes * 8 / active if active > 0 else 0.0,
-            "delay_mean": d["delay_mean"],
-            "delay_p50": d["delay_p50"],
-            "delay_p95": d["delay_p95"],
-            "delay_p99": d["delay_p99"],
-            "jitter": d["jitter"],
-        }
+        return UdpFlowSummary.model_validate(
+            {
+                "kind": "udp",
+                "packets_sent": self.sent,
+                "packets_received": self.arrived,
+                "packets_dropped": lost,
+                "pdr": self.arrived / base if base else None,
+                "plr": lost / base if base else None,
+                "throughput_bps": self.received_bytes * 8 / active if active > 0 else 0.0,
+                "delay_mean": d["delay_mean"],
+                "delay_p50": d["delay_p50"],
+                "delay_p95": d["delay_p95"],
+                "delay_p99": d["delay_p99"],
+                "jitter": d["jitter"],
+            }
+        )

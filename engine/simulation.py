@@ -24,7 +24,14 @@ from engine.kernel import SLICES
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.packet import Path
 from engine.recorder import LinkProbe, RateSampler, Trace
-from engine.result import CaptureSummary, LinkSummary, Result, Series, TcpFlowSummary
+from engine.result import (
+    CaptureSummary,
+    LinkSummary,
+    Result,
+    Series,
+    TcpFlowSummary,
+    UdpFlowSummary,
+)
 from engine.scenario import Scenario
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
@@ -163,7 +170,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     env = net.env
     end = env.now
     net.sampler.flush()
-    flows: dict[str, Any] = {f.id: f.summary(end) for f in net.flows}  # Result validates them
+    flows: dict[str, TcpFlowSummary | UdpFlowSummary] = {f.id: f.summary(end) for f in net.flows}
     links: dict[str, LinkSummary] = {}
     series: dict[str, Series] = {}
     for port in net.ports.values():
