@@ -152,8 +152,9 @@ class TcpFlow(Flow):
     def data_received(self, pkt: Packet) -> None:
         now = self.env.now
         self.arrived += 1
-        self.delays.add(now - pkt.sent_at)
-        self.probe.delay.sample(now, now - pkt.sent_at)
+        delay = now - pkt.sent_at
+        self.delays.add(delay)
+        self.probe.delay.sample(now, delay)
 
     def delivered(self, rcv_nxt: int) -> None:
         self.delivered_bytes = rcv_nxt

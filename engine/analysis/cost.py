@@ -15,6 +15,7 @@ from engine.kernel import SLICES
 from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Link, Scenario, TcpBulkFlow
+from engine.scenario.common import PCAP_FILE_HEADER, PCAP_RECORD_HEADER
 
 Links = dict[str, Link]
 Routes = dict[str, list[routing.Hop]]  # flow id -> its hops
@@ -30,7 +31,6 @@ Routes = dict[str, list[routing.Hop]]  # flow id -> its hops
 
 GENTLE = frozenset({"sack", "cubic", "vegas"})
 TIMER_EVERY = 4  # one retransmission or delayed-ACK timer event per this many segments
-PCAP_FILE_HEADER, PCAP_RECORD_HEADER = 24, 16
 MOST = 10**18  # counts are capped here, so absurd scenarios give a number, not an overflow
 
 

@@ -37,6 +37,7 @@ MAX_CAPTURE_PACKETS = 100_000
 MAX_CAPTURE_TOTAL = 200_000
 MAX_CAPTURE_BYTES = 64 * 2**20
 MAX_CAPTURES = 16
+PCAP_FILE_HEADER = 24  # libpcap's file header (engine.capture writes both)
 PCAP_RECORD_HEADER = 16  # libpcap's per-packet header
 
 

@@ -406,21 +406,21 @@ class TcpSender:
             self.rwnd = pkt.wnd
         if rate is not None:
             self._cong_control(
-                pkt, st.snd_una - una, self.dup_acks_total != dup_acks, prior_in_flight
+                rate, pkt, st.snd_una - una, self.dup_acks_total != dup_acks, prior_in_flight
             )
         self.try_send()
         if self.probe is not None:
             self.probe.on_state(self)
 
-    def _cong_control(self, pkt: Packet, acked: int, dupack: bool, prior_in_flight: int) -> None:
+    def _cong_control(
+        self, rate: DeliveryRate, pkt: Packet, acked: int, dupack: bool, prior_in_flight: int
+    ) -> None:
         """A rate-based strategy sets cwnd from the ACK's delivery-rate sample, after the
         recovery strategy (whose window changes it overrides), as Linux's cong_control.
         Its cwnd counts bytes in flight; the sender's window test counts from snd_una
         (or, in an RFC 6675 recovery, the pipe), so what is known delivered out of order
         is added back."""
         st = self.st
-        rate = self.rate
-        assert rate is not None
         rs = rate.on_ack(
             pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una, prior_in_flight
         )

@@ -44,14 +44,11 @@ const tcpfr = (() => {
     }
   }
 
-  async function api(path, { method = "GET", body, headers = {} } = {}) {
+  // fetch() with the tab's key; on a 401 the key is asked for and the request sent again.
+  // Any other error status is an ApiError carrying the problem document.
+  async function fetchWithKey(path, init = {}) {
     for (;;) {
-      const init = { method, headers: { Accept: "application/json", ...authHeaders(), ...headers } };
-      if (body !== undefined) {
-        init.headers["Content-Type"] = "application/json";
-        init.body = JSON.stringify(body);
-      }
-      const resp = await fetch(path, init);
+      const resp = await fetch(path, { ...init, headers: { ...authHeaders(), ...init.headers } });
       if (resp.status === 401) {
         const problem = await resp.json().catch(() => null);
         sessionStorage.removeItem(KEY);
@@ -59,29 +56,30 @@ const tcpfr = (() => {
         continue;
       }
       if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
-      return resp.status === 204 ? null : resp.json();
+      return resp;
     }
+  }
+
+  async function api(path, { method = "GET", body, headers = {} } = {}) {
+    const init = { method, headers: { Accept: "application/json", ...headers } };
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    const resp = await fetchWithKey(path, init);
+    return resp.status === 204 ? null : resp.json();
   }
 
   // A file from the API saved by the browser: fetched with the key (a plain link could not
   // send it), then handed to the browser's download as `filename`.
   async function download(path, filename) {
-    for (;;) {
-      const resp = await fetch(path, { headers: authHeaders() });
-      if (resp.status === 401) {
-        sessionStorage.removeItem(KEY);
-        await askKey();
-        continue;
-      }
-      if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
-      const url = URL.createObjectURL(await resp.blob());
-      const a = Object.assign(document.createElement("a"), { href: url, download: filename });
-      document.body.appendChild(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60_000);
-      return;
-    }
+    const resp = await fetchWithKey(path);
+    const url = URL.createObjectURL(await resp.blob());
+    const a = Object.assign(document.createElement("a"), { href: url, download: filename });
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60_000);
   }
 
   // Server-Sent Events over fetch (EventSource cannot send the Authorization header):
