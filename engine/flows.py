@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from engine.kernel import Call
+from engine.kernel import Kernel, Later
 from engine.net import stream
 from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet, Path
 from engine.recorder import DelayStats, TcpProbe
@@ -22,7 +22,6 @@ from engine.tcp.recovery import recovery_for
 from engine.tcp.sender import TcpSender
 
 if TYPE_CHECKING:
-    from simpy import Environment
     from simpy.events import Event
 
     from engine.scenario import TcpBulkFlow, UdpCbrFlow
@@ -47,7 +46,7 @@ class Flow:
 
     def __init__(
         self,
-        env: Environment,
+        env: Kernel,
         spec: TcpBulkFlow | UdpCbrFlow,
         seed: int,
         on_done: Callable[[Flow], None],
@@ -102,7 +101,7 @@ class TcpFlow(Flow):
 
     def __init__(
         self,
-        env: Environment,
+        env: Kernel,
         spec: TcpBulkFlow,
         seed: int,
         fwd: Path,
@@ -135,9 +134,9 @@ class TcpFlow(Flow):
         return self.total is not None or self.stop_at is not None
 
     def schedule(self) -> None:
-        Call(self.env, self.start, self._open, None)
+        Later(self.env, self.start, self._open, None)
         if self.stop_at is not None:
-            Call(self.env, self.stop_at, self._stop, None)
+            Later(self.env, self.stop_at, self._stop, None)
 
     def _open(self, _: None) -> None:
         self.probe.start(self.sender)
@@ -211,7 +210,7 @@ class UdpFlow(Flow):
 
     def __init__(
         self,
-        env: Environment,
+        env: Kernel,
         spec: UdpCbrFlow,
         seed: int,
         fwd: Path,

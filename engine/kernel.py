@@ -1,7 +1,7 @@
 """The scheduling primitives the engine builds on: a bare SimPy event that calls one
 function with one value, a line of such deliveries that fall due in order (a link's
-packets: one event per packet per hop, one queue entry per link), and a lazily re-armed
-timer.
+packets: one event per packet per hop, one queue entry per link), a second heap for the
+events due well ahead (timers, flow starts and stops), and a lazily re-armed timer.
 
 SimPy cannot cancel a scheduled event. A TCP retransmission timer restarted on every ACK
 would otherwise leave one dead event per ACK in the heap; `Timer` instead keeps at most
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from heapq import heappush
+from heapq import heappop, heappush
 from typing import Any
 
 from simpy import Environment
@@ -101,16 +101,78 @@ def _deliver(line: Line) -> None:
 _LINE_CALLBACKS: list[Callable[[Line], None]] = [_deliver]
 
 
+class Kernel(Environment):
+    """SimPy's environment with a second heap, `later`, for events that are scheduled
+    far ahead of when they fall due and are mostly superseded or few: retransmission and
+    delayed-ACK timers, flow starts and stops.
+
+    Each flow keeps two or three of these pending for the whole run, so with a thousand
+    flows they would be nearly all of SimPy's heap, and every packet's event would pay
+    log2(3,000) tuple comparisons to pop where it pays log2(10) with one flow. Instead
+    they wait in `later`, and SimPy's heap holds only the earliest of them (and any that
+    were the earliest when scheduled). Every event keeps the (time, priority, id) key it
+    would have had in SimPy's heap alone, so the run processes exactly the same events in
+    exactly the same order.
+    """
+
+    def __init__(self, initial_time: float = 0) -> None:
+        super().__init__(initial_time)
+        self.later: list[tuple[float, int, int, Later]] = []
+
+
+class Later:
+    """A `Call` scheduled through the kernel's `later` heap: for events due well ahead."""
+
+    __slots__ = ("callbacks", "fn", "value", "queued", "kernel")
+    _ok = True
+
+    def __init__(self, kernel: Kernel, delay: float, fn: Callable[[Any], None], value: Any):
+        self.callbacks = _LATER_CALLBACKS
+        self.fn = fn
+        self.value = value
+        self.kernel = kernel
+        entry = (kernel._now + delay, NORMAL, next(kernel._eid), self)
+        later = kernel.later
+        # SimPy's heap always holds the earliest entry of `later` (so it pops everything
+        # in key order); a new entry joins it only when it becomes that earliest.
+        if not later or entry < later[0]:
+            self.queued = True
+            queue: list[Any] = kernel._queue
+            heappush(queue, entry)
+        else:
+            self.queued = False
+        heappush(later, entry)
+
+
+def _invoke_later(event: Later) -> None:
+    # SimPy popped the earliest of all its entries; as the earliest of `later` is among
+    # them, this is that one.
+    kernel = event.kernel
+    later = kernel.later
+    heappop(later)
+    if later:
+        head = later[0]
+        following = head[3]
+        if not following.queued:
+            following.queued = True
+            queue: list[Any] = kernel._queue
+            heappush(queue, head)
+    event.fn(event.value)
+
+
+_LATER_CALLBACKS = [_invoke_later]
+
+
 class Timer:
     """A one-shot timer with a movable deadline and at most one pending event."""
 
     __slots__ = ("env", "fn", "deadline", "_pending")
 
-    def __init__(self, env: Environment, fn: Callable[[], None]):
+    def __init__(self, env: Kernel, fn: Callable[[], None]):
         self.env = env
         self.fn = fn
         self.deadline: float | None = None
-        self._pending: Call | None = None
+        self._pending: Later | None = None
 
     def start(self, delay: float) -> None:
         """Arm (or re-arm) the timer to fire `delay` seconds from now."""
@@ -120,7 +182,7 @@ class Timer:
         # A pending event earlier than the new deadline will re-arm itself when it fires;
         # only a deadline earlier than the pending event needs an event of its own.
         if pending is None or pending.value > deadline:
-            self._pending = Call(self.env, delay, self._fire, deadline)
+            self._pending = Later(self.env, delay, self._fire, deadline)
 
     def stop(self) -> None:
         self.deadline = None
@@ -139,7 +201,7 @@ class Timer:
             return
         now = self.env.now
         if deadline > now:
-            self._pending = Call(self.env, deadline - now, self._fire, deadline)
+            self._pending = Later(self.env, deadline - now, self._fire, deadline)
             return
         self.deadline = None
         self.fn()

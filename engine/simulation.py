@@ -20,7 +20,7 @@ from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
-from engine.kernel import SLICES
+from engine.kernel import SLICES, Kernel
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.packet import Path
 from engine.recorder import LinkProbe, RateSampler, Trace
@@ -45,7 +45,7 @@ class Network:
     """The built model: ports per link direction, flows, probes."""
 
     def __init__(self, scenario: Scenario, seed: int):
-        self.env = env = simpy.Environment()
+        self.env = env = Kernel()
         self.scenario = scenario
         self.seed = seed
         self.topology = routing.Topology(scenario)  # one per run: every path asks it

@@ -33,14 +33,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine.framerelay import PvcDirection
-from engine.kernel import Call
+from engine.kernel import Later
 from engine.net import Egress
 from engine.packet import TCP_IP_HEADERS
 
 if TYPE_CHECKING:
-    from simpy import Environment
-
     from engine.flows import TcpFlow
+    from engine.kernel import Kernel
     from engine.result import TcpFlowSummary
 
 
@@ -67,7 +66,7 @@ class _Snapshot:
 class FlowUsage:
     """The ports and PVC directions of one TCP flow's data path, read at its start and end."""
 
-    def __init__(self, env: Environment, flow: TcpFlow):
+    def __init__(self, env: Kernel, flow: TcpFlow):
         self.env = env
         self.flow = flow
         path = flow.sender.path
@@ -80,7 +79,7 @@ class FlowUsage:
             self.start = self._read()
             self.allowance_at_start = [d.tokens(0.0) for d in self.pvcs]
         else:
-            Call(env, flow.start, self._on_start, None)
+            Later(env, flow.start, self._on_start, None)
 
     def _on_start(self, _: None) -> None:
         self.start = self._read()

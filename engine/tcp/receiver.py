@@ -19,9 +19,8 @@ from engine.packet import (
 from engine.tcp.ranges import Ranges
 
 if TYPE_CHECKING:
-    from simpy import Environment
-
     from engine.flows import TcpFlow
+    from engine.kernel import Kernel
     from engine.scenario import TcpSpec
 
 MAX_SACK_BLOCKS = 4  # 40 bytes of options: 2 + 4 * 8 (no timestamps option)
@@ -94,7 +93,7 @@ class TcpReceiver:
         "syn_options",
     )
 
-    def __init__(self, env: Environment, flow: TcpFlow, spec: TcpSpec, path: Path):
+    def __init__(self, env: Kernel, flow: TcpFlow, spec: TcpSpec, path: Path):
         self.env = env
         self.flow = flow
         self.path = path

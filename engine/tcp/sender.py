@@ -18,9 +18,8 @@ from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
 if TYPE_CHECKING:  # the recorder's probe, attached by the flow
-    from simpy import Environment
-
     from engine.flows import TcpFlow
+    from engine.kernel import Kernel
     from engine.recorder import TcpProbe
     from engine.scenario import TcpSpec
     from engine.tcp.cc import CongestionOps
@@ -70,7 +69,7 @@ class TcpSender:
 
     def __init__(
         self,
-        env: Environment,
+        env: Kernel,
         flow: TcpFlow,
         spec: TcpSpec,
         limit: float,

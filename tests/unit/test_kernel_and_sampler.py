@@ -8,11 +8,10 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-import simpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.kernel import Call, Line
+from engine.kernel import Call, Kernel, Later, Line
 from engine.recorder import RateSampler, Trace
 
 pytestmark = pytest.mark.unit
@@ -30,7 +29,7 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
     """`plan`: (when to schedule, which link, delay). Each link's deliveries are sent with
     non-decreasing arrival times, as a link's are; with `lines` they use a Line per link,
     otherwise a Call each. Returns the delivery order and the number of events."""
-    env = simpy.Environment()
+    env = Kernel()
     log: list = []
     sinks = [Sink(log, f"link{k}") for k in range(3)]
     queues = [Line(env) for _ in range(3)]
@@ -62,6 +61,59 @@ def test_a_line_delivers_in_the_order_and_number_of_one_call_each(plan) -> None:
     # Small integer times: many deliveries fall due at the same instant, so the order is
     # decided by the events' ids, which a Line must keep.
     assert run_schedule(plan, lines=True) == run_schedule(plan, lines=False)
+
+
+def run_mixed(plan: list[tuple[float, bool, int]], later: bool) -> tuple[list, int]:
+    """`plan`: (delay, through `later`, how many more to schedule when it fires). Each event
+    schedules its followers from inside its callback, as timers re-arm and flows start
+    others; with `later` the marked ones go through the kernel's second heap. Returns the
+    firing order and the number of events."""
+    env = Kernel()
+    log: list = []
+    pending = list(range(len(plan)))
+
+    def fire(index: int) -> None:
+        log.append((env.now, index))
+        for _ in range(plan[index][2]):
+            if pending:
+                schedule(pending.pop())
+
+    def schedule(index: int) -> None:
+        delay, far, _ = plan[index]
+        if later and far:
+            Later(env, delay, fire, index)
+        else:
+            Call(env, delay, fire, index)
+
+    for _ in range(3):
+        if pending:
+            schedule(pending.pop())
+    env.run()
+    return log, next(env._eid)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.5, 50.0]), st.booleans(), st.integers(0, 3)),
+        max_size=60,
+    )
+)
+def test_later_events_fire_in_the_order_and_number_of_one_heap(plan) -> None:
+    # Equal times are common, so the order among them rests on the event ids `Later` keeps.
+    assert run_mixed(plan, later=True) == run_mixed(plan, later=False)
+
+
+def test_events_far_ahead_stay_out_of_simpys_heap() -> None:
+    # A thousand flows' timers pending at once: SimPy's heap holds only the earliest.
+    env = Kernel()
+    fired: list[int] = []
+    for i in range(1000):
+        Later(env, 10.0 + i % 7, fired.append, i)
+    assert len(env._queue) == 1 and len(env.later) == 1000
+    env.run()
+    assert len(fired) == 1000
+    assert fired == sorted(range(1000), key=lambda i: (i % 7, i))
 
 
 @settings(max_examples=50, deadline=None)
