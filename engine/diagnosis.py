@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import math
 
-from engine.analysis import PathFacts, path_facts
+from engine import routing
+from engine.analysis import PathFacts
+from engine.analysis.paths import flow_facts
 from engine.net import link_wire
 from engine.packet import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, Limit, PvcSummary, Result, TcpFlowSummary
@@ -46,11 +48,15 @@ def _rate(bps: float | None) -> str:
 
 
 def diagnose(
-    scenario: Scenario, result: Result, shares: dict[str, list[Share]] | None = None
+    scenario: Scenario,
+    result: Result,
+    shares: dict[str, list[Share]] | None = None,
+    topo: routing.Topology | None = None,
 ) -> dict[str, Diagnosis]:
     """Each TCP flow's diagnosis; `shares` are the measured shares of engine/usage.py (the
-    static 1/n split of `path_facts` stands in without them)."""
-    facts = path_facts(scenario)
+    static 1/n split of the path facts stands in without them). `topo`, the run's own
+    topology, already knows every flow's route."""
+    facts = flow_facts(scenario, topo or routing.Topology(scenario))[0]
     pvcs = {p.id: p for p in scenario.frame_relay.pvcs} if scenario.frame_relay else {}
     out = {}
     for flow in scenario.flows:

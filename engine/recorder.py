@@ -89,7 +89,9 @@ class Trace:
             self.min_dt = max(self.min_dt * 2, span / self.cap)
 
     def series(self) -> Series:
-        return Series(unit=self.unit, t=self.t.tolist(), v=self.v.tolist())
+        # Not validated again: the lists are the floats this trace recorded (a run of a
+        # thousand flows has tens of thousands of series).
+        return Series.model_construct(unit=self.unit, t=self.t.tolist(), v=self.v.tolist())
 
 
 class DelayStats:

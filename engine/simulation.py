@@ -220,7 +220,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     shares = {
         fid: u.shares(end, cast(TcpFlowSummary, result.flows[fid])) for fid, u in net.usage.items()
     }
-    result.diagnosis = diagnose(net.scenario, result, shares)
+    result.diagnosis = diagnose(net.scenario, result, shares, net.topology)
     for tap in net.taps:
         data, packets = pcap_file(tap, net.scenario, net.flows, end)
         spec = tap.spec
