@@ -71,7 +71,7 @@ def test_two_flows_running_together_are_each_bounded_by_what_the_other_left():
 
 
 def policed(bc: float, be: float = 0.0):
-    from tests.unit.test_engine_framerelay import fr_net, greedy, pvc
+    from test_engine_framerelay import fr_net, greedy, pvc
 
     return run(
         fr_net(pvcs=[pvc(cir=256e3, bc=bc, be=be)], flows=[greedy(rcv_buf=65535)], duration=100.0)

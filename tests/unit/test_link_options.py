@@ -96,7 +96,7 @@ def test_per_direction_red_thresholds_are_checked_and_warned_at_their_path():
 def test_a_pvc_whose_bc_plus_be_is_below_one_frame_is_warned_about():
     """Bc + Be = 8,000 bit; a full TCP segment is a 1,508-byte (12,064-bit) frame on the
     Frame Relay access link: the policer can never admit it."""
-    from tests.unit.test_engine_framerelay import fr_net, greedy, pvc
+    from test_engine_framerelay import fr_net, greedy, pvc
 
     scenario = fr_net(pvcs=[pvc(cir=256e3, bc=6000, be=2000)], flows=[greedy()])
     warning = (
