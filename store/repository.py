@@ -1,4 +1,5 @@
-"""A small generic repository: get by id and cursor pages ordered newest first."""
+"""A small generic repository: get by id (a tenant's own), insert, and cursor pages ordered
+newest first."""
 
 from __future__ import annotations
 
