@@ -1,8 +1,8 @@
 """Names vulture (`make lint`) would call dead that are used where it cannot see: by a
 framework, by a protocol's caller, by serialisation, or by the tests alone. Never imported
 or run: vulture reads each line as a use of the name. Reviewed by hand; each line says who
-uses the name. Route handlers, pydantic validators and `model_config` are left out by
-pattern (`[tool.vulture]` in pyproject.toml), not listed here."""
+uses the name. Route handlers, Celery tasks, pydantic validators and `model_config` are
+left out by pattern (`[tool.vulture]` in pyproject.toml), not listed here."""
 
 from typing import Any
 
