@@ -40,11 +40,13 @@ test-unit: $(STAMP)
 	$(PY) -m pytest -q -m unit
 
 # What CI checks before the tests (and .pre-commit-config.yaml on each commit): lint rules,
-# the formatter's layout, types (strict for engine/, the defaults elsewhere).
+# the formatter's layout, types (strict for engine/, the defaults elsewhere), dead code
+# (vulture; pyproject.toml's [tool.vulture] and vulture_whitelist.py).
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m mypy
+	$(PY) -m vulture
 
 bench: $(STAMP)
 	@for b in bench/*_bench.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -40,7 +40,6 @@ class DocumentCache:
             maxsize=max(max_bytes, 1), getsizeof=lambda e: len(e.body) + ENTRY_OVERHEAD
         )
         self._lock = threading.Lock()  # cachetools is not thread-safe; one loop, cheap
-        self.hits = self.misses = 0
 
     @staticmethod
     def _key(request: Request, tenant_id: uuid.UUID) -> tuple[object, ...]:
@@ -54,9 +53,7 @@ class DocumentCache:
         with self._lock:
             entry = self._lru.get(self._key(request, tenant_id))
         if entry is None:
-            self.misses += 1
             return None
-        self.hits += 1
         if (cached := not_modified(request, entry.etag)) is not None:
             return cached
         headers = {"ETag": entry.etag, **CACHE_HEADERS}

@@ -41,7 +41,6 @@ class Pass:
     sent: int = 0
     requeued: int = 0
     failed: int = 0
-    broker_down: bool = False
 
 
 def _budget_error(run: Run, requeues: int, settings: Settings) -> dict[str, str]:
@@ -80,7 +79,7 @@ def reconcile_once(
             waiting = queue_depth(celery, settings.queue)
         except Exception:
             log.warning("reconciler could not reach the broker", exc_info=True)
-            return Pass(broker_down=True)
+            return done
         if waiting:
             # Messages are still waiting: these runs are presumably among them, behind a
             # backlog (a big sweep), not lost.
@@ -117,7 +116,6 @@ def reconcile_once(
         except Exception:
             # It stays queued and unsent: the next pass tries again.
             log.warning("reconciler could not reach the broker", exc_info=True)
-            done.broker_down = True
             break
         with session_scope(sessions) as session:
             if RunRepository(session).mark_enqueued(run.id, by="reconciler", reason=why):

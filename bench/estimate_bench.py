@@ -15,7 +15,6 @@ import argparse
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,9 +25,7 @@ from typing import Any
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from servicekit import PG_URL, ROOT, _with_db  # noqa: E402
-from sweep_bench import services, start  # noqa: E402
+from sweep_bench import fresh_database, services, start  # noqa: E402
 
 from engine.presets import list_presets  # noqa: E402
 
@@ -114,30 +111,15 @@ def main() -> None:
     if "pg" in modes and not services():
         modes.remove("pg")
     for mode in modes:
-        with tempfile.TemporaryDirectory(prefix="estimate-bench-") as tmpdir:
-            database = name = admin = None
-            if mode == "pg":
-                import psycopg
-
-                name = f"tcpfr_bench_{secrets.token_hex(4)}"
-                admin = psycopg.connect(PG_URL, autocommit=True)
-                admin.execute(f'CREATE DATABASE "{name}"')
-                database = _with_db(PG_URL, name)
-                subprocess.run(
-                    [sys.executable, "-m", "alembic", "upgrade", "head"],
-                    env={**os.environ, "DATABASE_URL": database},
-                    cwd=ROOT,
-                    check=True,
-                    capture_output=True,
-                )
+        with (
+            tempfile.TemporaryDirectory(prefix="estimate-bench-") as tmpdir,
+            fresh_database(mode == "pg") as database,
+        ):
             stack = start(WORKERS, Path(tmpdir), database)
             try:
                 report(mode, [measure(stack.base_url, s) for s in studies])
             finally:
                 stack.stop()
-                if admin is not None:
-                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                    admin.close()
 
 
 if __name__ == "__main__":

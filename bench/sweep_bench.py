@@ -12,6 +12,7 @@ The sweep: the Riverbed 25 MB transfer, T1 vs T3 x four receive windows x 3 seed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import statistics
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,32 @@ def services() -> bool:
     except Exception as exc:
         print(f"Postgres or Redis unreachable ({type(exc).__name__}): embedded mode")
         return False
+
+
+@contextlib.contextmanager
+def fresh_database(real: bool) -> Iterator[str | None]:
+    """With `real`, the URL of a new Postgres database migrated to head, dropped afterwards;
+    else None (the embedded mode's SQLite)."""
+    if not real:
+        yield None
+        return
+    import psycopg
+
+    name = f"tcpfr_bench_{secrets.token_hex(4)}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            database = _with_db(PG_URL, name)
+            subprocess.run(
+                [sys.executable, "-m", "alembic", "upgrade", "head"],
+                env={**os.environ, "DATABASE_URL": database},
+                cwd=ROOT,
+                check=True,
+                capture_output=True,
+            )
+            yield database
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def start(workers: int, tmp: Path, database: str | None) -> Stack:
@@ -117,22 +145,10 @@ def main() -> None:
     args = parser.parse_args()
     real = services()
     walls: dict[int, list[float]] = {1: [], 2: []}
-    with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmpdir:
-        database = name = admin = None
-        if real:
-            import psycopg
-
-            name = f"tcpfr_bench_{secrets.token_hex(4)}"
-            admin = psycopg.connect(PG_URL, autocommit=True)
-            admin.execute(f'CREATE DATABASE "{name}"')
-            database = _with_db(PG_URL, name)
-            subprocess.run(
-                [sys.executable, "-m", "alembic", "upgrade", "head"],
-                env={**os.environ, "DATABASE_URL": database},
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-            )
+    with (
+        tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmpdir,
+        fresh_database(real) as database,
+    ):
         stacks: dict[int, Stack] = {}
         try:
             for workers in (1, 2):
@@ -155,9 +171,6 @@ def main() -> None:
         finally:
             for stack in stacks.values():
                 stack.stop()
-            if admin is not None:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-                admin.close()
     best = {w: min(v) for w, v in walls.items()}
     median = {w: statistics.median(v) for w, v in walls.items()}
     print(

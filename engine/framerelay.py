@@ -305,16 +305,22 @@ class PvcDirection:
             port.accept(pkt)
 
 
-class PvcIngress:
-    """Where the network polices a PVC direction: at the far end of the first link the
-    PVC carries (the access link into the first switch), as each frame arrives from it.
-    The network can never receive more than the access rate, so a burst queued at the
-    customer's router is charged to the buckets as the access link delivers it."""
+class _PvcHop:
+    """A hop of a packet's path that acts for one PVC direction."""
 
     __slots__ = ("direction",)
 
     def __init__(self, direction: PvcDirection):
         self.direction = direction
+
+
+class PvcIngress(_PvcHop):
+    """Where the network polices a PVC direction: at the far end of the first link the
+    PVC carries (the access link into the first switch), as each frame arrives from it.
+    The network can never receive more than the access rate, so a burst queued at the
+    customer's router is charged to the buckets as the access link delivers it."""
+
+    __slots__ = ()
 
     def accept(self, pkt: Packet) -> None:
         direction = self.direction
@@ -338,13 +344,10 @@ class PvcIngress:
         path[hop].accept(pkt)
 
 
-class PvcExit:
+class PvcExit(_PvcHop):
     """The exit hop of one PVC direction: residual errors, BECN feedback to the shaper."""
 
-    __slots__ = ("direction",)
-
-    def __init__(self, direction: PvcDirection):
-        self.direction = direction
+    __slots__ = ()
 
     def accept(self, pkt: Packet) -> None:
         direction = self.direction

@@ -1,2 +1,3 @@
-"""Persistence shared by the API and the workers: settings, models, sessions, repositories,
-the time-series codec and the run dispatch contract (queue names, task names)."""
+"""Persistence shared by the API and the workers: models, sessions, repositories and the
+time-series codec. (Settings live in ``settings``, the run dispatch contract and the Celery
+app in ``messaging``.)"""

@@ -1,4 +1,5 @@
-"""The schema: scenarios, runs, their results and their time-series.
+"""The schema: tenants and their API keys, stored scenarios, sweeps, runs with their
+history, results, time-series and packet captures.
 
 Alembic migrations (``migrations/``) are the only way this reaches a database.
 """

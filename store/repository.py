@@ -1,4 +1,5 @@
-"""A small generic repository: get by id and cursor pages ordered newest first."""
+"""A small generic repository: get by id (a tenant's own), insert, and cursor pages ordered
+newest first."""
 
 from __future__ import annotations
 
@@ -56,6 +57,18 @@ class Repository(Generic[M]):
 
     def get(self, id: uuid.UUID) -> M | None:
         return self.session.get(self.model, id)
+
+    def owned(self, id: uuid.UUID, *, tenant_id: uuid.UUID) -> M | None:
+        """The row (of a model with a `tenant_id`) if it is this tenant's: another tenant's
+        is as absent as a missing one."""
+        row: Any = self.get(id)
+        return row if row is not None and row.tenant_id == tenant_id else None
+
+    def insert(self, row: M) -> M:
+        """`row` added and flushed, so its defaults (the id, timestamps) are set."""
+        self.session.add(row)
+        self.session.flush()
+        return row
 
     def page(
         self, statement: Select[Any], *, cursor: str | None, limit: int, rows: bool = False

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, true, update
+from sqlalchemy import ColumnElement, and_, func, or_, select, true, update
 from sqlalchemy.orm import Session
 
 from store.db import BINARY_RESULTS
@@ -33,19 +33,12 @@ class RunRepository(Repository[Run]):
         return RunEventRepository(self.session)
 
     def create(self, **fields: Any) -> Run:
-        run = Run(**fields)
-        self.session.add(run)
-        self.session.flush()
+        run = self.insert(Run(**fields))
         if fields.get("cache_hit"):
             self.events.add(run.id, EventKind.cache_hit, source_run_id=str(run.source_run_id))
         else:
             self.events.add(run.id, EventKind.queued)
         return run
-
-    def owned(self, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run | None:
-        """The run if it is this tenant's: another tenant's run is as absent as a missing one."""
-        run = self.session.get(Run, run_id)
-        return run if run is not None and run.tenant_id == tenant_id else None
 
     def owned_with_result(
         self, run_id: uuid.UUID, *, tenant_id: uuid.UUID
@@ -306,47 +299,36 @@ class RunRepository(Repository[Run]):
 
     # -- reconciliation ----------------------------------------------------------------
 
+    def _oldest(self, *where: ColumnElement[bool], limit: int) -> Sequence[Run]:
+        """The first `limit` runs that match, oldest first (ids are UUIDv7)."""
+        return self.session.scalars(select(Run).where(*where).order_by(Run.id).limit(limit)).all()
+
     def never_sent(self, *, limit: int = 100) -> Sequence[Run]:
         """Queued runs whose message never reached the broker (down at submit time, or
         taken back by the reconciler and not sent yet). Young ones are left to the API,
         which sends right after its commit."""
-        stmt = (
-            select(Run)
-            .where(
-                Run.status == RunStatus.queued,
-                Run.enqueued_at.is_(None),
-                Run.created_at < utcnow() - timedelta(seconds=5),
-            )
-            .order_by(Run.id)
-            .limit(limit)
+        return self._oldest(
+            Run.status == RunStatus.queued,
+            Run.enqueued_at.is_(None),
+            Run.created_at < utcnow() - timedelta(seconds=5),
+            limit=limit,
         )
-        return self.session.scalars(stmt).all()
 
     def unclaimed(self, *, queued_lease: float, limit: int = 100) -> Sequence[Run]:
         """Queued runs sent longer than the lease ago that no worker has taken."""
-        stmt = (
-            select(Run)
-            .where(
-                Run.status == RunStatus.queued,
-                Run.enqueued_at < utcnow() - timedelta(seconds=queued_lease),
-            )
-            .order_by(Run.id)
-            .limit(limit)
+        return self._oldest(
+            Run.status == RunStatus.queued,
+            Run.enqueued_at < utcnow() - timedelta(seconds=queued_lease),
+            limit=limit,
         )
-        return self.session.scalars(stmt).all()
 
     def silent(self, *, run_lease: float, limit: int = 100) -> Sequence[Run]:
         """Running runs whose heartbeat is older than the lease: their worker is gone."""
-        stmt = (
-            select(Run)
-            .where(
-                Run.status == RunStatus.running,
-                Run.heartbeat_at < utcnow() - timedelta(seconds=run_lease),
-            )
-            .order_by(Run.id)
-            .limit(limit)
+        return self._oldest(
+            Run.status == RunStatus.running,
+            Run.heartbeat_at < utcnow() - timedelta(seconds=run_lease),
+            limit=limit,
         )
-        return self.session.scalars(stmt).all()
 
     def requeue(self, run: Run, *, reason: str, run_lease: float) -> bool:
         """Put a stale run back in the queue, to be sent again, unless someone moved it

@@ -15,15 +15,9 @@ class ScenarioRepository(Repository[StoredScenario]):
     def create(
         self, *, tenant_id: uuid.UUID, name: str, scenario_hash: str, body: dict[str, Any]
     ) -> StoredScenario:
-        row = StoredScenario(tenant_id=tenant_id, name=name, scenario_hash=scenario_hash, body=body)
-        self.session.add(row)
-        self.session.flush()
-        return row
-
-    def owned(self, scenario_id: uuid.UUID, *, tenant_id: uuid.UUID) -> StoredScenario | None:
-        """The scenario if it is this tenant's: another tenant's is as absent as a missing one."""
-        row = self.session.get(StoredScenario, scenario_id)
-        return row if row is not None and row.tenant_id == tenant_id else None
+        return self.insert(
+            StoredScenario(tenant_id=tenant_id, name=name, scenario_hash=scenario_hash, body=body)
+        )
 
     def list(self, *, tenant_id: uuid.UUID, cursor: str | None, limit: int) -> Page[StoredScenario]:
         stmt = self.select().where(StoredScenario.tenant_id == tenant_id)

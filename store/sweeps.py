@@ -52,15 +52,7 @@ class SweepRepository(Repository[Sweep]):
     model = Sweep
 
     def create(self, **fields: Any) -> Sweep:
-        sweep = Sweep(**fields)
-        self.session.add(sweep)
-        self.session.flush()
-        return sweep
-
-    def owned(self, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep | None:
-        """The sweep if it is this tenant's: another tenant's is as absent as a missing one."""
-        sweep = self.session.get(Sweep, sweep_id)
-        return sweep if sweep is not None and sweep.tenant_id == tenant_id else None
+        return self.insert(Sweep(**fields))
 
     def by_idempotency_key(self, key: str, *, tenant_id: uuid.UUID) -> Sweep | None:
         stmt = select(Sweep).where(Sweep.tenant_id == tenant_id, Sweep.idempotency_key == key)

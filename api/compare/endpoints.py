@@ -9,6 +9,7 @@ from typing import Annotated, Literal, TypeVar
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
+from api.cache import DocumentCache
 from api.compare import service
 from api.compare.schemas import CommonSeries, RunComparison
 from api.comparison import table
@@ -40,13 +41,16 @@ def _etag(request: Request, runs: list[Run]) -> str:
 
 async def _of_succeeded(
     db: DbDep,
+    cache: DocumentCache,
     request: Request,
     ids: list[uuid.UUID],
     tenant_id: uuid.UUID,
     build: Callable[[Session, list[Run]], T],
-) -> tuple[str, T | None]:
-    """The ETag of these succeeded runs' document, and the document unless the client's
-    copy is current (None: answer 304)."""
+) -> Response | tuple[dict[str, str], T]:
+    """These succeeded runs' document with its response headers (its ETag); or the answer
+    already known: the document cache's copy, or a 304 when the client's copy is current."""
+    if (hit := cache.lookup(request, tenant_id)) is not None:
+        return hit
 
     def query(session: Session) -> tuple[str, T | None]:
         found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
@@ -55,7 +59,11 @@ async def _of_succeeded(
             return etag, None
         return etag, build(session, found)
 
-    return await db(query)
+    etag, doc = await db(query)
+    headers = {"ETag": etag, **CACHE_HEADERS}
+    if doc is None:
+        return Response(status_code=304, headers=headers)
+    return headers, doc
 
 
 @router.get(
@@ -85,18 +93,17 @@ async def compare_runs(
     point and flow, a column per differing path and per metric statistic, in base units."""
     shape = table.wants(request, format)
     ids = service.parse_runs(runs, loc=["query", "runs"])
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
-    etag, doc = await _of_succeeded(
+    found = await _of_succeeded(
         db,
+        cache,
         request,
         ids,
         tenant_id,
-        lambda session, found: service.compare(session, found, baseline=baseline),
+        lambda session, succeeded: service.compare(session, succeeded, baseline=baseline),
     )
-    headers = {"ETag": etag, **CACHE_HEADERS}
-    if doc is None:
-        return Response(status_code=304, headers=headers)
+    if isinstance(found, Response):
+        return found
+    headers, doc = found
     response = table.respond(doc.model_dump(mode="json"), shape, headers)
     return cache.store(request, tenant_id, response)
 
@@ -136,20 +143,19 @@ async def compare_series(
     each run's mean rate is kept; a step series is downsampled keeping its peaks."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
     limit = max_points_within(settings, max_points)
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
-    etag, body = await _of_succeeded(
+    found = await _of_succeeded(
         db,
+        cache,
         request,
         ids,
         tenant_id,
-        lambda session, found: service.common_series(
-            session, found, key=key, max_points=limit, start=start, end=end, agg=agg
+        lambda session, succeeded: service.common_series(
+            session, succeeded, key=key, max_points=limit, start=start, end=end, agg=agg
         ),
     )
-    headers = {"ETag": etag, **CACHE_HEADERS}
-    if body is None:
-        return Response(status_code=304, headers=headers)
+    if isinstance(found, Response):
+        return found
+    headers, body = found
     if format == "csv":
         response = Response(
             to_csv(body["columns"]), media_type="text/csv; charset=utf-8", headers=headers

@@ -24,7 +24,6 @@ from tsdownsample import MinMaxLTTBDownsampler, NaNMinMaxLTTBDownsampler
 
 Array = npt.NDArray[np.float64]
 Agg = Literal["mean", "min", "max", "last"]
-AGGS: tuple[str, ...] = ("mean", "min", "max", "last")
 
 
 def is_rate(key: str) -> bool:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
 
 from api.cache import DocumentCache
@@ -55,6 +56,22 @@ AggQuery = Annotated[
         "`last`: of each equal-width time bucket"
     ),
 ]
+
+
+@dataclass
+class WindowQuery:
+    """The query both data routes read: which stretch of the series, how many points, how a
+    bucket is summarised, on which time axis, in which format."""
+
+    start: Start = None
+    end: End = None
+    max_points: MaxPoints = None
+    format: Format = None
+    time_axis: TimeAxis = "sim"
+    agg: AggQuery = None
+
+
+WindowQueryDep = Annotated[WindowQuery, Depends()]
 CSV_RESPONSE = {"content": {"text/csv": {"schema": {"type": "string"}}}}
 DATA_ERRORS = problem_responses(404, 409, 422)
 
@@ -102,15 +119,12 @@ async def _windows(
     names: list[str],
     *,
     settings: Settings,
-    max_points: int | None,
-    start: float | None,
-    end: float | None,
-    agg: str | None,
+    window: WindowQuery,
     loc: list[str | int],
 ) -> Response | tuple[Run, str, list[service.Window]]:
     """The series' windows with the run and its ETag; or the answer already known: the
     document cache's copy, or a 304."""
-    limit = max_points_within(settings, max_points)
+    limit = max_points_within(settings, window.max_points)
     if (hit := cache.lookup(request, tenant_id)) is not None:
         return hit
     run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
@@ -118,18 +132,36 @@ async def _windows(
     if (cached := not_modified(request, etag)) is not None:
         return cached
     windows = await db.read(
-        service.load, run, names, start=start, end=end, max_points=limit, loc=loc, agg=agg
+        service.load,
+        run,
+        names,
+        start=window.start,
+        end=window.end,
+        max_points=limit,
+        loc=loc,
+        agg=window.agg,
     )
     return run, etag, windows
 
 
-def _respond(request: Request, etag: str, csv: bool, json_body: Any, csv_columns: Any) -> Response:
+def _respond(
+    request: Request,
+    cache: DocumentCache,
+    tenant_id: uuid.UUID,
+    etag: str,
+    window: WindowQuery,
+    json_body: Any,
+    csv_columns: Any,
+) -> Response:
+    """JSON or CSV as the request asks, kept in the document cache."""
     headers = {"ETag": etag, "Vary": "Accept", **CACHE_HEADERS}
-    if csv:
-        return Response(
+    if _wants_csv(request, window.format):
+        response: Response = Response(
             service.to_csv(csv_columns), media_type="text/csv; charset=utf-8", headers=headers
         )
-    return OrjsonResponse(json_body, headers=headers)
+    else:
+        response = OrjsonResponse(json_body, headers=headers)
+    return cache.store(request, tenant_id, response)
 
 
 @router.get(
@@ -163,12 +195,7 @@ async def get_series(
     cache: CacheDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
-    start: Start = None,
-    end: End = None,
-    max_points: MaxPoints = None,
-    format: Format = None,
-    time_axis: TimeAxis = "sim",
-    agg: AggQuery = None,
+    window: WindowQueryDep,
 ) -> Response:
     """One series in [start, end], downsampled to `max_points`: a rate series (goodput,
     utilisation) by time-weighted bucket means, so its mean rate is unchanged; a step series
@@ -183,10 +210,7 @@ async def get_series(
         run_id,
         [key],
         settings=settings,
-        max_points=max_points,
-        start=start,
-        end=end,
-        agg=agg,
+        window=window,
         loc=["path", "key"],
     )
     if isinstance(found, Response):
@@ -199,11 +223,10 @@ async def get_series(
         "points": len(w.t),
         "downsampled": w.downsampled,
         "method": w.method,
-        "t": (t := _on_axis(w.t, _origin_ms(run, time_axis))),
+        "t": (t := _on_axis(w.t, _origin_ms(run, window.time_axis))),
         "v": w.v,
     }
-    response = _respond(request, etag, _wants_csv(request, format), body, {"t": t, "v": w.v})
-    return cache.store(request, tenant_id, response)
+    return _respond(request, cache, tenant_id, etag, window, body, {"t": t, "v": w.v})
 
 
 @router.get(
@@ -220,13 +243,8 @@ async def get_series_frame(
     settings: SettingsDep,
     tenant_id: TenantDep,
     keys: Annotated[str, Query(min_length=1, description="Comma-separated series keys")],
+    window: WindowQueryDep,
     shape: Annotated[Literal["wide", "long"], Query()] = "wide",
-    start: Start = None,
-    end: End = None,
-    max_points: MaxPoints = None,
-    format: Format = None,
-    time_axis: TimeAxis = "sim",
-    agg: AggQuery = None,
 ) -> Response:
     """Several series at once for a dashboard, each downsampled to `max_points` as
     `GET .../series/{key}` does (rates by time-weighted bucket means, step series keeping
@@ -245,22 +263,18 @@ async def get_series_frame(
         run_id,
         names,
         settings=settings,
-        max_points=max_points,
-        start=start,
-        end=end,
-        agg=agg,
+        window=window,
         loc=["query", "keys"],
     )
     if isinstance(found, Response):
         return found
     run, etag, windows = found
     columns = service.frame(windows, shape)
-    columns["t"] = _on_axis(columns["t"], _origin_ms(run, time_axis))
+    columns["t"] = _on_axis(columns["t"], _origin_ms(run, window.time_axis))
     body = {
         "shape": shape,
         "keys": names,
         "units": {w.key: w.unit for w in windows},
         "columns": columns,
     }
-    response = _respond(request, etag, _wants_csv(request, format), body, columns)
-    return cache.store(request, tenant_id, response)
+    return _respond(request, cache, tenant_id, etag, window, body, columns)

@@ -38,7 +38,6 @@ class RateSample:
         "losses",
         "prior_in_flight",
         "rtt",
-        "is_retrans",
     )
 
     def __init__(self) -> None:
@@ -50,7 +49,6 @@ class RateSample:
         self.losses = 0  # bytes newly deemed lost (retransmitted) since the previous ACK
         self.prior_in_flight = 0
         self.rtt = -1.0  # the sampled segment's round trip, if it was not a retransmission
-        self.is_retrans = False
 
     @property
     def rate(self) -> float:
@@ -151,7 +149,6 @@ class DeliveryRate:
         p_delivered, p_time, p_first_tx, p_app_limited, sent, retrans = tx
         rs.prior_delivered = p_delivered
         rs.app_limited = p_app_limited
-        rs.is_retrans = retrans
         self.first_tx_time = sent
         if not retrans:
             rs.rtt = rtt = now - sent

@@ -86,7 +86,6 @@ class TcpReceiver:
         "ooo",
         "recent",
         "pending",
-        "acks_sent",
         "latest",
         "quick",
         "echo_at",
@@ -107,7 +106,6 @@ class TcpReceiver:
         self.ooo = Ranges()  # out-of-order data held above rcv_nxt
         self.recent: tuple[int, int] | None = None  # the block of the latest arrival
         self.pending = 0  # in-order segments not yet acknowledged
-        self.acks_sent = 0
         self.latest: Packet | None = None  # the last data segment to arrive, echoed by ACKs
         # Immediate ACKs left at the connection's start (Linux quickack mode); every ACK
         # sent uses one, as Linux's tcp_dec_quickack_mode counts them.
@@ -194,5 +192,4 @@ class TcpReceiver:
         pkt.sack = sack
         pkt.echo = self.latest
         pkt.echo_at = self.echo_at
-        self.acks_sent += 1
         self.path[0].accept(pkt)

@@ -24,7 +24,6 @@ class RttEstimator:
         "srtt",
         "rttvar",
         "rto",
-        "backoffs",
         "samples",
         "tick",
         "granularity",
@@ -41,7 +40,6 @@ class RttEstimator:
         self.rttvar = 0.0
         # RFC 6298 2.1: until a measurement is made, RTO is the initial value (1 s).
         self.rto = min(max(initial_rto, min_rto), max_rto)
-        self.backoffs = 0
         self.samples = 0
 
     def sample(self, r: float) -> None:
@@ -55,7 +53,6 @@ class RttEstimator:
             self.rttvar = (1 - self.BETA) * self.rttvar + self.BETA * abs(self.srtt - r)
             self.srtt = (1 - self.ALPHA) * self.srtt + self.ALPHA * r
         self.samples += 1
-        self.backoffs = 0
         self._update()
 
     def _update(self) -> None:
@@ -69,7 +66,6 @@ class RttEstimator:
 
     def backoff(self) -> None:
         """RFC 6298 5.5: double the RTO on expiry, up to the maximum."""
-        self.backoffs += 1
         self.rto = min(self.rto * 2, self.max_rto)
 
     def reset_for_data_after_syn_loss(self) -> None:

@@ -444,7 +444,6 @@ class TcpSender:
         self.rtt.sample(r)
         st = self.st
         st.srtt = self.rtt.srtt or 0.0
-        st.last_rtt = r
         if r < st.min_rtt:
             st.min_rtt = r
         self.cc.on_rtt_sample(st, r)

@@ -34,7 +34,6 @@ class TcpState:
         "limited_sent",
         "srtt",
         "min_rtt",
-        "last_rtt",
         "now",
     )
 
@@ -52,7 +51,6 @@ class TcpState:
         self.limited_sent = 0  # bytes sent by Limited Transmit since the last new ACK
         self.srtt = 0.0
         self.min_rtt = float("inf")
-        self.last_rtt = 0.0
         self.now = 0.0
 
     @property
