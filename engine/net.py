@@ -291,6 +291,7 @@ class Egress:
         "busy_total",
         "wait_total",
         "queue_max",
+        "shown",
         "_wire_cache",
     )
 
@@ -302,7 +303,11 @@ class Egress:
         dst: str,
         queue: Discipline,
         loss: LossModel | None,
+        framing: dict[int, tuple[int, float]] | None = None,
     ):
+        """`framing`: a (wire bytes, serialisation time) table by IP size, which the ports
+        of one encapsulation, overhead and rate share: a thousand access links then keep
+        one table warm rather than a thousand cold ones."""
         self.env = env
         self.link_id = link.id
         self.src, self.dst = src, dst
@@ -323,7 +328,10 @@ class Egress:
         self.packets = self.bytes = self.drops = self.error_drops = 0
         self.busy_total = self.wait_total = 0.0
         self.queue_max = 0
-        self._wire_cache: dict[int, tuple[int, float]] = {}
+        # The queue length last shown to the probe, so that a port whose queue has not
+        # changed does not wake its probe (a cold object per packet with many flows).
+        self.shown: int | None = None
+        self._wire_cache = {} if framing is None else framing
 
     def wire(self, ip_size: int) -> int:
         return self._framing(ip_size)[0]
@@ -358,6 +366,7 @@ class Egress:
             pkt.flow.dropped(pkt)
             if self.probe is not None:
                 self.probe.on_drop(self, now, waiting)
+                self.shown = waiting
             return
         start = self.busy_until
         if start > now:
@@ -376,7 +385,8 @@ class Egress:
         self.packets += 1
         self.bytes += wire
         probe = self.probe
-        if probe is not None:
+        if probe is not None and waiting != self.shown:
+            self.shown = waiting
             probe.on_queue(self, now, waiting)
         loss = self.loss
         lost = loss is not None and loss.lost(pkt, wire)
@@ -388,6 +398,7 @@ class Egress:
             pkt.flow.dropped(pkt)
             if probe is not None:
                 probe.on_drop(self, now, waiting)
+                self.shown = waiting
             return
         hop = pkt.hop + 1
         pkt.hop = hop

@@ -51,6 +51,7 @@ class Network:
         self.topology = routing.Topology(scenario)  # one per run: every path asks it
         self.warnings: list[str] = list(scenario.warnings(self.topology))
         self.ports: dict[tuple[str, str, str], Egress] = {}
+        framing: dict[tuple[str, int | None, float], dict[int, tuple[int, float]]] = {}
         for link in scenario.links:
             sides: tuple[tuple[str, str, Literal["a_to_b", "b_to_a"]], ...] = (
                 (link.a, link.b, "a_to_b"),
@@ -64,7 +65,8 @@ class Network:
                         link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
                     )
                 queue = make_queue(link.queue_of(direction), stream(seed, name + ":queue"))
-                port = Egress(env, link, src, dst, queue, loss)
+                table = framing.setdefault((link.encap, link.overhead_bytes, float(link.rate)), {})
+                port = Egress(env, link, src, dst, queue, loss, table)
                 port.probe = LinkProbe(port)
                 self.ports[(link.id, src, dst)] = port
         links = {link.id: link for link in scenario.links}
