@@ -166,23 +166,24 @@ _LATER_CALLBACKS = [_invoke_later]
 class Timer:
     """A one-shot timer with a movable deadline and at most one pending event."""
 
-    __slots__ = ("env", "fn", "deadline", "_pending")
+    __slots__ = ("env", "fn", "deadline", "_due")
 
     def __init__(self, env: Kernel, fn: Callable[[], None]):
         self.env = env
         self.fn = fn
         self.deadline: float | None = None
-        self._pending: Later | None = None
+        self._due: float | None = None  # when the pending event fires, if there is one
 
     def start(self, delay: float) -> None:
         """Arm (or re-arm) the timer to fire `delay` seconds from now."""
         deadline = self.env.now + delay
         self.deadline = deadline
-        pending = self._pending
+        due = self._due
         # A pending event earlier than the new deadline will re-arm itself when it fires;
         # only a deadline earlier than the pending event needs an event of its own.
-        if pending is None or pending.value > deadline:
-            self._pending = Later(self.env, delay, self._fire, deadline)
+        if due is None or due > deadline:
+            self._due = deadline
+            Later(self.env, delay, self._fire, deadline)
 
     def stop(self) -> None:
         self.deadline = None
@@ -192,16 +193,16 @@ class Timer:
         return self.deadline is not None
 
     def _fire(self, scheduled_for: float) -> None:
-        pending = self._pending
-        if pending is None or pending.value != scheduled_for:
+        if self._due != scheduled_for:
             return  # superseded by an earlier-scheduled event
-        self._pending = None
+        self._due = None
         deadline = self.deadline
         if deadline is None:
             return
         now = self.env.now
         if deadline > now:
-            self._pending = Later(self.env, deadline - now, self._fire, deadline)
+            self._due = deadline
+            Later(self.env, deadline - now, self._fire, deadline)
             return
         self.deadline = None
         self.fn()

@@ -161,7 +161,20 @@ class TcpProbe:
         "bbr_state",
         "bbr_bw",
     )
-    __slots__ = ("prefix", *SERIES, "cwnd_max", "cwnd_area", "_cwnd_since", "_cwnd_now", "_bbr")
+    __slots__ = (
+        "prefix",
+        *SERIES,
+        "cwnd_max",
+        "cwnd_area",
+        "_cwnd_since",
+        "_cwnd_now",
+        "_ssthresh",
+        "_rwnd",
+        "_srtt",
+        "_rto",
+        "_retransmissions",
+        "_bbr",
+    )
     #: The sender's strategy when it is rate-based (BBR's), set by `start` with the BBR
     #: traces and read only when they are set.
     _bbr: Bbr
@@ -181,6 +194,14 @@ class TcpProbe:
         # past the cap adjacent points average in pairs, so a point may then stand for
         # several consecutive packets.
         self.delay = Trace("s", rate=True)
+        # The last values of ssthresh, rwnd, srtt, rto and retransmissions, as their traces
+        # hold them: read here, on every ACK, instead of in five trace objects (each a
+        # cold cache line when a thousand flows take turns).
+        self._ssthresh: int | None = None
+        self._rwnd: int | None = None
+        self._srtt: float | None = None
+        self._rto: float | None = None
+        self._retransmissions: int | None = None
         self.cwnd_max = 0
         self.cwnd_area = 0.0
         self._cwnd_since = 0.0  # when the current cwnd began (start() sets it)
@@ -208,7 +229,8 @@ class TcpProbe:
         now = snd.env.now
         self.seq.add(now, snd.st.snd_max)
         self.inflight.add(now, snd.st.snd_nxt - snd.st.snd_una)
-        if snd.retransmissions != self.retransmissions.last_v:
+        if snd.retransmissions != self._retransmissions:
+            self._retransmissions = snd.retransmissions
             self.retransmissions.add(now, snd.retransmissions)
 
     def on_state(self, snd: TcpSender) -> None:
@@ -224,18 +246,23 @@ class TcpProbe:
                 self.cwnd_max = cwnd
             self.cwnd.add(now, cwnd)
         # Most of these change rarely: Trace.add's own test, saving a call per ACK each.
-        if st.ssthresh < 1 << 40 and st.ssthresh != self.ssthresh.last_v:
+        if st.ssthresh < 1 << 40 and st.ssthresh != self._ssthresh:
+            self._ssthresh = st.ssthresh
             self.ssthresh.add(now, st.ssthresh)
-        if snd.rwnd != self.rwnd.last_v:
+        if snd.rwnd != self._rwnd:
+            self._rwnd = snd.rwnd
             self.rwnd.add(now, snd.rwnd)
         self.inflight.add(now, st.snd_nxt - st.snd_una)
         self.ack.add(now, st.snd_una)
         rtt = snd.rtt
-        if rtt.srtt is not None and rtt.srtt != self.srtt.last_v:
+        if rtt.srtt is not None and rtt.srtt != self._srtt:
+            self._srtt = rtt.srtt
             self.srtt.add(now, rtt.srtt)
-        if rtt.rto != self.rto.last_v:
+        if rtt.rto != self._rto:
+            self._rto = rtt.rto
             self.rto.add(now, rtt.rto)
-        if snd.retransmissions != self.retransmissions.last_v:
+        if snd.retransmissions != self._retransmissions:
+            self._retransmissions = snd.retransmissions
             self.retransmissions.add(now, snd.retransmissions)
         if self.pacing_rate is not None:
             self._on_pacing(snd, now)
