@@ -254,9 +254,11 @@ class Red(DropTail):
         return p_b / (2 - x) if x < 2 else 1.0
 
 
-def make_queue(spec: QueueSpec, rng: random.Random) -> DropTail:
+def make_queue(spec: QueueSpec, seed: int, component: str) -> DropTail:
+    """The port's queue; RED draws from the component's own stream (DropTail draws none,
+    and a thousand ports would each pay a SHA-256 and a Mersenne Twister for it)."""
     if spec.discipline == "red":
-        return Red(spec, rng)
+        return Red(spec, stream(seed, component))
     return DropTail(spec.limit_packets, spec.limit_bytes)
 
 

@@ -13,6 +13,7 @@ reservoir for the percentiles and exact running sums for the means.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -97,7 +98,7 @@ class Trace:
 class DelayStats:
     """One-way delays: exact mean and jitter, percentiles from a seeded reservoir."""
 
-    __slots__ = ("n", "total", "prev", "jitter_sum", "reservoir", "random")
+    __slots__ = ("n", "total", "prev", "jitter_sum", "reservoir", "random", "seed", "component")
 
     def __init__(self, seed: int, component: str):
         self.n = 0
@@ -105,7 +106,11 @@ class DelayStats:
         self.prev: float | None = None
         self.jitter_sum = 0.0
         self.reservoir = array("d")
-        self.random = stream(seed, component).random
+        # The stream is first needed when the reservoir is full, which most flows never
+        # reach: it is derived then (the same stream, drawn from the same point).
+        self.random: Callable[[], float] | None = None
+        self.seed = seed
+        self.component = component
 
     def add(self, d: float) -> None:
         self.n += 1
@@ -117,6 +122,8 @@ class DelayStats:
         if len(res) < RESERVOIR:
             res.append(d)
         else:
+            if self.random is None:
+                self.random = stream(self.seed, self.component).random
             j = int(self.random() * self.n)  # Vitter's algorithm R
             if j < RESERVOIR:
                 res[j] = d

@@ -66,7 +66,7 @@ class Network:
                     loss = make_loss(
                         link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
                     )
-                queue = make_queue(link.queue_of(direction), stream(seed, name + ":queue"))
+                queue = make_queue(link.queue_of(direction), seed, name + ":queue")
                 table = framing.setdefault((link.encap, link.overhead_bytes, float(link.rate)), {})
                 port = Egress(env, link, src, dst, queue, loss, table)
                 port.probe = LinkProbe(port)
