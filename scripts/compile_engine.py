@@ -23,8 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: What every packet's event runs through on a NewReno path (and its SACK, CUBIC and
-#: slow-start neighbours, which share the sender's call sites).
+#: What every packet's event runs through on a NewReno path, and the other strategies the
+#: sender calls at the same points.
 MODULES = [
     "engine/kernel.py",
     "engine/packet.py",
@@ -39,6 +39,9 @@ MODULES = [
     "engine/tcp/rate.py",
     "engine/tcp/cc/base.py",
     "engine/tcp/cc/slowstart.py",
+    "engine/tcp/cc/cubic.py",  # these three subclass base.py's classes, which an
+    "engine/tcp/cc/vegas.py",  # interpreted class cannot do once base.py is compiled
+    "engine/tcp/cc/bbr.py",
     "engine/tcp/recovery/base.py",
     "engine/tcp/recovery/reno.py",
     "engine/tcp/recovery/prr.py",
@@ -89,6 +92,7 @@ def build(root: Path) -> None:
     cmd = dist.get_command_obj("build_ext")
     cmd.inplace = True
     cmd.build_temp = BUILD_DIR
+    cmd.build_lib = f"{BUILD_DIR}/lib"
     cmd.parallel = os.cpu_count()
     dist.run_command("build_ext")
 
