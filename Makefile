@@ -7,7 +7,7 @@ RUN_STAMP := $(VENV)/.installed-run
 # Quiet installs: errors only, no progress bars, no "new pip available" notice.
 PIP    := $(PY) -m pip install -qq --progress-bar off --disable-pip-version-check
 
-.PHONY: install run test test-unit lint bench openapi docs services clean ui-vendor
+.PHONY: install compile uncompile run test test-unit lint bench openapi docs services clean ui-vendor
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,15 @@ $(RUN_STAMP): pyproject.toml
 	@touch $(RUN_STAMP)
 
 install: $(STAMP)
+
+# Optional: the per-packet modules compiled with mypyc, in place (scripts/compile_engine.py
+# says which); pure Python stays when there is no C compiler. Same results to the byte.
+# Run it again after editing a compiled module (its .so shadows the .py), or `make uncompile`.
+compile: $(STAMP)
+	$(PY) scripts/compile_engine.py
+
+uncompile:
+	$(PYTHON) scripts/compile_engine.py --clean
 
 run: $(RUN_STAMP)
 	@$(PY) -m api.serve
@@ -69,5 +78,5 @@ ui-vendor:
 docs: $(STAMP)
 	$(PY) -m engine.docs --write
 
-clean:
+clean: uncompile
 	rm -rf $(VENV) .tcpfr .pytest_cache

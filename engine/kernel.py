@@ -37,7 +37,8 @@ class Call:
     _ok = True
 
     def __init__(self, env: Environment, delay: float, fn: Callable[[Any], None], value: Any):
-        self.callbacks = _CALLBACKS
+        # SimPy sets it to None while it runs them: mypyc checks the declared type.
+        self.callbacks: list[Callable[[Call], None]] | None = _CALLBACKS
         self.fn = fn
         self.value = value
         queue: list[Any] = env._queue  # simpy's heap, holding a Call as if it were an Event
@@ -48,7 +49,7 @@ def _invoke(event: Call) -> None:
     event.fn(event.value)
 
 
-_CALLBACKS = [_invoke]
+_CALLBACKS: list[Callable[[Call], None]] = [_invoke]
 
 
 class Line:
@@ -127,7 +128,7 @@ class Later:
     _ok = True
 
     def __init__(self, kernel: Kernel, delay: float, fn: Callable[[Any], None], value: Any):
-        self.callbacks = _LATER_CALLBACKS
+        self.callbacks: list[Callable[[Later], None]] | None = _LATER_CALLBACKS
         self.fn = fn
         self.value = value
         self.kernel = kernel
@@ -160,7 +161,7 @@ def _invoke_later(event: Later) -> None:
     event.fn(event.value)
 
 
-_LATER_CALLBACKS = [_invoke_later]
+_LATER_CALLBACKS: list[Callable[[Later], None]] = [_invoke_later]
 
 
 class Timer:

@@ -175,16 +175,18 @@ class TcpSender:
         window = self.window(extra)
         sent = False
         while st.snd_nxt < limit:
-            length = limit - st.snd_nxt
+            # A float throughout (the limit may be inf): mypyc keeps a float variable
+            # unboxed and will not assign it an int.
+            length: float = limit - st.snd_nxt
             if length > mss:
-                length = mss
+                length = float(mss)
             usable = st.snd_una + window - st.snd_nxt
             if usable < length:
                 # Sender-side silly-window avoidance: a short segment only when nothing
                 # is outstanding (otherwise wait for the window to open by a full one).
                 if usable <= 0 or st.snd_nxt != st.snd_una:
                     break
-                length = usable
+                length = float(usable)
             if st.snd_nxt < st.snd_max:
                 # Resending after go-back-N: skip what the receiver has SACKed.
                 skipped = self.recovery.skip_sacked(st.snd_nxt)

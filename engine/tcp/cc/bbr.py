@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
 from enum import IntEnum
 from typing import TYPE_CHECKING
 
@@ -122,7 +121,9 @@ class Bbr(CongestionOps):
 
     def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
-        self.random: Callable[[], float] = random.Random(0).random  # the flow sets its own
+        # The flow sets its own. Declared as in CongestionOps: mypyc wants one type per
+        # attribute along the class hierarchy.
+        self.random = random.Random(0).random
         self.mode = Mode.STARTUP
         self.bw = WindowedMax()
         self.min_rtt = math.inf
@@ -330,7 +331,9 @@ class Bbr(CongestionOps):
 
     def _reset_probe_bw_mode(self) -> None:
         self.mode = Mode.PROBE_BW
-        self.cycle_index = len(PACING_GAIN_CYCLE) - 1 - int(self.random() * CYCLE_RAND)
+        draw = self.random
+        assert draw is not None  # set in __init__
+        self.cycle_index = len(PACING_GAIN_CYCLE) - 1 - int(draw() * CYCLE_RAND)
         self._advance_cycle_phase()
 
     def _update_gains(self) -> None:
