@@ -5,6 +5,10 @@ used first out, bounded in bytes, and served again without the database.
 An entry is the exact response a request got: its key is what the response depends on
 (tenant, path, query, Accept), as its ETag is, so a 304 needs no database either. Only
 responses whose ETag says "finished" are stored; a tenant never reads another's entry.
+
+What does change, the runs list, is kept too (`ListCache`), with the version of the rows
+it was rendered from, and served only once the database has said that this is still
+their version.
 """
 
 from __future__ import annotations
@@ -103,3 +107,35 @@ class ServeCached:
                     await hit(scope, receive, send)
                     return
         await self.app(scope, receive, send)
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """A rendered page of a list and the version of the rows it shows."""
+
+    version: str
+    etag: str
+    body: bytes
+
+
+class ListCache:
+    """Rendered pages of the runs list, by tenant and query, least recently used first out,
+    bounded in bytes. An entry is a candidate, never an answer: the endpoint serves it only
+    after reading the page's version from the database (one short row) and finding it
+    equal, so a list never lags a write (a new run, a worker's progress, a cancel); what
+    it saves is reading and rendering the rows. Used on the event loop only."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lru: LRUCache[tuple[object, ...], ListPage] = LRUCache(
+            maxsize=max(max_bytes, 1),
+            getsizeof=lambda p: len(p.body) + len(p.version) + ENTRY_OVERHEAD,
+        )
+
+    def get(self, key: tuple[object, ...]) -> ListPage | None:
+        return self._lru.get(key) if self.max_bytes > 0 else None
+
+    def put(self, key: tuple[object, ...], page: ListPage) -> None:
+        size = len(page.body) + len(page.version) + ENTRY_OVERHEAD
+        if self.max_bytes > 0 and size <= self.max_bytes // 4:
+            self._lru[key] = page

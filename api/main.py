@@ -14,7 +14,7 @@ from fastapi_offline import FastAPIOffline
 
 from api import exception_handlers
 from api.body_limit import BodyLimit
-from api.cache import DocumentCache, ServeCached
+from api.cache import DocumentCache, ListCache, ServeCached
 from api.compare.endpoints import router as compare_router
 from api.deps import Db, ThreadDb, get_tenant_id
 from api.exports.endpoints import router as exports_router
@@ -139,6 +139,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.celery = make_celery(settings, name="tcpfr-api")
         app.state.rate_limiter = RateLimiter(settings)
         app.state.cache = DocumentCache(settings.response_cache_bytes)
+        # Pages of the runs list, checked against the database on each use (api.cache).
+        app.state.list_cache = ListCache(settings.response_cache_bytes // 8)
         app.state.stream_slots = StreamSlots(settings.max_streams)
         stopping = app.state.stopping = Stopping()
         reconciler = sync_engine = None
