@@ -10,11 +10,10 @@ import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
-from api.cache import ListPage
+from api.cache import ListCache, ListPage
 from api.conditional import (
     CACHE_HEADERS,
     REPRESENTATION_VERSION,
-    REVALIDATE_HEADERS,
     etag_for,
     not_modified,
 )
@@ -158,32 +157,24 @@ async def list_runs(
         scenario_id=scenario_id,
         preset=preset,
     )
-    key = tuple(filters.values())
-    known = lists.get(key)
+    key = ListCache.key(request, tenant_id)
+    # The page rendered before is the answer if its rows are unchanged; their version is
+    # read on every request, so no write is ever missed.
+    found = await lists.current(db, key)
+    if found is None:
 
-    def query(session: Session) -> ListPage:
-        runs = RunRepository(session)
-        # The page rendered before is the answer if its rows are unchanged; the version
-        # is read on every request, so no write is ever missed.
-        if known is not None and runs.list_version(**filters) == known.version:
-            return known
-        listed = runs.list(**filters)
-        body = {
-            "items": [run_fields(r) for r in listed.page.items],
-            "next_cursor": listed.page.next_cursor,
-        }
-        return ListPage(listed.version, _list_etag(page.limit, listed.version), render_json(body))
+        def query(session: Session) -> ListPage:
+            listed = RunRepository(session).list(**filters)
+            body = {
+                "items": [run_fields(r) for r in listed.page.items],
+                "next_cursor": listed.page.next_cursor,
+            }
+            etag = _list_etag(page.limit, listed.version)
+            return ListPage(filters, listed.version, etag, render_json(body))
 
-    found = await db.read(query)
-    if found is not known:
+        found = await db.read(query)
         lists.put(key, found)
-    if (unchanged := not_modified(request, found.etag, REVALIDATE_HEADERS)) is not None:
-        return unchanged
-    return Response(
-        found.body,
-        media_type="application/json",
-        headers={"ETag": found.etag, **REVALIDATE_HEADERS},
-    )
+    return found.response(request)
 
 
 def _list_etag(limit: int, version: str) -> str:
