@@ -5,10 +5,6 @@ used first out, bounded in bytes, and served again without the database.
 An entry is the exact response a request got: its key is what the response depends on
 (tenant, path, query, Accept), as its ETag is, so a 304 needs no database either. Only
 responses whose ETag says "finished" are stored; a tenant never reads another's entry.
-
-What does change, the runs list, is kept too (`ListCache`), with the version of the rows
-it was rendered from, and served only once the database has said that this is still
-their version.
 """
 
 from __future__ import annotations
@@ -16,23 +12,19 @@ from __future__ import annotations
 import threading
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cachetools import LRUCache
 from fastapi import Request, Response
-from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.conditional import CACHE_HEADERS, REVALIDATE_HEADERS, not_modified
+from api.conditional import CACHE_HEADERS, not_modified
+from api.list_cache import ListCache
 from store.models import DEFAULT_TENANT_ID
-from store.runs import RunRepository
-
-if TYPE_CHECKING:
-    from api.deps import Db
 
 #: Bytes an entry costs beyond its body (key, headers, bookkeeping), roughly.
 ENTRY_OVERHEAD = 400
-#: The runs list's path: served from `ListCache` before routing, as documents are.
+#: The runs list's path: served from `api.list_cache` before routing, as documents are.
 RUNS_LIST = "/v1/runs"
 
 
@@ -119,72 +111,15 @@ class ServeCached:
         await self.app(scope, receive, send)
 
     async def _listed(self, request: Request) -> Response | None:
-        """The runs list from `ListCache`, once the database has confirmed its version."""
+        """The runs list from `ListCache`, read anew (a short read while it is unchanged),
+        when the endpoint has answered this query before."""
         state = self.owner.state
         lists: ListCache = state.list_cache
+        key = ListCache.key(request, DEFAULT_TENANT_ID)
+        if (filters := lists.filters_of(key)) is None:
+            return None
         try:
-            page = await lists.current(state.db, ListCache.key(request, DEFAULT_TENANT_ID))
+            page = await lists.page(state.db, key, filters)
         except Exception:  # the database away: the app answers, with its 503
             return None
-        return None if page is None else page.response(request)
-
-
-@dataclass(frozen=True, slots=True)
-class ListPage:
-    """A rendered page of the runs list: what `RunRepository.list_version` is asked to check
-    it (`filters`), the version of the rows it shows, its ETag and its bytes."""
-
-    filters: dict[str, Any]
-    version: str
-    etag: str
-    body: bytes
-
-    def response(self, request: Request) -> Response:
-        """The page, or a 304 when the client's copy is this one."""
-        if (unchanged := not_modified(request, self.etag, REVALIDATE_HEADERS)) is not None:
-            return unchanged
-        headers = {"ETag": self.etag, **REVALIDATE_HEADERS}
-        return Response(self.body, media_type="application/json", headers=headers)
-
-
-class ListCache:
-    """Rendered pages of the runs list, by tenant and query string, least recently used
-    first out, bounded in bytes. An entry is a candidate, never an answer by itself: it is
-    served only once the database has given the page's version (one short row) and it is
-    the entry's, so a list never lags a write (a new run, a worker's progress, a cancel);
-    what it saves is reading and rendering the rows. Used on the event loop only."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._lru: LRUCache[tuple[object, ...], ListPage] = LRUCache(
-            maxsize=max(max_bytes, 1), getsizeof=_list_page_size
-        )
-
-    @staticmethod
-    def key(request: Request, tenant_id: uuid.UUID) -> tuple[object, ...]:
-        # The query as sent: an entry exists only for a query the endpoint validated.
-        return (tenant_id, tuple(sorted(request.query_params.multi_items())))
-
-    async def current(self, db: Db, key: tuple[object, ...]) -> ListPage | None:
-        """The entry under `key` if its rows are still what the database holds."""
-        known = self._lru.get(key) if self.max_bytes > 0 else None
-        if known is None:
-            return None
-        version = await db.read(_list_version, known.filters)
-        if version != known.version:
-            # Gone, so the endpoint this request goes on to reads the rows at once.
-            self._lru.pop(key, None)
-            return None
-        return known
-
-    def put(self, key: tuple[object, ...], page: ListPage) -> None:
-        if self.max_bytes > 0 and _list_page_size(page) <= self.max_bytes // 4:
-            self._lru[key] = page
-
-
-def _list_page_size(page: ListPage) -> int:
-    return len(page.body) + len(page.version) + ENTRY_OVERHEAD
-
-
-def _list_version(session: Session, filters: dict[str, Any]) -> str:
-    return RunRepository(session).list_version(**filters)
+        return page.response(request)

@@ -19,7 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session, sessionmaker
 
 from api.auth import PresentedKey, tenant_for
-from api.cache import DocumentCache, ListCache
+from api.cache import DocumentCache
+from api.list_cache import ListCache
 from api.ratelimit import RateLimiter
 from settings import Settings
 from store.models import DEFAULT_TENANT_ID

@@ -10,7 +10,6 @@ import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
-from api.cache import ListCache, ListPage
 from api.conditional import (
     CACHE_HEADERS,
     REPRESENTATION_VERSION,
@@ -20,6 +19,7 @@ from api.conditional import (
 from api.deps import CacheDep, CeleryDep, DbDep, ListCacheDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
+from api.list_cache import ListCache, ListPage
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses, render_json
 from api.runs import service
@@ -157,24 +157,20 @@ async def list_runs(
         scenario_id=scenario_id,
         preset=preset,
     )
-    key = ListCache.key(request, tenant_id)
-    # The page rendered before is the answer if its rows are unchanged; their version is
-    # read on every request, so no write is ever missed.
-    found = await lists.current(db, key)
-    if found is None:
-
-        def query(session: Session) -> ListPage:
-            listed = RunRepository(session).list(**filters)
-            body = {
-                "items": [run_fields(r) for r in listed.page.items],
-                "next_cursor": listed.page.next_cursor,
-            }
-            etag = _list_etag(page.limit, listed.version)
-            return ListPage(filters, listed.version, etag, render_json(body))
-
-        found = await db.read(query)
-        lists.put(key, found)
+    found = await lists.page(db, ListCache.key(request, tenant_id), filters)
     return found.response(request)
+
+
+def render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
+    """A page of the runs list (`RunRepository.list`'s arguments), rendered, with its
+    version: what `ListCache` keeps."""
+    listed = RunRepository(session).list(**filters)
+    body = {
+        "items": [run_fields(r) for r in listed.page.items],
+        "next_cursor": listed.page.next_cursor,
+    }
+    etag = _list_etag(filters["limit"], listed.version)
+    return ListPage(filters, listed.version, etag, render_json(body))
 
 
 def _list_etag(limit: int, version: str) -> str:
