@@ -89,7 +89,8 @@ def _version_of(rows: Select[Any], dialect: str) -> Select[tuple[str]]:
         joined = func.md5(func.string_agg(row, literal_column("';'")))
     else:
         # SQLite: each row a JSON array (text escaped, integers exact), but a REAL as
-        # quote() writes it, exactly (JSON would round it to 15 digits); group_concat, not
+        # quote() writes it, exactly (JSON would round it to 15 digits; a float changed
+        # by one ulp is tests/integration/test_runs_list.py's); group_concat, not
         # json_group_array, so that no rows is NULL, as on PostgreSQL. (quote() on every
         # value, the obvious way, costs 2.5 times as much.)
         values = [func.quote(c) if isinstance(c.type, Float) else c for c in page.c]
