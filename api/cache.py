@@ -19,10 +19,13 @@ from fastapi import Request, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.conditional import CACHE_HEADERS, not_modified
+from api.list_cache import ListCache
 from store.models import DEFAULT_TENANT_ID
 
 #: Bytes an entry costs beyond its body (key, headers, bookkeeping), roughly.
 ENTRY_OVERHEAD = 400
+#: The runs list's path: served from `api.list_cache` before routing, as documents are.
+RUNS_LIST = "/v1/runs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +98,25 @@ class ServeCached:
             cache: DocumentCache | None = getattr(state, "cache", None)
             settings = state.settings
             if cache is not None and not settings.auth and settings.rate_limit is None:
-                hit = cache.lookup(Request(scope), DEFAULT_TENANT_ID)
+                request = Request(scope)
+                hit = cache.lookup(request, DEFAULT_TENANT_ID)
+                if hit is None and scope["path"] == RUNS_LIST:
+                    hit = await self._listed(request)
                 if hit is not None:
                     await hit(scope, receive, send)
                     return
         await self.app(scope, receive, send)
+
+    async def _listed(self, request: Request) -> Response | None:
+        """The runs list from `ListCache`, read anew (a short read while it is unchanged),
+        when the endpoint has answered this query before."""
+        state = self.owner.state
+        lists: ListCache = state.list_cache
+        key = ListCache.key(request, DEFAULT_TENANT_ID)
+        if (filters := lists.filters_of(key)) is None:
+            return None
+        try:
+            page = await lists.page(state.db, key, filters)
+        except Exception:  # the database away: the app answers, with its 503
+            return None
+        return page.response(request)

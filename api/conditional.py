@@ -17,15 +17,21 @@ def etag_for(request: Request, *parts: object) -> str:
     return '"' + hashlib.sha256(raw.encode()).hexdigest()[:40] + '"'
 
 
-def not_modified(request: Request, etag: str) -> Response | None:
+def not_modified(
+    request: Request, etag: str, cache_headers: dict[str, str] | None = None
+) -> Response | None:
     """A 304 when the client's copy is current (weak comparison, as RFC 9110 asks here)."""
     header = request.headers.get("if-none-match")
     if not header:
         return None
     tags = {t.strip().removeprefix("W/") for t in header.split(",")}
     if "*" in tags or etag in tags:
-        return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
+        headers = CACHE_HEADERS if cache_headers is None else cache_headers
+        return Response(status_code=304, headers={"ETag": etag, **headers})
     return None
 
 
 CACHE_HEADERS = {"Cache-Control": "private, max-age=86400"}
+#: For what changes (a list): a client may keep it but asks again each time, with
+#: If-None-Match, and gets a 304 while it has not changed.
+REVALIDATE_HEADERS = {"Cache-Control": "private, no-cache"}

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from api.auth import PresentedKey, tenant_for
 from api.cache import DocumentCache
+from api.list_cache import ListCache
 from api.ratelimit import RateLimiter
 from settings import Settings
 from store.models import DEFAULT_TENANT_ID
@@ -118,10 +119,15 @@ async def get_cache(request: Request) -> DocumentCache:
     return request.app.state.cache
 
 
+async def get_list_cache(request: Request) -> ListCache:
+    return request.app.state.list_cache
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 DbDep = Annotated[Db, Depends(get_db)]
 CeleryDep = Annotated[Celery, Depends(get_celery)]
 CacheDep = Annotated[DocumentCache, Depends(get_cache)]
+ListCacheDep = Annotated[ListCache, Depends(get_list_cache)]
 
 
 async def get_tenant_id(request: Request, key: PresentedKey) -> uuid.UUID:

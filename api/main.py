@@ -19,10 +19,12 @@ from api.compare.endpoints import router as compare_router
 from api.deps import Db, ThreadDb, get_tenant_id
 from api.exports.endpoints import router as exports_router
 from api.health.endpoints import router as health_router
+from api.list_cache import ListCache
 from api.presets.endpoints import router as presets_router
 from api.ratelimit import RateLimiter
 from api.reconciler import reconcile_forever
 from api.responses import problem_responses
+from api.runs.endpoints import render_list_page
 from api.runs.endpoints import router as runs_router
 from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
@@ -139,6 +141,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.celery = make_celery(settings, name="tcpfr-api")
         app.state.rate_limiter = RateLimiter(settings)
         app.state.cache = DocumentCache(settings.response_cache_bytes)
+        # Pages of the runs list, read anew (shortly, while unchanged) on each use.
+        app.state.list_cache = ListCache(
+            settings.response_cache_bytes // 8, render=render_list_page
+        )
         app.state.stream_slots = StreamSlots(settings.max_streams)
         stopping = app.state.stopping = Stopping()
         reconciler = sync_engine = None

@@ -12,11 +12,16 @@ from pydantic import BaseModel, Field
 _OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS | orjson.OPT_UTC_Z
 
 
+def render_json(content: Any) -> bytes:
+    """What `OrjsonResponse` sends for `content`, for a body rendered ahead (off the loop)."""
+    return orjson.dumps(content, option=_OPTIONS)
+
+
 class OrjsonResponse(JSONResponse):
     """JSON rendered by orjson; used where we build the payload ourselves (series, errors)."""
 
     def render(self, content: Any) -> bytes:
-        return orjson.dumps(content, option=_OPTIONS)
+        return render_json(content)
 
 
 class ProblemResponse(OrjsonResponse):

@@ -58,7 +58,8 @@ class Settings(BaseSettings):
     # The embedded broker polls its folder this often (seconds) for new messages.
     broker_polling_interval: float = Field(default=0.02, gt=0)
 
-    # Finished runs' documents kept in memory by each API process (api.cache); 0: none.
+    # Finished runs' documents kept in memory by each API process (api.cache), and an eighth
+    # of it again for pages of the runs list; 0: none.
     response_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
 
     series_max_points: int = 1000

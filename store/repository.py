@@ -81,6 +81,12 @@ class Repository(Generic[M]):
         found: Sequence[Any] = (
             self.session.execute(ordered).all() if rows else self.session.scalars(ordered).all()
         )
+        return self.page_of(found, limit=limit)
+
+    @staticmethod
+    def page_of(found: Sequence[Any], *, limit: int) -> Page[Any]:
+        """The page that up to `limit` + 1 rows newest first make (one more than the page
+        holds says that another page follows)."""
         more = len(found) > limit
         items = found[:limit]
         return Page(items=items, next_cursor=encode_cursor(items[-1].id) if more else None)

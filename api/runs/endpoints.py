@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -9,12 +10,18 @@ import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
-from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import CacheDep, CeleryDep, DbDep, SettingsDep, TenantDep
+from api.conditional import (
+    CACHE_HEADERS,
+    REPRESENTATION_VERSION,
+    etag_for,
+    not_modified,
+)
+from api.deps import CacheDep, CeleryDep, DbDep, ListCacheDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
+from api.list_cache import ListCache, ListPage
 from api.pagination import Page, PageParamsDep
-from api.responses import OrjsonResponse, problem_responses
+from api.responses import OrjsonResponse, problem_responses, render_json
 from api.runs import service
 from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut, run_error
 from api.runs.service import CaptureFile
@@ -121,31 +128,56 @@ async def create_run(
 
 
 @router.get(
-    "", operation_id="list_runs", response_model=Page[RunListItem], responses=problem_responses(422)
+    "",
+    operation_id="list_runs",
+    response_model=Page[RunListItem],
+    responses={
+        304: {"description": "Not modified: the page is what the client's ETag names"},
+        **problem_responses(422),
+    },
 )
 async def list_runs(
     db: DbDep,
     tenant_id: TenantDep,
     page: PageParamsDep,
+    lists: ListCacheDep,
+    request: Request,
     status: Annotated[RunStatus | None, Query(description="Only runs in this state")] = None,
     scenario_id: Annotated[uuid.UUID | None, Query()] = None,
     # No NUL: PostgreSQL cannot compare text holding one (a 500 otherwise).
     preset: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]*$")] = None,
 ) -> Response:
-    """Runs, newest first."""
+    """Runs, newest first. Carries an ETag: `If-None-Match` gets a 304 while the page is
+    unchanged."""
+    filters: dict[str, Any] = dict(
+        tenant_id=tenant_id,
+        cursor=page.cursor,
+        limit=page.limit,
+        status=status,
+        scenario_id=scenario_id,
+        preset=preset,
+    )
+    found = await lists.page(db, ListCache.key(request, tenant_id), filters)
+    return found.response(request)
 
-    def query(session: Session) -> dict[str, Any]:
-        result = RunRepository(session).list(
-            tenant_id=tenant_id,
-            cursor=page.cursor,
-            limit=page.limit,
-            status=status,
-            scenario_id=scenario_id,
-            preset=preset,
-        )
-        return {"items": [run_fields(r) for r in result.items], "next_cursor": result.next_cursor}
 
-    return OrjsonResponse(await db.read(query))
+def render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
+    """A page of the runs list (`RunRepository.list`'s arguments), rendered, with its
+    version: what `ListCache` keeps."""
+    listed = RunRepository(session).list(**filters)
+    body = {
+        "items": [run_fields(r) for r in listed.page.items],
+        "next_cursor": listed.page.next_cursor,
+    }
+    etag = _list_etag(filters["limit"], listed.version)
+    return ListPage(filters, listed.version, etag, render_json(body))
+
+
+def _list_etag(limit: int, version: str) -> str:
+    """A page's bytes follow from its rows (their version) and `limit` (how many of them
+    it shows, and so whether it has a next cursor)."""
+    raw = f"{REPRESENTATION_VERSION}|runs|{limit}|{version}"
+    return '"' + hashlib.sha256(raw.encode()).hexdigest()[:40] + '"'
 
 
 @router.get(

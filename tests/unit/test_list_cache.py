@@ -1,0 +1,123 @@
+"""ListCache's shared reads: a request never takes the answer of a read that began before it
+arrived, requests that wait together share one read, and one leaving or failing does not
+take the others with it. (Against the real databases: tests/integration/test_runs_list.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from api import list_cache
+from api.list_cache import ListCache, ListPage
+
+pytestmark = pytest.mark.unit
+
+KEY = ("tenant", (("limit", "50"),))
+FILTERS: dict[str, Any] = {"limit": 50}
+
+
+class FakeDb:
+    """A database holding one page whose version is `version`; each read sees the version
+    of the moment it begins, and waits at `gate` when one is set."""
+
+    def __init__(self) -> None:
+        self.version = "v1"
+        self.gate: asyncio.Event | None = None
+        self.versions_read = self.pages_read = 0
+        self.fail: Exception | None = None
+
+    async def read(self, fn: Any, filters: dict[str, Any]) -> Any:
+        seen = self.version
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail is not None:
+            raise self.fail
+        if fn is list_cache._version:
+            self.versions_read += 1
+            return seen
+        self.pages_read += 1
+        return ListPage(filters, seen, f'"{seen}"', seen.encode())
+
+
+def render(_session: Any, _filters: dict[str, Any]) -> ListPage:
+    raise AssertionError("FakeDb renders")
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_a_request_never_takes_a_read_begun_before_it_arrived() -> None:
+    async def main() -> None:
+        db, cache = FakeDb(), ListCache(1 << 20, render)
+        assert (await cache.page(db, KEY, FILTERS)).body == b"v1"  # kept
+
+        db.gate = asyncio.Event()
+        before = asyncio.ensure_future(cache.page(db, KEY, FILTERS))
+        await settle()  # its read has begun, and sees v1
+        db.version = "v2"  # a write, then a request
+        after = asyncio.ensure_future(cache.page(db, KEY, FILTERS))
+        await settle()
+        db.gate.set()
+        assert (await before).body == b"v1"
+        assert (await after).body == b"v2"
+        assert (await cache.page(db, KEY, FILTERS)).body == b"v2"
+
+    asyncio.run(main())
+
+
+def test_requests_that_wait_together_share_one_read() -> None:
+    async def main() -> None:
+        db, cache = FakeDb(), ListCache(1 << 20, render)
+        await cache.page(db, KEY, FILTERS)
+        db.gate = asyncio.Event()
+        first = asyncio.ensure_future(cache.page(db, KEY, FILTERS))
+        await settle()
+        waiting = [asyncio.ensure_future(cache.page(db, KEY, FILTERS)) for _ in range(50)]
+        await settle()
+        db.gate.set()
+        pages = await asyncio.gather(first, *waiting)
+        assert {p.body for p in pages} == {b"v1"}
+        # The page once, then one version read for `first` and one for the fifty.
+        assert (db.pages_read, db.versions_read) == (1, 2)
+
+    asyncio.run(main())
+
+
+def test_one_leaving_or_failing_does_not_take_the_others_along() -> None:
+    async def main() -> None:
+        db, cache = FakeDb(), ListCache(1 << 20, render)
+        await cache.page(db, KEY, FILTERS)
+        db.gate = asyncio.Event()
+        leaving, staying = (asyncio.ensure_future(cache.page(db, KEY, FILTERS)) for _ in "ab")
+        await settle()
+        leaving.cancel()
+        await settle()
+        db.gate.set()
+        assert (await staying).body == b"v1"
+
+        db.fail = ConnectionError("database away")
+        both = [asyncio.ensure_future(cache.page(db, KEY, FILTERS)) for _ in "ab"]
+        for outcome in await asyncio.gather(*both, return_exceptions=True):
+            assert isinstance(outcome, ConnectionError)
+        db.fail = None
+        assert (await cache.page(db, KEY, FILTERS)).body == b"v1"
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("max_bytes", [0, 1 << 20])
+def test_a_changed_page_is_read_again_and_kept_within_bounds(max_bytes: int) -> None:
+    async def main() -> None:
+        db, cache = FakeDb(), ListCache(max_bytes, render)
+        await cache.page(db, KEY, FILTERS)
+        db.version = "v2"
+        assert (await cache.page(db, KEY, FILTERS)).body == b"v2"
+        kept = cache.filters_of(KEY)
+        assert kept == (FILTERS if max_bytes else None)
+        assert db.pages_read == 2
+
+    asyncio.run(main())
