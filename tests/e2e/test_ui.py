@@ -211,6 +211,56 @@ def test_a_run_page_downloads_its_capture_and_bundle(pg_stack: Stack, page: Any)
     shot(page, "run-page-downloads.png")
 
 
+def many_flows(n: int) -> dict[str, Any]:
+    """`n` NewReno senders, each on its own 100 Mb/s link, sharing a 10 Mb/s bottleneck."""
+    nodes = [{"id": "ra", "kind": "router"}, {"id": "rcv", "kind": "host"}]
+    links = [{"id": "wan", "a": "ra", "b": "rcv", "rate": "10Mbps", "delay": "10ms"}]
+    flows = []
+    for i in range(n):
+        nodes.append({"id": f"s{i}", "kind": "host"})
+        links.append({"id": f"l{i}", "a": f"s{i}", "b": "ra", "rate": "100Mbps", "delay": "1ms"})
+        flows.append({"id": f"f{i}", "kind": "tcp_bulk", "src": f"s{i}", "dst": "rcv"})
+    return {"name": f"{n} flows", "nodes": nodes, "links": links, "flows": flows, "duration": "3s"}
+
+
+def test_a_run_of_many_flows_reads_as_a_population(pg_stack: Stack, page: Any) -> None:
+    """Past eight flows the diagnosis is grouped by limit (each flow's words one click
+    away) and the summary gives totals and Jain's fairness index above a row per flow,
+    where a column per flow would run off the page."""
+    with pg_stack.client as client:
+        run = client.post("/v1/runs", json={"scenario": many_flows(12)}).json()
+        deadline = time.monotonic() + 120
+        while run["status"] not in ("succeeded", "failed") and time.monotonic() < deadline:
+            time.sleep(0.5)
+            run = client.get(f"/v1/runs/{run['id']}").json()
+        assert run["status"] == "succeeded", run
+    page.goto(f"{pg_stack.base_url}/ui/runs/{run['id']}")
+    page.wait_for_selector("#charts[data-ready=true]", timeout=60_000)
+
+    groups = page.locator("#diagnosis details.diagnosis-group")
+    limits = [groups.nth(i).get_attribute("data-limit") for i in range(groups.count())]
+    expected: dict[str, int] = {}
+    for d in run["diagnosis"].values():
+        expected[d["limit"]] = expected.get(d["limit"], 0) + 1
+    assert sorted(limits) == sorted(expected)
+    for i, limit in enumerate(limits):
+        assert f"{expected[limit]} of 12 flows limited by" in groups.nth(i).inner_text()
+    assert not groups.nth(0).locator("p.diagnosis").first.is_visible()  # folded
+    groups.nth(0).locator("summary").click()
+    assert groups.nth(0).locator("p.diagnosis").count() == expected[limits[0]]
+    assert groups.nth(0).locator("p.diagnosis").first.is_visible()
+
+    goodput = [f["goodput_bps"] for f in run["summary"]["flows"].values()]
+    jain = sum(goodput) ** 2 / (len(goodput) * sum(g * g for g in goodput))
+    totals = page.inner_text("#summary")
+    assert f"fairness (Jain's index)\t{jain:.3f}" in totals, totals
+    assert "12 (" in totals
+    rows = page.locator("#summary-flows tbody tr")
+    assert rows.count() == 12
+    assert rows.nth(3).locator("th").inner_text() == "f3"
+    shot(page, "run-page-many-flows.png")
+
+
 def test_docs_and_redoc_load_with_the_network_off(pg_stack: Stack, page: Any) -> None:
     outside: list[str] = []
 

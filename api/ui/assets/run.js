@@ -29,12 +29,33 @@
       el("li", {}, el("time", { text: new Date(event.at).toLocaleTimeString() }), " ", text));
   }
 
+  // Past this many flows a run is read as a population: the diagnosis by limit, the
+  // summary a row per flow under totals.
+  const MANY = 8;
+  const limitText = (limit) => String(limit).replace(/_/g, " ");
+
   function diagnosis(doc) {
     const box = document.getElementById("diagnosis");
-    box.replaceChildren(...Object.entries(doc.diagnosis || {}).map(([flow, d]) =>
-      el("p", { class: "diagnosis" },
-        el("strong", { text: `${flow}: limited by ${String(d.limit).replace(/_/g, " ")}. ` }),
-        d.advice || "")));
+    const line = ([flow, d]) => el("p", { class: "diagnosis" },
+      el("strong", { text: `${flow}: limited by ${limitText(d.limit)}. ` }), d.advice || "");
+    const entries = Object.entries(doc.diagnosis || {});
+    if (entries.length <= MANY) {
+      box.replaceChildren(...entries.map(line));
+      return;
+    }
+    // One group per limit, the commonest first; each flow's own words inside.
+    const groups = new Map();
+    for (const entry of entries) {
+      const limit = entry[1].limit;
+      groups.set(limit, [...(groups.get(limit) || []), entry]);
+    }
+    const sorted = [...groups.entries()].sort((a, b) => b[1].length - a[1].length);
+    box.replaceChildren(...sorted.map(([limit, members]) =>
+      el("details", { class: "diagnosis-group", "data-limit": limit },
+        el("summary", {},
+          el("strong", { text: `${members.length} of ${entries.length} flows limited by ${limitText(limit)}` }),
+          ` (${members.slice(0, 5).map(([flow]) => flow).join(", ")}${members.length > 5 ? ", …" : ""})`),
+        ...members.map(line))));
   }
 
   // The run to take away: the export bundle (request, result, series as CSV and Parquet,
@@ -75,12 +96,46 @@
     ];
     const names = Object.keys(flows);
     const table = document.getElementById("summary");
+    const simulated = `${seconds(doc.summary.sim_time)} in ${seconds(doc.summary.wall_time)} of wall time, ${doc.summary.events.toLocaleString()} events`;
+    if (names.length > MANY) {
+      manyFlows(table, flows, names, rows, simulated);
+      return;
+    }
+    document.getElementById("summary-flows-box")?.remove();
     table.replaceChildren(
       el("thead", {}, el("tr", {}, el("th", { text: "flow" }), names.map((n) => el("th", { text: n })))),
       el("tbody", {}, rows.map(([label, fn]) => el("tr", {}, el("th", { text: label }),
         names.map((n) => el("td", { text: String(fn(flows[n]) ?? "–") }))))),
       el("tfoot", {}, el("tr", {}, el("th", { text: "simulated" }),
-        el("td", { colspan: names.length, text: `${seconds(doc.summary.sim_time)} in ${seconds(doc.summary.wall_time)} of wall time, ${doc.summary.events.toLocaleString()} events` }))));
+        el("td", { colspan: names.length, text: simulated }))));
+  }
+
+  // Many flows: totals and spread first (Jain's index for how evenly the goodput is
+  // shared), then one row per flow, scrolling within the page.
+  function manyFlows(table, flows, names, rows, simulated) {
+    const all = names.map((n) => flows[n]);
+    const goodput = all.map((f) => f.goodput_bps || 0);
+    const total = goodput.reduce((a, b) => a + b, 0);
+    const squares = goodput.reduce((a, b) => a + b * b, 0);
+    const sum = (key) => all.reduce((a, f) => a + (f[key] || 0), 0);
+    const facts = [
+      ["flows", `${names.length} (${all.filter((f) => f.completed).length} completed)`],
+      ["goodput total", bps(total)],
+      ["goodput mean / min / max",
+       [total / names.length, Math.min(...goodput), Math.max(...goodput)].map(bps).join(" / ")],
+      ["fairness (Jain's index)", squares > 0 ? (total * total / (names.length * squares)).toFixed(3) : "–"],
+      ["retransmissions, timeouts, packets dropped",
+       [sum("retransmissions"), sum("timeouts"), sum("packets_dropped")].map((v) => v.toLocaleString()).join(", ")],
+      ["simulated", simulated],
+    ];
+    table.replaceChildren(el("tbody", {}, facts.map(([label, text]) =>
+      el("tr", {}, el("th", { text: label }), el("td", { text })))));
+    const perFlow = el("table", { id: "summary-flows", class: "figures per-flow" },
+      el("thead", {}, el("tr", {}, el("th", { text: "flow" }), rows.map(([label]) => el("th", { text: label })))),
+      el("tbody", {}, names.map((n) =>
+        el("tr", {}, el("th", { text: n }), rows.map(([, fn]) => el("td", { text: String(fn(flows[n]) ?? "–") }))))));
+    document.getElementById("summary-flows-box")?.remove();
+    table.after(el("div", { id: "summary-flows-box", class: "scroll" }, perFlow));
   }
 
   // The link direction where packets were dropped or waited most: its queue is the one to
