@@ -648,7 +648,7 @@ class FrameRelay:
         switches = {node.id for node in scenario.nodes if node.kind == "fr_switch"}
         for port in ports.values():
             if port.src in switches or port.encap == "frame_relay":
-                port.queue = FrQueue(port.queue, port, spec.switch)
+                port.use_queue(FrQueue(port.queue, port, spec.switch))
         self.circuits = {pvc.id: Circuit(env, pvc, seed) for pvc in spec.pvcs}
 
     def wrap(

@@ -294,6 +294,7 @@ class Egress:
         "wait_total",
         "queue_max",
         "shown",
+        "admits_idle",
         "_wire_cache",
     )
 
@@ -318,7 +319,7 @@ class Egress:
         self.delay = float(link.delay)
         self.encap = link.encap
         self.overhead = link.overhead_bytes
-        self.queue = queue
+        self.use_queue(queue)
         self.loss = loss
         self.busy_until = 0.0
         self.queued_bytes = 0
@@ -334,6 +335,13 @@ class Egress:
         # changed does not wake its probe (a cold object per packet with many flows).
         self.shown: int | None = None
         self._wire_cache = {} if framing is None else framing
+
+    def use_queue(self, queue: Discipline) -> None:
+        """Queue with `queue` from now on."""
+        self.queue = queue
+        # A packet-limited DropTail takes any packet when none is waiting: its verdict is
+        # known without asking it (RED, or Frame Relay's queue, must see every arrival).
+        self.admits_idle = type(queue) is DropTail and (queue.limit_packets or 0) >= 1
 
     def wire(self, ip_size: int) -> int:
         return self._framing(ip_size)[0]
@@ -358,12 +366,17 @@ class Egress:
         env = self.env
         now = env._now
         w = self._waiting
-        while w and w[0][0] <= now:  # self.waiting(now), inlined on the hot path
-            self.queued_bytes -= w.popleft()[1]
-        waiting = len(w)
+        if self.queued_bytes:  # every waiting packet has bytes: else `w` is empty, unread
+            while w and w[0][0] <= now:  # self.waiting(now), inlined on the hot path
+                self.queued_bytes -= w.popleft()[1]
+            waiting = len(w)
+        else:
+            waiting = 0
         f = self._wire_cache.get(pkt.size) or self._framing(pkt.size)
         wire = f[0]
-        if not self.queue.admit(self, waiting, wire, now, pkt):
+        if (waiting or not self.admits_idle) and not self.queue.admit(
+            self, waiting, wire, now, pkt
+        ):
             self.drops += 1
             pkt.flow.dropped(pkt)
             if self.probe is not None:
