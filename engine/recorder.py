@@ -308,9 +308,8 @@ class LinkProbe:
         self.utilization = Trace("ratio", rate=True)
 
     def on_queue(self, port: Egress, now: float, waiting: int) -> None:
-        queue = self.queue
-        if waiting != queue.last_v:  # Trace.add's own test, saving a call per packet
-            queue.add(now, waiting)
+        """The queue length changed (the port calls only then)."""
+        self.queue.add(now, waiting)
 
     def on_drop(self, port: Egress, now: float, waiting: int) -> None:
         self.queue.add(now, waiting)

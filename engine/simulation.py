@@ -144,29 +144,23 @@ def simulate(
     run_seed = scenario.seed if seed is None else seed
     with _collector_paused():
         net = Network(scenario, run_seed)
-    # The model lives as long as the run: the collector's passes need not walk it (with a
-    # thousand flows it is most of what they would visit).
-    gc.freeze()
-    try:
-        env = net.env
-        duration = float(scenario.duration)
-        net.done.callbacks.append(StopSimulation.callback)
-        step = duration / SLICES
-        while True:
-            target = min(duration, env.now + step)
-            env.run(until=target)
-            if net.finished or env.now >= duration:
-                break
-            if progress is not None:
-                progress(_fraction(net, duration))
-            if should_stop is not None and should_stop():
-                raise SimulationCancelled()
+    env = net.env
+    duration = float(scenario.duration)
+    net.done.callbacks.append(StopSimulation.callback)
+    step = duration / SLICES
+    while True:
+        target = min(duration, env.now + step)
+        env.run(until=target)
+        if net.finished or env.now >= duration:
+            break
         if progress is not None:
-            progress(1.0)
-        with _collector_paused():
-            return _finalize(net, run_seed, time.perf_counter() - wall0)
-    finally:
-        gc.unfreeze()
+            progress(_fraction(net, duration))
+        if should_stop is not None and should_stop():
+            raise SimulationCancelled()
+    if progress is not None:
+        progress(1.0)
+    with _collector_paused():
+        return _finalize(net, run_seed, time.perf_counter() - wall0)
 
 
 @contextmanager
