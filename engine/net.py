@@ -415,9 +415,8 @@ class Egress:
                 probe.on_drop(self, now, waiting)
                 self.shown = waiting
             return
-        hop = pkt.hop + 1
-        pkt.hop = hop
-        self.line.add(end + self.delay - now, pkt.path[hop], pkt)
+        pkt.hop += 1
+        self.line.add(end + self.delay - now, pkt)
 
     def busy_time(self, now: float) -> float:
         """Seconds spent serialising up to `now` (the scheduled future excluded)."""

@@ -48,18 +48,22 @@ class Kind(IntEnum):
 
 
 class Packet:
+    # What every hop reads comes first, beside the object's header: with a thousand flows
+    # a packet is cold at each hop, and these then share its first cache line.
     __slots__ = (
+        "hop",  # index into path of the element that holds the packet now
+        "path",  # tuple of hops: egress ports, then the receiving endpoint
+        "size",  # IP bytes
+        "due",  # on a link (engine.kernel.Line): when it reaches the next hop
+        "eid",  # on a link: its event id, the order among packets due at the same time
         "flow",  # the flow's endpoint pair (owner of counters for this packet)
         "kind",
-        "size",  # IP bytes
         "seq",  # first payload byte (TCP) or datagram number (UDP)
         "length",  # payload bytes
         "ack",  # cumulative ACK (next byte expected)
         "wnd",  # advertised receive window, bytes (already scaled)
         "sack",  # tuple of (start, end) SACK blocks, or None
         "sent_at",  # time the sender handed it to the network
-        "path",  # tuple of hops: egress ports, then the receiving endpoint
-        "hop",  # index into path of the element that holds the packet now
         "pvc",  # Frame Relay: the PVC direction carrying it now (engine.framerelay), or None
         "de",  # Frame Relay discard eligibility
         "fecn",
@@ -72,6 +76,8 @@ class Packet:
     )
 
     echo_at: float  # set on ACKs only (see above)
+    due: float  # set by the link carrying it
+    eid: int
 
     def __init__(self, flow: Flow, kind: Kind, size: int, path: Path, sent_at: float):
         self.flow = flow

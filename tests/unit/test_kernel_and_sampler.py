@@ -1,5 +1,5 @@
 """The scale-minded scheduling and sampling pieces keep results as they were: a `Line` of
-deliveries runs its events in the order one `Call` each would, and the block-wise
+packets runs its deliveries in the order one `Call` each would, and the block-wise
 `RateSampler` records the same points as sampling each series point by point."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine.kernel import Call, Kernel, Later, Line
+from engine.packet import Kind, Packet
 from engine.recorder import RateSampler, Trace
 
 pytestmark = pytest.mark.unit
@@ -21,8 +22,8 @@ class Sink:
     def __init__(self, log: list, name: str) -> None:
         self.log, self.name = log, name
 
-    def accept(self, value) -> None:
-        self.log.append((self.name, value))
+    def accept(self, pkt: Packet) -> None:
+        self.log.append((self.name, pkt.seq))
 
 
 def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list, int]:
@@ -39,10 +40,12 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
         index, link, delay = item
         arrival = max(env.now + delay, last[link])
         last[link] = arrival
+        pkt = Packet(None, Kind.DATA, 40, (sinks[link],), env.now)  # type: ignore[arg-type]
+        pkt.seq = index
         if lines:
-            queues[link].add(arrival - env.now, sinks[link], index)
+            queues[link].add(arrival - env.now, pkt)
         else:
-            Call(env, arrival - env.now, sinks[link].accept, index)
+            Call(env, arrival - env.now, sinks[link].accept, pkt)
 
     for index, (at, link, delay) in enumerate(plan):
         Call(env, at, send, (index, link, delay))
