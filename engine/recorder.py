@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
@@ -349,39 +350,48 @@ class RateSampler:
             self.utilization.append(port.probe.utilization)
         self.last_bytes = np.zeros(len(flows), dtype=np.int64)
         self.last_busy = np.zeros(len(ports))
-        self._t: list[float] = []
-        self._delivered: list[list[int]] = []
-        self._busy_total: list[list[float]] = []
-        self._busy_until: list[list[float]] = []
+        # A block of beats, one row each, as numbers the collector never sees (lists of
+        # a thousand ints and floats per beat were traversed by every collection).
+        self._t = np.empty(SAMPLER_BLOCK)
+        self._delivered = np.empty((SAMPLER_BLOCK, len(flows)), dtype=np.int64)
+        self._busy_total = np.empty((SAMPLER_BLOCK, len(ports)))
+        self._busy_until = np.empty((SAMPLER_BLOCK, len(ports)))
+        self._beats = 0
+        self._delivered_of = attrgetter("delivered_bytes")
+        self._busy_total_of = attrgetter("busy_total")
+        self._busy_until_of = attrgetter("busy_until")
 
     def beat(self, now: float) -> None:
-        self._t.append(now)
-        self._delivered.append([f.delivered_bytes for f in self.flows])
-        self._busy_total.append([p.busy_total for p in self.ports])
-        self._busy_until.append([p.busy_until for p in self.ports])
-        if len(self._t) >= SAMPLER_BLOCK:
+        k = self._beats
+        self._t[k] = now
+        self._delivered[k] = np.fromiter(map(self._delivered_of, self.flows), np.int64)
+        self._busy_total[k] = np.fromiter(map(self._busy_total_of, self.ports), np.float64)
+        self._busy_until[k] = np.fromiter(map(self._busy_until_of, self.ports), np.float64)
+        self._beats = k + 1
+        if self._beats >= SAMPLER_BLOCK:
             self.flush()
 
     def flush(self) -> None:
         """Turn the beats read so far into points of every series."""
-        if not self._t:
+        k = self._beats
+        if not k:
             return
-        t = np.array(self._t)
+        t = self._t[:k]
         interval = self.interval
         if self.flows:
-            delivered = np.array(self._delivered, dtype=np.int64)
+            delivered = self._delivered[:k]
             before = np.vstack([self.last_bytes, delivered[:-1]])
             rates = (delivered - before) * 8 / interval
-            self.last_bytes = delivered[-1]
+            self.last_bytes = delivered[-1].copy()
             for j, trace in enumerate(self.goodput):
                 trace.sample_block(t, rates[:, j])
         if self.ports:
             # Egress.busy_time(now) for every port and beat.
-            until = np.array(self._busy_until) - t[:, None]
-            busy = np.maximum(0.0, np.array(self._busy_total) - np.maximum(0.0, until))
+            until = self._busy_until[:k] - t[:, None]
+            busy = np.maximum(0.0, self._busy_total[:k] - np.maximum(0.0, until))
             before = np.vstack([self.last_busy, busy[:-1]])
             ratios = (busy - before) / interval
             self.last_busy = busy[-1]
             for j, trace in enumerate(self.utilization):
                 trace.sample_block(t, ratios[:, j])
-        self._t, self._delivered, self._busy_total, self._busy_until = [], [], [], []
+        self._beats = 0
