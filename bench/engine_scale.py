@@ -14,7 +14,8 @@ rows are those of the scale cases users bring: 10 s at 1 Gb/s, 20 s for the flow
 - window: CUBIC at 1 Gb/s, window (rcv_buf = snd_buf, window scaling) 64 KB to 16 MiB,
   SACK off and on; the last column is SACK's events/s over no SACK's.
 - flows: 1 to 1000 NewReno flows (64 KB windows) sharing a 100 Mb/s bottleneck; the last
-  column is events/s over one flow's.
+  column is events/s over one flow's. A row shorter than 3 s is run again until 3 s have
+  passed (nine runs at most) and its figures are the medians.
 - rate: one CUBIC + SACK flow with a 16 MiB window, bottleneck 10 Mb/s to 1 (10) Gb/s.
 - pacing: one SACK flow with a 16 MiB window at 10 Mb/s to 1 Gb/s: CUBIC, CUBIC paced
   (`pacing: true`) and BBR (always paced); the last column is events/s over unpaced
@@ -117,18 +118,25 @@ def dumbbell(
     }
 
 
-def run(label: str, data: dict[str, Any]) -> tuple[tuple[float, float], Any]:
-    """Simulate once; print the row and return its events per wall and per CPU second,
-    and the result."""
+def run(label: str, data: dict[str, Any], settle: float = 0.0) -> tuple[tuple[float, float], Any]:
+    """Simulate once, or again until `settle` seconds of wall time have passed (nine runs
+    at most), and take each rate's median; print the row and return its events per wall
+    and per CPU second, and the result."""
     scenario = Scenario.model_validate(data)
-    gc.collect()
-    cpu0 = time.process_time()
-    result = simulate(scenario)
-    cpu = time.process_time() - cpu0
-    rate = result.events / result.wall_time
+    walls: list[float] = []
+    cpus: list[float] = []
+    while not walls or (sum(walls) < settle and len(walls) < 9):
+        gc.collect()
+        cpu0 = time.process_time()
+        result = simulate(scenario)
+        cpus.append(time.process_time() - cpu0)
+        walls.append(result.wall_time)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    rate = result.events / wall
+    runs = f" (median of {len(walls)})" if len(walls) > 1 else ""
     print(
-        f"  {label:<22} events {result.events:>10,}   wall {result.wall_time:7.2f} s   "
-        f"cpu {cpu:7.2f} s   {rate:>9,.0f} ev/s",
+        f"  {label:<22} events {result.events:>10,}   wall {wall:7.2f} s   "
+        f"cpu {cpu:7.2f} s   {rate:>9,.0f} ev/s{runs}",
         end="",
     )
     return (rate, result.events / max(cpu, 1e-9)), result
@@ -186,7 +194,9 @@ def flows_curve(long: bool) -> None:
             window=65535,
             duration=duration,
         )
-        rate, _ = run(f"{n:>5} flows", data)
+        # A row of a second or less is at the mercy of a shared machine's moods: the short
+        # ones repeat until three seconds have passed, and the ratio is of medians.
+        rate, _ = run(f"{n:>5} flows", data, settle=3.0)
         base = base or rate
         print(ratio(rate, base))
 
