@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from engine_scale import dumbbell  # noqa: E402  (a sibling script, not a package)
+from engine_scale import flows_dumbbell  # noqa: E402  (a sibling script, not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Simulated seconds of the shorter and the longer run, by number of flows.
@@ -61,16 +61,7 @@ os._exit(0)
 def counts(flows: int, duration: float, l2_kib: int, work: Path) -> dict[str, int]:
     """Instructions, D1 and last-level misses and events of one whole run."""
     scenario = work / f"f{flows}-{duration:g}.json"
-    data = dumbbell(
-        f"cache-{flows}",
-        flows=flows,
-        rate="100Mbps",
-        variant="newreno",
-        sack=False,
-        window=65535,
-        duration=duration,
-    )
-    scenario.write_text(json.dumps(data))
+    scenario.write_text(json.dumps(flows_dumbbell(flows, duration)))
     runner = work / "runner.py"
     runner.write_text(RUNNER)
     out = work / f"cg-{flows}-{duration:g}.out"

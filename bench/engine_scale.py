@@ -118,6 +118,19 @@ def dumbbell(
     }
 
 
+def flows_dumbbell(flows: int, duration: float) -> dict[str, Any]:
+    """The flows curve's case: `flows` NewReno flows, 64 KB windows, on 100 Mb/s."""
+    return dumbbell(
+        f"newreno-{flows}",
+        flows=flows,
+        rate="100Mbps",
+        variant="newreno",
+        sack=False,
+        window=65535,
+        duration=duration,
+    )
+
+
 def run(label: str, data: dict[str, Any], settle: float = 0.0) -> tuple[tuple[float, float], Any]:
     """Simulate once, or again until `settle` seconds of wall time have passed (nine runs
     at most), and take each rate's median; print the row and return its events per wall
@@ -185,15 +198,7 @@ def flows_curve(long: bool) -> None:
     print(f"flows: NewReno, 64 KB windows, 100 Mb/s, {duration:g} s (ratio = over 1 flow)")
     base = None
     for n in (1, 10, 100, 1000):
-        data = dumbbell(
-            f"newreno-{n}",
-            flows=n,
-            rate="100Mbps",
-            variant="newreno",
-            sack=False,
-            window=65535,
-            duration=duration,
-        )
+        data = flows_dumbbell(n, duration)
         # A row of a second or less is at the mercy of a shared machine's moods: the short
         # ones repeat until three seconds have passed, and the ratio is of medians.
         rate, _ = run(f"{n:>5} flows", data, settle=3.0)

@@ -74,7 +74,7 @@ import subprocess
 import time
 from typing import Any
 
-from engine_scale import dumbbell  # beside this file: the scale cases' dumbbell
+from engine_scale import flows_dumbbell  # beside this file: the flows curve's case
 
 from engine import Scenario, simulate
 
@@ -233,16 +233,7 @@ def ns3_point(python: str, flows: int, duration: float, mode: str) -> dict[str, 
 
 def engine_point(flows: int, duration: float) -> dict[str, Any]:
     """One engine run: the whole simulate(), as the scale bench times it."""
-    data = dumbbell(
-        f"newreno-{flows}",
-        flows=flows,
-        rate="100Mbps",
-        variant="newreno",
-        sack=False,
-        window=65535,
-        duration=duration,
-    )
-    scenario = Scenario.model_validate(data)
+    scenario = Scenario.model_validate(flows_dumbbell(flows, duration))
     gc.collect()
     wall0, cpu0 = time.perf_counter(), time.process_time()
     result = simulate(scenario)
