@@ -101,7 +101,8 @@ class TcpSpec(_Model):
     slow_start: Literal["standard", "hystart", "hystart++"] | None = None
     """How slow start ends besides a loss. `standard`: RFC 5681, at ssthresh or the first
     loss. `hystart`: HyStart as Linux's CUBIC runs it: from 16 segments on, leave slow
-    start when the round's ACK train lasts over half the smallest RTT or its RTT rises by
+    start when the round's ACK train lasts over half the smallest RTT (over all of it when
+    the flow paces, as Linux has it for a paced socket) or its RTT rises by
     clamp(min RTT / 8, 4 ms, 16 ms). `hystart++`: RFC 9406 (Windows, FreeBSD): on that RTT
     rise, 5 rounds of Conservative Slow Start at a quarter of the growth, then congestion
     avoidance; in the first slow start only. None (the default) is the variant's own:

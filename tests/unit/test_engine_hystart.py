@@ -9,9 +9,9 @@ segments 2^k - 1 .. 2^(k+1) - 2, so segment 63 opens round 6 with cwnd = 64 segm
 """
 
 import pytest
-from engine_helpers import bulk, one_link, run, series
+from engine_helpers import bulk, link, one_link, run, series
 
-from engine.scenario import TcpSpec
+from engine.scenario import Scenario, TcpSpec
 from engine.tcp.cc import congestion_ops
 from engine.tcp.cc.slowstart import HyStart, HyStartPlusPlus
 from engine.tcp.state import TcpState
@@ -189,3 +189,57 @@ def test_cubic_with_hystart_leaves_slow_start_before_the_buffer_overflows():
     bdp = 10e6 * 0.1 / 8
     assert bdp / 2 < ssthresh < bdp + 60 * 1500
     assert hystart.flows["f"].completion_time < standard.flows["f"].completion_time
+
+
+def test_a_paced_hystart_ack_train_must_last_the_whole_min_rtt():
+    # Linux halves the ACK-train threshold only for an unpaced sender: pacing spreads a
+    # round's segments (and so its ACKs) over up to half the RTT. On the 1 ms-per-segment
+    # path above, round 6 lasts 63 ms < delay_min = 101 ms; round 7 (cwnd 128 at its start)
+    # passes 101 ms on its ACK at +102 ms, with cwnd 128 + 102.
+    cc = congestion_ops(TcpSpec(variant="reno", slow_start="hystart", mss=MSS, pacing=True))
+    path = Path("hystart", lambda n: 0.101, gap=0.001)
+    path.cc, path.ss = cc, cc.slow_start
+    cc.init(path.st)
+    path.run()
+    assert path.ss.exit == "train"
+    assert path.st.ssthresh == 230 * MSS
+    assert round_of(path.trace[-1][0]) == 7
+
+
+def test_paced_cubic_with_hystart_leaves_slow_start_only_once_the_path_is_full():
+    # A sender on a 10 Gbit/s access link, then 50 Mbit/s, 20 ms each way: BDP = 50e6 *
+    # 0.04 / 8 = 250 kB, below the 1000-packet buffer. Pacing at twice cwnd/srtt spreads
+    # every round's ACKs over about half the RTT, so a train passes delay_min / 2 as soon
+    # as the ACKs come closer than 2 ms (at about 100 kB here, whatever the path): only
+    # delay_min says the path is full, as Linux has it for a paced socket. Slow start from
+    # 10 segments fills the path in about four round trips, and the link then stays busy.
+    rate, one_way = 50e6, 0.02
+    scenario = Scenario.model_validate(
+        {
+            "name": "paced-hystart",
+            "duration": 1.5,
+            "nodes": [
+                {"id": "h1", "kind": "host"},
+                {"id": "r", "kind": "router"},
+                {"id": "h2", "kind": "host"},
+            ],
+            "links": [
+                link("access", "h1", "r", rate=10e9, delay=0.0001, limit_packets=1000),
+                link("wan", "r", "h2", rate=rate, delay=one_way, limit_packets=1000),
+            ],
+            "flows": [
+                bulk(
+                    nbytes=None,
+                    variant="cubic",
+                    slow_start="hystart",
+                    initial_cwnd=10,
+                    rcv_buf=1 << 24,
+                    window_scaling=True,
+                    pacing=True,
+                )
+            ],
+        }
+    )
+    result = run(scenario)
+    assert series(result, "flow.f.ssthresh")[1][0] > rate * 2 * one_way / 8
+    assert result.flows["f"].goodput_bps > 0.75 * rate

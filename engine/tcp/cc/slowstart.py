@@ -7,7 +7,9 @@ with a deep buffer means a window's worth of losses. Two delay-based exits:
   of 16 segments on, it leaves slow start (ssthresh = cwnd) when
   * the ACK train of the current round (ACKs no more than 2 ms apart) has lasted longer
     than half the connection's smallest RTT (delay_min / 2: the window already fills
-    half the path), or
+    half the path); a paced sender's train must last the whole delay_min, as pacing
+    spreads a round's segments over up to half the RTT (Linux halves the threshold only
+    when sk_pacing_status is SK_PACING_NONE), or
   * the smallest of the round's first 8 RTT samples exceeds delay_min by
     clamp(delay_min / 8, 4 ms, 16 ms) (a queue is building).
   A round starts when an ACK passes the highest sequence sent at the previous round's
@@ -56,8 +58,10 @@ class SlowStart:
     #: True when the sender must pass every ACK's RTT sample (`on_sample`) in slow start.
     samples = False
 
-    def __init__(self, mss: int) -> None:
+    def __init__(self, mss: int, paced: bool = False) -> None:
         self.mss = mss
+        #: The sender paces its segments (`tcp.pacing`): its ACKs come spread out.
+        self.paced = paced
 
     def on_sample(self, st: TcpState, rtt: float) -> None:
         """An ACK of new data in slow start, with its RTT sample; before cwnd grows."""
@@ -82,8 +86,8 @@ class HyStart(SlowStart):
     DELAY_MIN = 0.004  # HYSTART_DELAY_MIN
     DELAY_MAX = 0.016  # HYSTART_DELAY_MAX
 
-    def __init__(self, mss: int) -> None:
-        super().__init__(mss)
+    def __init__(self, mss: int, paced: bool = False) -> None:
+        super().__init__(mss, paced)
         self.found = False
         self.delay_min = 0.0
         self.round_start = 0.0
@@ -113,7 +117,8 @@ class HyStart(SlowStart):
         now = st.now
         if usec(now - self.last_ack) <= self.ACK_DELTA:
             self.last_ack = now
-            if usec(now - self.round_start) > self.delay_min / 2:
+            threshold = self.delay_min if self.paced else self.delay_min / 2
+            if usec(now - self.round_start) > threshold:
                 self._found(st, "train")
                 return
         if rtt < self.curr_rtt:
@@ -153,8 +158,8 @@ class HyStartPlusPlus(SlowStart):
     CSS_GROWTH_DIVISOR = 4
     CSS_ROUNDS = 5
 
-    def __init__(self, mss: int) -> None:
-        super().__init__(mss)
+    def __init__(self, mss: int, paced: bool = False) -> None:
+        super().__init__(mss, paced)
         self.done = False  # standard slow start from now on
         self.window_end = -1
         self.last_round_min = INF
@@ -241,4 +246,4 @@ VARIANT_DEFAULT = {"cubic": "hystart"}
 
 def slow_start_for(spec: TcpSpec) -> SlowStart:
     name = spec.slow_start or VARIANT_DEFAULT.get(spec.variant, "standard")
-    return REGISTRY[name](spec.mss)
+    return REGISTRY[name](spec.mss, bool(spec.pacing))
