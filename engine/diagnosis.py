@@ -169,7 +169,9 @@ def _diagnose_tcp(
             name = "pvc_policing"
         elif s.timeouts and s.timeouts * tcp.min_rto > 0.2 * (s.completion_time or 1e-9):
             name = "timeouts"
-        elif s.retransmissions == 0 and s.completed:
+        elif s.retransmissions == 0:
+            # Nothing lost, every bound out of reach: the window had not grown to what the
+            # path holds, because the transfer or the run ended first.
             name = "congestion_window"
         elif p > 0 and tcp.variant != "none":
             name = "loss"
@@ -303,6 +305,13 @@ def _advice(
                 f"meanwhile: its queue lengthened every round trip (mean "
                 f"{(s.rtt_mean or 0) * 1e3:,.0f} ms against {(f.base_rtt or 0) * 1e3:,.0f}"
                 " ms unloaded)."
+            )
+        if not s.completed:
+            holds = f", short of the {f.bdp_bytes:,.0f} B the path holds" if f.bdp_bytes else ""
+            return (
+                "The congestion window, not the path, set the pace: it grew to "
+                f"{s.cwnd_max:,} B by the end of the run{holds}, with nothing lost; "
+                "lengthen duration to see the flow fill the path." + queued
             )
         return (
             "The transfer is too short to leave slow start: the congestion window, "

@@ -141,3 +141,23 @@ def test_a_flow_that_stops_sending_is_bounded_over_its_own_time_not_the_run():
     flight = 65535 * 8 / 20.0  # at most one window arrives after the stop
     assert achieved <= d.bounds.link_bps <= PAYLOAD_CAPACITY + flight
     assert d.limit == "link_capacity"
+
+
+def test_a_flow_still_in_slow_start_when_the_run_ends_is_limited_by_its_window():
+    """100 Mbit/s, 100 ms each way, 1 s: from 10 segments slow start doubles every 200 ms
+    round trip, so the window is near 10 * 2^5 segments (~470 kB) when the run ends, a fifth
+    of the 2.4 MB the path holds, and nothing was lost. The link is not the limit: the
+    window is, and the run was too short for it to grow."""
+    scenario = one_link(
+        rate=100e6,
+        delay=0.1,
+        duration=1.0,
+        flows=[bulk(nbytes=None, rcv_buf=1 << 24, window_scaling=True, initial_cwnd=10)],
+    )
+    result = run(scenario)
+    flow, d = result.flows["f"], result.diagnosis["f"]
+    assert flow.retransmissions == 0 and not flow.completed
+    assert flow.goodput_bps < 0.1 * d.bounds.link_bps
+    assert flow.cwnd_max < d.bdp_bytes / 2
+    assert d.limit == "congestion_window"
+    assert "lengthen duration" in d.advice and "faster link" not in d.advice
