@@ -59,11 +59,11 @@ os._exit(0)
 
 
 def counts(flows: int, duration: float, l2_kib: int, work: Path) -> dict[str, int]:
-    """Instructions, D1 and last-level misses and events of one whole run."""
+    """Instructions, D1 and last-level misses and events of one run to `duration`, built
+    and run but not finalised (`work` holds RUNNER as runner.py)."""
     scenario = work / f"f{flows}-{duration:g}.json"
     scenario.write_text(json.dumps(flows_dumbbell(flows, duration)))
     runner = work / "runner.py"
-    runner.write_text(RUNNER)
     out = work / f"cg-{flows}-{duration:g}.out"
     cmd = [
         "setarch",
@@ -126,6 +126,7 @@ def main() -> None:
         "(flows dumbbell, NewReno, 64 KB windows, 100 Mb/s)"
     )
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(args.jobs) as pool:
+        (Path(tmp) / "runner.py").write_text(RUNNER)
         rows = list(pool.map(lambda n: row(n, args.l2, Path(tmp)), flows))
     base = rows[0]
     for n, r in zip(flows, rows, strict=True):

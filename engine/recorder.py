@@ -325,6 +325,9 @@ class LinkProbe:
 
 
 SAMPLER_BLOCK = 64  # beats read before they become points: bounded memory, numpy per block
+_DELIVERED = attrgetter("delivered_bytes")
+_BUSY_TOTAL = attrgetter("busy_total")
+_BUSY_UNTIL = attrgetter("busy_until")
 
 
 class RateSampler:
@@ -357,16 +360,13 @@ class RateSampler:
         self._busy_total = np.empty((SAMPLER_BLOCK, len(ports)))
         self._busy_until = np.empty((SAMPLER_BLOCK, len(ports)))
         self._beats = 0
-        self._delivered_of = attrgetter("delivered_bytes")
-        self._busy_total_of = attrgetter("busy_total")
-        self._busy_until_of = attrgetter("busy_until")
 
     def beat(self, now: float) -> None:
         k = self._beats
         self._t[k] = now
-        self._delivered[k] = np.fromiter(map(self._delivered_of, self.flows), np.int64)
-        self._busy_total[k] = np.fromiter(map(self._busy_total_of, self.ports), np.float64)
-        self._busy_until[k] = np.fromiter(map(self._busy_until_of, self.ports), np.float64)
+        self._delivered[k] = np.fromiter(map(_DELIVERED, self.flows), np.int64)
+        self._busy_total[k] = np.fromiter(map(_BUSY_TOTAL, self.ports), np.float64)
+        self._busy_until[k] = np.fromiter(map(_BUSY_UNTIL, self.ports), np.float64)
         self._beats = k + 1
         if self._beats >= SAMPLER_BLOCK:
             self.flush()

@@ -144,10 +144,10 @@ def test_a_flow_that_stops_sending_is_bounded_over_its_own_time_not_the_run():
 
 
 def test_a_flow_still_in_slow_start_when_the_run_ends_is_limited_by_its_window():
-    """100 Mbit/s, 100 ms each way, 1 s: from 10 segments slow start doubles every 200 ms
-    round trip, so the window is near 10 * 2^5 segments (~470 kB) when the run ends, a fifth
-    of the 2.4 MB the path holds, and nothing was lost. The link is not the limit: the
-    window is, and the run was too short for it to grow."""
+    """100 Mbit/s, 100 ms each way, 1 s: from 10 segments slow start doubles every round
+    trip of just over 200 ms, so the window is at most 10 * 2^5 segments (467 kB) when the
+    run ends, under a fifth of the 2.4 MB the path holds, and nothing was lost. The link is
+    not the limit: the window is, and the run was too short for it to grow."""
     scenario = one_link(
         rate=100e6,
         delay=0.1,

@@ -25,8 +25,12 @@ BASE = 0.1  # s
 class Path:
     """The sender's side of slow start over the path model; `run` stops at the exit."""
 
-    def __init__(self, slow_start: str, rtt, gap: float = 0.0, variant: str = "reno"):
-        self.cc = congestion_ops(TcpSpec(variant=variant, slow_start=slow_start, mss=MSS))
+    def __init__(
+        self, slow_start: str, rtt, gap: float = 0.0, variant: str = "reno", pacing: bool = False
+    ):
+        self.cc = congestion_ops(
+            TcpSpec(variant=variant, slow_start=slow_start, mss=MSS, pacing=pacing)
+        )
         self.ss = self.cc.slow_start
         self.st = TcpState(MSS, 1)
         self.cc.init(self.st)
@@ -196,10 +200,7 @@ def test_a_paced_hystart_ack_train_must_last_the_whole_min_rtt():
     # round's segments (and so its ACKs) over up to half the RTT. On the 1 ms-per-segment
     # path above, round 6 lasts 63 ms < delay_min = 101 ms; round 7 (cwnd 128 at its start)
     # passes 101 ms on its ACK at +102 ms, with cwnd 128 + 102.
-    cc = congestion_ops(TcpSpec(variant="reno", slow_start="hystart", mss=MSS, pacing=True))
-    path = Path("hystart", lambda n: 0.101, gap=0.001)
-    path.cc, path.ss = cc, cc.slow_start
-    cc.init(path.st)
+    path = Path("hystart", lambda n: 0.101, gap=0.001, pacing=True)
     path.run()
     assert path.ss.exit == "train"
     assert path.st.ssthresh == 230 * MSS
