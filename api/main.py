@@ -11,20 +11,20 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api import exception_handlers
 from api.body_limit import BodyLimit
-from api.cache import DocumentCache, ServeCached
+from api.cache import ResponseCache, ServeCached
 from api.compare.endpoints import router as compare_router
-from api.deps import Db, ThreadDb, get_tenant_id
+from api.db import open_db
+from api.deps import get_tenant_id
 from api.exports.endpoints import router as exports_router
 from api.health.endpoints import router as health_router
-from api.list_cache import ListCache
 from api.presets.endpoints import router as presets_router
 from api.ratelimit import RateLimiter
 from api.reconciler import reconcile_forever
 from api.responses import problem_responses
-from api.runs.endpoints import render_list_page
 from api.runs.endpoints import router as runs_router
 from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
@@ -35,12 +35,7 @@ from api.sweeps.endpoints import router as sweeps_router
 from api.ui import endpoints as ui
 from messaging import make_celery
 from settings import Settings, get_settings
-from store.db import (
-    make_async_engine,
-    make_async_sessionmaker,
-    make_engine,
-    make_sessionmaker,
-)
+from store.db import make_engine, make_sessionmaker
 
 DESCRIPTION = """\
 Packet-level simulation of TCP over Frame Relay and other WAN links, as a service.
@@ -122,29 +117,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.info("authentication is on: every /v1 route but /v1/presets needs an API key")
         else:
             log.warning(AUTH_OFF_WARNING)
-        db_engine = thread_engine = None
-        if settings.is_sqlite:
-            thread_engine = make_engine(
-                settings,
-                pool_size=settings.db_pool_size,
-                max_overflow=0,
-                pool_timeout=settings.db_pool_timeout,
-            )
-            app.state.db = ThreadDb(
-                make_sessionmaker(thread_engine),
-                connections=settings.db_pool_size,
-                timeout=settings.db_pool_timeout,
-            )
-        else:
-            db_engine = make_async_engine(settings)
-            app.state.db = Db(make_async_sessionmaker(db_engine))
+        app.state.db, db_engine = open_db(settings)
         app.state.celery = make_celery(settings, name="tcpfr-api")
         app.state.rate_limiter = RateLimiter(settings)
-        app.state.cache = DocumentCache(settings.response_cache_bytes)
-        # Pages of the runs list, read anew (shortly, while unchanged) on each use.
-        app.state.list_cache = ListCache(
-            settings.response_cache_bytes // 8, render=render_list_page
-        )
+        app.state.cache = ResponseCache(settings.response_cache_bytes)
         app.state.stream_slots = StreamSlots(settings.max_streams)
         stopping = app.state.stopping = Stopping()
         reconciler = sync_engine = None
@@ -165,10 +141,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     await reconciler
             if sync_engine is not None:
                 sync_engine.dispose()
-            if thread_engine is not None:
-                thread_engine.dispose()
-            if db_engine is not None:
+            if isinstance(db_engine, AsyncEngine):
                 await db_engine.dispose()
+            else:
+                db_engine.dispose()
 
     # FastAPIOffline: /docs and /redoc from assets shipped in the fastapi-offline package,
     # not a CDN, so they work on a machine without internet.
