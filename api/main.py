@@ -21,6 +21,7 @@ from api.db import open_db
 from api.deps import get_tenant_id
 from api.exports.endpoints import router as exports_router
 from api.health.endpoints import router as health_router
+from api.overload import LoopLag, ShedWhenBehind
 from api.presets.endpoints import router as presets_router
 from api.ratelimit import RateLimiter
 from api.reconciler import reconcile_forever
@@ -29,6 +30,7 @@ from api.runs.endpoints import router as runs_router
 from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
 from api.streams.endpoints import router as streams_router
+from api.streams.feed import ChangeFeed
 from api.streams.sse import Stopping, StreamSlots
 from api.sweeps.endpoints import preset_router as preset_sweeps_router
 from api.sweeps.endpoints import router as sweeps_router
@@ -62,6 +64,7 @@ def _operation_id(route: APIRoute) -> str:
 PROBLEM_CONTENT = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 BODY_STATUSES = {
     "400": "The body is not well-formed JSON, or not what this operation reads",
+    "408": "The body did not all arrive within TCPFR_BODY_TIMEOUT seconds",
     "413": "The body is larger than TCPFR_MAX_BODY_BYTES",
     "415": "The body is not JSON (`Content-Type` other than application/json or +json)",
 }
@@ -122,6 +125,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.rate_limiter = RateLimiter(settings)
         app.state.cache = ResponseCache(settings.response_cache_bytes)
         app.state.stream_slots = StreamSlots(settings.max_streams)
+        # Every open stream's looks at the database, on a connection of the feed's own.
+        feed_engine = make_engine(settings, pool_size=1, max_overflow=0)
+        app.state.feed = ChangeFeed(
+            make_sessionmaker(feed_engine), poll=settings.stream_poll_interval
+        )
+        feed = asyncio.create_task(app.state.feed.run())
         stopping = app.state.stopping = Stopping()
         reconciler = sync_engine = None
         if settings.reconcile_interval > 0:
@@ -132,9 +141,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 reconcile_forever(make_sessionmaker(sync_engine), app.state.celery, settings)
             )
         try:
-            with stopping.watching_signals():
-                yield
+            async with LoopLag().watching() as app.state.loop_lag:
+                with stopping.watching_signals():
+                    yield
         finally:
+            feed.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await feed
+            feed_engine.dispose()
             if reconciler is not None:
                 reconciler.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -163,8 +177,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.openapi = _openapi(app)  # type: ignore[method-assign]
     exception_handlers.install(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(ServeCached, owner=app)  # outermost: a hit skips everything else
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
+    app.add_middleware(ServeCached, owner=app)  # a hit skips everything below
+    # Outermost: past capacity, a 503 before anything else is spent on the request.
+    app.add_middleware(ShedWhenBehind, owner=app, max_wait=settings.max_queue_wait)
     # Every route needs a key (when auth is on) but these: liveness and readiness, and the
     # presets, a public catalogue shipped with the engine that holds no tenant's data.
     for router in (presets_router, preset_sweeps_router, health_router):
