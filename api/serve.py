@@ -239,5 +239,16 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
         os.killpg(proc.pid, signum)
 
 
+def serve_api_only() -> None:
+    """``python -m api.serve --api-only``: the API server alone, as a container runs it
+    (migrations, workers and the reconciler are the deployment's other services; each API
+    process then reconciles, which several may do at once)."""
+    raise_fd_limit()
+    argv = api_command(get_settings())
+    os.execv(argv[0], argv)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--api-only"]:
+        serve_api_only()
     sys.exit(main())
