@@ -68,6 +68,11 @@ BODY_STATUSES = {
     "413": "The body is larger than TCPFR_MAX_BODY_BYTES",
     "415": "The body is not JSON (`Content-Type` other than application/json or +json)",
 }
+#: What the server (granian's hyper) answers itself, with no body, before the app sees it.
+SERVER_REFUSALS = {
+    "414": {"description": "The request's target (path and query) is too long to read"},
+    "431": {"description": "The request's headers are too large to read"},
+}
 RATE_LIMITED = (
     "Too many requests for this tenant (TCPFR_RATE_LIMIT), or, for a submission, too many "
     "runs queued or running (TCPFR_MAX_ACTIVE_RUNS); `Retry-After` says when to retry"
@@ -98,8 +103,9 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
                 for code, response in responses.items():
                     if code[0] in "45":
                         response["content"] = dict(PROBLEM_CONTENT)
-                # What the server itself refuses (uvicorn, before the app) is plain text.
+                # What the server itself refuses (before the app) is plain text or empty.
                 responses["400"]["content"]["text/plain"] = {"schema": {"type": "string"}}
+                responses.update(SERVER_REFUSALS)
         for name in ("HTTPValidationError", "ValidationError"):
             schema.get("components", {}).get("schemas", {}).pop(name, None)
         app.openapi_schema = schema
