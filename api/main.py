@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
+from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api import exception_handlers
@@ -114,9 +116,26 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return document
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or get_settings()
+def _in_background(stack: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None]) -> None:
+    """`work` runs until `stack` closes, then is cancelled and awaited."""
+    task = asyncio.create_task(work)
 
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    stack.push_async_callback(stop)
+
+
+async def _dispose(engine: Engine | AsyncEngine) -> None:
+    if isinstance(engine, AsyncEngine):
+        await engine.dispose()
+    else:
+        engine.dispose()
+
+
+def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logging.basicConfig(
@@ -126,45 +145,37 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.info("authentication is on: every /v1 route but /v1/presets needs an API key")
         else:
             log.warning(AUTH_OFF_WARNING)
-        app.state.db, db_engine = open_db(settings)
-        app.state.celery = make_celery(settings, name="tcpfr-api")
-        app.state.rate_limiter = RateLimiter(settings)
-        app.state.cache = ResponseCache(settings.response_cache_bytes)
-        app.state.stream_slots = StreamSlots(settings.max_streams)
-        # Every open stream's looks at the database, on a connection of the feed's own.
-        feed_engine = make_engine(settings, pool_size=1, max_overflow=0)
-        app.state.feed = ChangeFeed(
-            make_sessionmaker(feed_engine), poll=settings.stream_poll_interval
-        )
-        feed = asyncio.create_task(app.state.feed.run())
-        stopping = app.state.stopping = Stopping()
-        reconciler = sync_engine = None
-        if settings.reconcile_interval > 0:
-            # The reconciler's passes are sync code in a thread of their own, on an engine
-            # of their own: nothing they do can take a connection or a thread from requests.
-            sync_engine = make_engine(settings, pool_size=1, max_overflow=1)
-            reconciler = asyncio.create_task(
-                reconcile_forever(make_sessionmaker(sync_engine), app.state.celery, settings)
+        async with contextlib.AsyncExitStack() as stack:
+            app.state.db, db_engine = open_db(settings)
+            stack.push_async_callback(_dispose, db_engine)
+            app.state.celery = make_celery(settings, name="tcpfr-api")
+            app.state.rate_limiter = RateLimiter(settings)
+            app.state.cache = ResponseCache(settings.response_cache_bytes)
+            app.state.stream_slots = StreamSlots(settings.max_streams)
+            # Every open stream's looks at the database, on a connection of the feed's own.
+            feed_engine = make_engine(settings, pool_size=1, max_overflow=0)
+            stack.callback(feed_engine.dispose)
+            app.state.feed = ChangeFeed(
+                make_sessionmaker(feed_engine), poll=settings.stream_poll_interval
             )
-        try:
-            async with LoopLag().watching() as app.state.loop_lag:
-                with stopping.watching_signals():
-                    yield
-        finally:
-            feed.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await feed
-            feed_engine.dispose()
-            if reconciler is not None:
-                reconciler.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reconciler
-            if sync_engine is not None:
-                sync_engine.dispose()
-            if isinstance(db_engine, AsyncEngine):
-                await db_engine.dispose()
-            else:
-                db_engine.dispose()
+            _in_background(stack, app.state.feed.run())
+            if settings.reconcile_interval > 0:
+                # The reconciler's passes are sync code in a thread of their own, on an
+                # engine of their own: they take no connection or thread from requests.
+                sync_engine = make_engine(settings, pool_size=1, max_overflow=1)
+                stack.callback(sync_engine.dispose)
+                sessions = make_sessionmaker(sync_engine)
+                _in_background(stack, reconcile_forever(sessions, app.state.celery, settings))
+            app.state.loop_lag = await stack.enter_async_context(LoopLag().watching())
+            app.state.stopping = Stopping()
+            stack.enter_context(app.state.stopping.watching_signals())
+            yield
+
+    return lifespan
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
 
     # FastAPIOffline: /docs and /redoc from assets shipped in the fastapi-offline package,
     # not a CDN, so they work on a machine without internet.
@@ -173,7 +184,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         summary="Why is my WAN transfer slow? TCP over Frame Relay, simulated.",
         description=DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_lifespan(settings),
         generate_unique_id_function=_operation_id,
         # Any route may meet a database that is away (restarting): 503 with Retry-After.
         responses=problem_responses(503),

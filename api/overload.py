@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -44,7 +45,7 @@ class LoopLag:
             self.seconds, last = min(late, last), late
 
     @contextlib.asynccontextmanager
-    async def watching(self) -> Any:
+    async def watching(self) -> AsyncIterator[LoopLag]:
         task = asyncio.create_task(self.watch())
         try:
             yield self

@@ -323,7 +323,7 @@ def run_mode(
                         targets[f"bare-{name}"] = (f"{bare}/bare/{name}", None)
                 targets = {n: targets[n] for n in names}
                 print(
-                    f"\n== {mode}: {serving(base)}; wrk -t2, {duration:g} s per row, load {load()}"
+                    f"\n== {mode}: {serving(env)}; wrk -t2, {duration:g} s per row, load {load()}"
                 )
                 print(HEADER)
                 results: dict[tuple[str, int], dict] = {}
