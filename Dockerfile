@@ -29,5 +29,6 @@ ENV PATH=/app/.venv/bin:$PATH \
 USER tcpfr
 EXPOSE 8000
 
-# The API; docker-compose.yml runs the workers and the migrations from this same image.
-CMD ["uvicorn", "api.main:app", "--host", "0.0.0.0", "--port", "8000", "--proxy-headers", "--no-access-log", "--timeout-graceful-shutdown", "10"]
+# The API (its server as `make run` starts it: api.serve.api_command, HOST and PORT from the
+# environment); docker-compose.yml runs the workers and the migrations from this same image.
+CMD ["python", "-m", "api.serve", "--api-only"]

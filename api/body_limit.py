@@ -1,5 +1,7 @@
 """A pure ASGI middleware that refuses request bodies over ``max_body_bytes`` with a 413,
-and bodies that are not JSON (by their ``Content-Type``) with a 415.
+bodies that are not JSON (by their ``Content-Type``) with a 415, and bodies that have not
+all arrived ``body_timeout`` seconds after the request's headers with a 408 (a client that
+sends slowly or stops half-way holds no connection longer than that).
 
 A declared ``Content-Length`` over the limit is refused before a byte is read. A body sent
 without one (chunked) or with a false one is counted as it streams in, and refused as soon
@@ -10,19 +12,21 @@ however far the app would have got; every JSON endpoint reads the whole body any
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.exception_handlers import PROBLEM_BASE
-from api.exceptions import PayloadTooLarge, UnsupportedMediaType
+from api.exceptions import PayloadTooLarge, RequestTimeout, UnsupportedMediaType
 from api.responses import ProblemResponse
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, timeout: float) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -34,17 +38,23 @@ class BodyLimit:
             return
         messages: list[Message] = []
         size = 0
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break  # the client went away: let the app see it
-            size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                await self._refuse(scope, receive, send, f"sent more than {self.max_bytes:,}")
-                return
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout):
+                while True:
+                    message = await receive()
+                    messages.append(message)
+                    if message["type"] != "http.request":
+                        break  # the client went away: let the app see it
+                    size += len(message.get("body", b""))
+                    if size > self.max_bytes:
+                        what = f"sent more than {self.max_bytes:,}"
+                        await self._refuse(scope, receive, send, what)
+                        return
+                    if not message.get("more_body", False):
+                        break
+        except TimeoutError:
+            await self._too_slow(scope, receive, send, size)
+            return
         if size and not _is_json(scope):
             await self._unsupported(scope, receive, send)
             return
@@ -78,6 +88,18 @@ class BodyLimit:
         # The rest of the body is never read: the connection cannot carry another request.
         headers = {"Connection": "close"}
         await ProblemResponse(body, status_code=413, headers=headers)(scope, receive, send)
+
+    async def _too_slow(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
+        body: dict[str, Any] = {
+            "type": PROBLEM_BASE + RequestTimeout.slug,
+            "title": RequestTimeout.title,
+            "status": RequestTimeout.status,
+            "detail": f"the request body did not arrive within {self.timeout:g} s "
+            f"(TCPFR_BODY_TIMEOUT; {size:,} bytes came)",
+            "instance": scope.get("path", ""),
+        }
+        headers = {"Connection": "close"}
+        await ProblemResponse(body, status_code=408, headers=headers)(scope, receive, send)
 
 
 def _content_length(scope: Scope) -> int | None:

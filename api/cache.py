@@ -1,60 +1,140 @@
-"""What never changes, rendered once: the documents of finished runs (a run, its series,
-comparisons of finished runs, a finished sweep's summary) kept in memory, least recently
-used first out, bounded in bytes, and served again without the database.
+"""Response caching, in one place: what a GET answered, kept by each API process and
+answered again, keyed by what the response depends on (tenant, path, query, Accept).
 
-An entry is the exact response a request got: its key is what the response depends on
-(tenant, path, query, Accept), as its ETag is, so a 304 needs no database either. Only
-responses whose ETag says "finished" are stored; a tenant never reads another's entry.
+Two kinds of answer are kept, each least recently used first out and bounded in bytes:
+
+- **Documents that never change** (a finished run, its series, a comparison of succeeded
+  runs, a finished sweep and its summary): the exact response, served again without the
+  database, and a 304 when the client's copy is current. Only responses with a strong ETag
+  are kept.
+- **Versioned pages** (the runs list, which dashboards poll): a page is kept with the
+  version of the rows it shows (equal versions, equal pages) and answered again only once
+  the database has given that version anew, so a list never lags a write. Requests for the
+  same page that arrive together share their reads: a request joins a read only if it
+  began after the request arrived, so what it gets is never older than what a read of its
+  own would have given, and a hundred clients polling one page cost the database one short
+  read at a time.
+
+An endpoint answers through ``Conditional`` (the ``CachedDep`` dependency) with one call,
+``answer`` or ``page``; ``ServeCached`` answers from the same entries before routing when
+that needs no decision of the app's. A tenant never reads another's entry.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from cachetools import LRUCache
 from fastapi import Request, Response
+from sqlalchemy.orm import Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api.conditional import CACHE_HEADERS, not_modified
-from api.list_cache import ListCache
+from api.conditional import CACHE_HEADERS, REVALIDATE_HEADERS, etag_for, not_modified
+from api.db import Db
 from store.models import DEFAULT_TENANT_ID
 
 #: Bytes an entry costs beyond its body (key, headers, bookkeeping), roughly.
 ENTRY_OVERHEAD = 400
-#: The runs list's path: served from `api.list_cache` before routing, as documents are.
-RUNS_LIST = "/v1/runs"
+
+Key = tuple[object, ...]
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
+class Tag:
+    """A finished document's strong ETag, and whether the client's copy is that one."""
+
+    etag: str
+    current: bool
+
+
+#: What an endpoint found: the document's tag (None while what it shows can still change:
+#: then it is neither tagged nor kept), and how to render it (None when the tag is current).
+Found = tuple[Tag | None, Callable[[], Response] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """A rendered page of a versioned list: the version of the rows it shows, its ETag and
+    its bytes."""
+
+    version: str
+    etag: str
+    body: bytes
+
+    def response(self, request: Request) -> Response:
+        """The page, or a 304 when the client's copy is this one."""
+        if (unchanged := not_modified(request, self.etag, REVALIDATE_HEADERS)) is not None:
+            return unchanged
+        headers = {"ETag": self.etag, **REVALIDATE_HEADERS}
+        return Response(self.body, media_type="application/json", headers=headers)
+
+
+@dataclass(frozen=True, slots=True)
+class PageSource:
+    """How a versioned list is read for some filters: the version of the rows a page would
+    show (a short read), and the page itself, rendered."""
+
+    version: Callable[[Session, dict[str, Any]], str]
+    render: Callable[[Session, dict[str, Any]], ListPage]
+
+
+@dataclass(frozen=True, slots=True)
+class _Document:
     etag: str
     body: bytes
     media_type: str
-    status: int
 
 
-class DocumentCache:
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """A kept page with what reads it again: an entry exists only for filters the endpoint
+    validated, so the same query may be answered again before routing."""
+
+    source: PageSource
+    filters: dict[str, Any]
+    page: ListPage
+
+
+@dataclass(frozen=True, slots=True)
+class _Read:
+    number: int  # reads are numbered as they start
+    task: asyncio.Task[ListPage]
+
+
+class ResponseCache:
+    """One API process's kept answers: documents in ``max_bytes``, pages in an eighth of it.
+    Used on the event loop."""
+
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._lru: LRUCache[tuple[object, ...], Entry] = LRUCache(
+        self.page_bytes = max_bytes // 8
+        self._documents: LRUCache[Key, _Document] = LRUCache(
             maxsize=max(max_bytes, 1), getsizeof=lambda e: len(e.body) + ENTRY_OVERHEAD
         )
+        self._pages: LRUCache[Key, _Listed] = LRUCache(
+            maxsize=max(self.page_bytes, 1), getsizeof=lambda e: _page_size(e.page)
+        )
         self._lock = threading.Lock()  # cachetools is not thread-safe; one loop, cheap
+        self._reads: dict[Key, _Read] = {}
+        self._started = 0
 
     @staticmethod
-    def _key(request: Request, tenant_id: uuid.UUID) -> tuple[object, ...]:
+    def key(request: Request, tenant_id: uuid.UUID) -> Key:
         query = tuple(sorted(request.query_params.multi_items()))
         return (tenant_id, request.url.path, query, request.headers.get("accept", ""))
 
-    def lookup(self, request: Request, tenant_id: uuid.UUID) -> Response | None:
-        """The stored response (or a 304 when the client's copy is current), else None."""
+    def document(self, request: Request, key: Key) -> Response | None:
+        """The kept response (or a 304 when the client's copy is current), else None."""
         if self.max_bytes <= 0:
             return None
         with self._lock:
-            entry = self._lru.get(self._key(request, tenant_id))
+            entry = self._documents.get(key)
         if entry is None:
             return None
         if (cached := not_modified(request, entry.etag)) is not None:
@@ -62,31 +142,114 @@ class DocumentCache:
         headers = {"ETag": entry.etag, **CACHE_HEADERS}
         if entry.media_type.startswith("text/csv"):
             headers["Vary"] = "Accept"
-        return Response(
-            entry.body, status_code=entry.status, media_type=entry.media_type, headers=headers
-        )
+        return Response(entry.body, media_type=entry.media_type, headers=headers)
 
-    def store(self, request: Request, tenant_id: uuid.UUID, response: Response) -> Response:
-        """Keep a finished document's response (one with an ETag); returns it unchanged."""
+    def keep(self, key: Key, response: Response) -> None:
+        """Keep a finished document's response (a 200 with an ETag)."""
         etag = response.headers.get("etag")
         if self.max_bytes <= 0 or etag is None or response.status_code != 200:
-            return response
-        body = bytes(response.body)
-        if len(body) + ENTRY_OVERHEAD > self.max_bytes // 4:
-            return response  # one huge frame must not flush everything else
-        entry = Entry(etag, body, response.media_type or "application/json", 200)
+            return
+        if len(response.body) + ENTRY_OVERHEAD > self.max_bytes // 4:
+            return  # one huge frame must not flush everything else
+        entry = _Document(etag, bytes(response.body), response.media_type or "application/json")
         with self._lock:
-            self._lru[self._key(request, tenant_id)] = entry
+            self._documents[key] = entry
+
+    async def served(self, request: Request, key: Key, db: Db) -> Response | None:
+        """What is kept under `key`: a document, or a known page read anew; else None."""
+        if (hit := self.document(request, key)) is not None:
+            return hit
+        listed = self._pages.get(key) if self.page_bytes > 0 else None
+        if listed is None:
+            return None
+        page = await self.page(db, key, listed.filters, listed.source)
+        return page.response(request)
+
+    async def page(self, db: Db, key: Key, filters: dict[str, Any], source: PageSource) -> ListPage:
+        """The page as the database holds it now, from a read that began after this call."""
+        arrived = self._started
+        while True:
+            read = self._reads.get(key)
+            if read is None:
+                self._started += 1
+                task = asyncio.ensure_future(self._read(db, key, filters, source))
+                read = self._reads[key] = _Read(self._started, task)
+                task.add_done_callback(partial(self._done, key, read))
+            if read.number > arrived:
+                # Shielded: a client that leaves does not cancel the others' read.
+                return await asyncio.shield(read.task)
+            # Under way since before this request: it may have missed a write that this
+            # request's client has seen. Wait for it, then read again.
+            await asyncio.wait([read.task])
+
+    async def _read(
+        self, db: Db, key: Key, filters: dict[str, Any], source: PageSource
+    ) -> ListPage:
+        known = self._pages.get(key) if self.page_bytes > 0 else None
+        if known is not None and await db.read(source.version, filters) == known.page.version:
+            return known.page
+        page = await db.read(source.render, filters)
+        if self.page_bytes > 0 and _page_size(page) <= self.page_bytes // 4:
+            self._pages[key] = _Listed(source, filters, page)
+        return page
+
+    def _done(self, key: Key, read: _Read, task: asyncio.Task[ListPage]) -> None:
+        if self._reads.get(key) is read:
+            del self._reads[key]
+        if not task.cancelled():
+            task.exception()  # retrieved: each waiter gets it; none may be left to
+
+
+def _page_size(page: ListPage) -> int:
+    return len(page.body) + len(page.version) + ENTRY_OVERHEAD
+
+
+class Conditional:
+    """The response cache as one GET sees it (the ``CachedDep`` dependency)."""
+
+    __slots__ = ("request", "_cache", "_db", "_key")
+
+    def __init__(self, request: Request, tenant_id: uuid.UUID, cache: ResponseCache, db: Db):
+        self.request = request
+        self._cache = cache
+        self._db = db
+        self._key = ResponseCache.key(request, tenant_id)
+
+    def tag(self, *parts: object) -> Tag:
+        """The strong ETag of a document made of `parts` (what it depends on besides this
+        request's path, query and Accept), and whether the client holds it."""
+        etag = etag_for(self.request, *parts)
+        return Tag(etag, not_modified(self.request, etag) is not None)
+
+    async def answer(self, find: Callable[[], Awaitable[Found]]) -> Response:
+        """The kept answer; else what `find` finds: a 304 when the client's copy is current,
+        or the rendered document, with its ETag and kept when it has a tag."""
+        if (hit := self._cache.document(self.request, self._key)) is not None:
+            return hit
+        tag, render = await find()
+        if tag is not None and tag.current:
+            return Response(status_code=304, headers={"ETag": tag.etag, **CACHE_HEADERS})
+        assert render is not None, "a document not current at the client is rendered"
+        response = render()
+        if tag is not None:
+            response.headers.update({"ETag": tag.etag, **CACHE_HEADERS})
+            self._cache.keep(self._key, response)
         return response
+
+    async def page(self, source: PageSource, filters: dict[str, Any]) -> Response:
+        """The page of `source` for these (validated) filters, as the database holds it now,
+        or a 304 when the client's copy is that one."""
+        found = await self._cache.page(self._db, self._key, filters, source)
+        return found.response(self.request)
 
 
 class ServeCached:
-    """A pure ASGI middleware that answers a GET from the document cache before routing,
+    """A pure ASGI middleware that answers a GET from the response cache before routing,
     when that needs no decision of the app's: authentication off (every request is the
     default tenant's) and no request-rate limit to count. The entries are the ones the
-    endpoints stored, under the same key, so the answer is byte for byte theirs; anything
-    else goes on to the app. (Routing and dependency resolution cost a cached request most
-    of its time: measured ~230 us of ~300 us in process.)"""
+    endpoints kept, under the same key, so the answer is byte for byte theirs; anything else
+    goes on to the app. (Routing and dependency resolution cost a cached request most of
+    its time: measured ~230 us of ~300 us in process.)"""
 
     def __init__(self, app: ASGIApp, *, owner: Any) -> None:
         self.app = app
@@ -95,28 +258,17 @@ class ServeCached:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
             state = self.owner.state
-            cache: DocumentCache | None = getattr(state, "cache", None)
+            cache: ResponseCache | None = getattr(state, "cache", None)
             settings = state.settings
             if cache is not None and not settings.auth and settings.rate_limit is None:
                 request = Request(scope)
-                hit = cache.lookup(request, DEFAULT_TENANT_ID)
-                if hit is None and scope["path"] == RUNS_LIST:
-                    hit = await self._listed(request)
+                try:
+                    hit = await cache.served(
+                        request, cache.key(request, DEFAULT_TENANT_ID), state.db
+                    )
+                except Exception:  # the database away: the app answers, with its 503
+                    hit = None
                 if hit is not None:
                     await hit(scope, receive, send)
                     return
         await self.app(scope, receive, send)
-
-    async def _listed(self, request: Request) -> Response | None:
-        """The runs list from `ListCache`, read anew (a short read while it is unchanged),
-        when the endpoint has answered this query before."""
-        state = self.owner.state
-        lists: ListCache = state.list_cache
-        key = ListCache.key(request, DEFAULT_TENANT_ID)
-        if (filters := lists.filters_of(key)) is None:
-            return None
-        try:
-            page = await lists.page(state.db, key, filters)
-        except Exception:  # the database away: the app answers, with its 503
-            return None
-        return page.response(request)

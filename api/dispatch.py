@@ -16,7 +16,7 @@ import anyio
 from celery import Celery
 from sqlalchemy.orm import Session
 
-from api.deps import Db
+from api.db import Db
 from messaging import send_run
 from store.runs import RunRepository
 

@@ -68,6 +68,12 @@ class OverBudget(Unprocessable):
     slug = "over-budget"
 
 
+class RequestTimeout(TcpfrError):
+    status = 408
+    title = "Request body too slow"
+    slug = "request-timeout"
+
+
 class PayloadTooLarge(TcpfrError):
     status = 413
     title = "Request body too large"

@@ -5,42 +5,41 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from fastapi import Depends, FastAPI
 from fastapi.routing import APIRoute
 from fastapi_offline import FastAPIOffline
+from sqlalchemy.engine import Engine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api import exception_handlers
 from api.body_limit import BodyLimit
-from api.cache import DocumentCache, ServeCached
+from api.cache import ResponseCache, ServeCached
 from api.compare.endpoints import router as compare_router
-from api.deps import Db, ThreadDb, get_tenant_id
+from api.db import open_db
+from api.deps import get_tenant_id
 from api.exports.endpoints import router as exports_router
 from api.health.endpoints import router as health_router
-from api.list_cache import ListCache
+from api.overload import LoopLag, ShedWhenBehind
 from api.presets.endpoints import router as presets_router
 from api.ratelimit import RateLimiter
 from api.reconciler import reconcile_forever
 from api.responses import problem_responses
-from api.runs.endpoints import render_list_page
 from api.runs.endpoints import router as runs_router
 from api.scenarios.endpoints import router as scenarios_router
 from api.series.endpoints import router as series_router
 from api.streams.endpoints import router as streams_router
+from api.streams.feed import ChangeFeed
 from api.streams.sse import Stopping, StreamSlots
 from api.sweeps.endpoints import preset_router as preset_sweeps_router
 from api.sweeps.endpoints import router as sweeps_router
 from api.ui import endpoints as ui
 from messaging import make_celery
 from settings import Settings, get_settings
-from store.db import (
-    make_async_engine,
-    make_async_sessionmaker,
-    make_engine,
-    make_sessionmaker,
-)
+from store.db import make_engine, make_sessionmaker
 
 DESCRIPTION = """\
 Packet-level simulation of TCP over Frame Relay and other WAN links, as a service.
@@ -67,8 +66,14 @@ def _operation_id(route: APIRoute) -> str:
 PROBLEM_CONTENT = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 BODY_STATUSES = {
     "400": "The body is not well-formed JSON, or not what this operation reads",
+    "408": "The body did not all arrive within TCPFR_BODY_TIMEOUT seconds",
     "413": "The body is larger than TCPFR_MAX_BODY_BYTES",
     "415": "The body is not JSON (`Content-Type` other than application/json or +json)",
+}
+#: What the server (granian's hyper) answers itself, with no body, before the app sees it.
+SERVER_REFUSALS = {
+    "414": {"description": "The request's target (path and query) is too long to read"},
+    "431": {"description": "The request's headers are too large to read"},
 }
 RATE_LIMITED = (
     "Too many requests for this tenant (TCPFR_RATE_LIMIT), or, for a submission, too many "
@@ -100,8 +105,9 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
                 for code, response in responses.items():
                     if code[0] in "45":
                         response["content"] = dict(PROBLEM_CONTENT)
-                # What the server itself refuses (uvicorn, before the app) is plain text.
+                # What the server itself refuses (before the app) is plain text or empty.
                 responses["400"]["content"]["text/plain"] = {"schema": {"type": "string"}}
+                responses.update(SERVER_REFUSALS)
         for name in ("HTTPValidationError", "ValidationError"):
             schema.get("components", {}).get("schemas", {}).pop(name, None)
         app.openapi_schema = schema
@@ -110,9 +116,26 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
     return document
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or get_settings()
+def _in_background(stack: contextlib.AsyncExitStack, work: Coroutine[Any, Any, None]) -> None:
+    """`work` runs until `stack` closes, then is cancelled and awaited."""
+    task = asyncio.create_task(work)
 
+    async def stop() -> None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    stack.push_async_callback(stop)
+
+
+async def _dispose(engine: Engine | AsyncEngine) -> None:
+    if isinstance(engine, AsyncEngine):
+        await engine.dispose()
+    else:
+        engine.dispose()
+
+
+def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         logging.basicConfig(
@@ -122,53 +145,37 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             log.info("authentication is on: every /v1 route but /v1/presets needs an API key")
         else:
             log.warning(AUTH_OFF_WARNING)
-        db_engine = thread_engine = None
-        if settings.is_sqlite:
-            thread_engine = make_engine(
-                settings,
-                pool_size=settings.db_pool_size,
-                max_overflow=0,
-                pool_timeout=settings.db_pool_timeout,
+        async with contextlib.AsyncExitStack() as stack:
+            app.state.db, db_engine = open_db(settings)
+            stack.push_async_callback(_dispose, db_engine)
+            app.state.celery = make_celery(settings, name="tcpfr-api")
+            app.state.rate_limiter = RateLimiter(settings)
+            app.state.cache = ResponseCache(settings.response_cache_bytes)
+            app.state.stream_slots = StreamSlots(settings.max_streams)
+            # Every open stream's looks at the database, on a connection of the feed's own.
+            feed_engine = make_engine(settings, pool_size=1, max_overflow=0)
+            stack.callback(feed_engine.dispose)
+            app.state.feed = ChangeFeed(
+                make_sessionmaker(feed_engine), poll=settings.stream_poll_interval
             )
-            app.state.db = ThreadDb(
-                make_sessionmaker(thread_engine),
-                connections=settings.db_pool_size,
-                timeout=settings.db_pool_timeout,
-            )
-        else:
-            db_engine = make_async_engine(settings)
-            app.state.db = Db(make_async_sessionmaker(db_engine))
-        app.state.celery = make_celery(settings, name="tcpfr-api")
-        app.state.rate_limiter = RateLimiter(settings)
-        app.state.cache = DocumentCache(settings.response_cache_bytes)
-        # Pages of the runs list, read anew (shortly, while unchanged) on each use.
-        app.state.list_cache = ListCache(
-            settings.response_cache_bytes // 8, render=render_list_page
-        )
-        app.state.stream_slots = StreamSlots(settings.max_streams)
-        stopping = app.state.stopping = Stopping()
-        reconciler = sync_engine = None
-        if settings.reconcile_interval > 0:
-            # The reconciler's passes are sync code in a thread of their own, on an engine
-            # of their own: nothing they do can take a connection or a thread from requests.
-            sync_engine = make_engine(settings, pool_size=1, max_overflow=1)
-            reconciler = asyncio.create_task(
-                reconcile_forever(make_sessionmaker(sync_engine), app.state.celery, settings)
-            )
-        try:
-            with stopping.watching_signals():
-                yield
-        finally:
-            if reconciler is not None:
-                reconciler.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await reconciler
-            if sync_engine is not None:
-                sync_engine.dispose()
-            if thread_engine is not None:
-                thread_engine.dispose()
-            if db_engine is not None:
-                await db_engine.dispose()
+            _in_background(stack, app.state.feed.run())
+            if settings.reconcile_interval > 0:
+                # The reconciler's passes are sync code in a thread of their own, on an
+                # engine of their own: they take no connection or thread from requests.
+                sync_engine = make_engine(settings, pool_size=1, max_overflow=1)
+                stack.callback(sync_engine.dispose)
+                sessions = make_sessionmaker(sync_engine)
+                _in_background(stack, reconcile_forever(sessions, app.state.celery, settings))
+            app.state.loop_lag = await stack.enter_async_context(LoopLag().watching())
+            app.state.stopping = Stopping()
+            stack.enter_context(app.state.stopping.watching_signals())
+            yield
+
+    return lifespan
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
 
     # FastAPIOffline: /docs and /redoc from assets shipped in the fastapi-offline package,
     # not a CDN, so they work on a machine without internet.
@@ -177,7 +184,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         summary="Why is my WAN transfer slow? TCP over Frame Relay, simulated.",
         description=DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_lifespan(settings),
         generate_unique_id_function=_operation_id,
         # Any route may meet a database that is away (restarting): 503 with Retry-After.
         responses=problem_responses(503),
@@ -187,8 +194,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.openapi = _openapi(app)  # type: ignore[method-assign]
     exception_handlers.install(app)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    app.add_middleware(ServeCached, owner=app)  # outermost: a hit skips everything else
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes, timeout=settings.body_timeout)
+    app.add_middleware(ServeCached, owner=app)  # a hit skips everything below
+    # Outermost: past capacity, a 503 before anything else is spent on the request.
+    app.add_middleware(ShedWhenBehind, owner=app, max_wait=settings.max_queue_wait)
     # Every route needs a key (when auth is on) but these: liveness and readiness, and the
     # presets, a public catalogue shipped with the engine that holds no tenant's data.
     for router in (presets_router, preset_sweeps_router, health_router):

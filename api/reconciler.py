@@ -155,3 +155,28 @@ async def reconcile_forever(
             continue
         if answering_since is None:
             answering_since = now
+
+
+def main() -> None:
+    """``python -m api.reconciler``: the reconciler alone, as ``make run`` starts it (once,
+    beside the API's processes, which then reconcile nothing)."""
+    from messaging import make_celery
+    from settings import get_settings
+    from store.db import make_engine, make_sessionmaker
+
+    settings = get_settings()
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    engine = make_engine(settings, pool_size=1, max_overflow=1)
+    celery = make_celery(settings, name="tcpfr-reconciler")
+    try:
+        asyncio.run(reconcile_forever(make_sessionmaker(engine), celery, settings))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,15 @@
 
 Embedded by default (SQLite and a file-system broker under ``TCPFR_DATA_DIR``); the same
 command runs against Postgres and Redis when ``DATABASE_URL`` and ``BROKER_URL`` say so.
+
+What runs, each once: the migrations (here, before anything starts), the Celery worker, the
+reconciler (a process of its own: the API's processes do not reconcile), and the API
+server: granian, whose Rust side (hyper, tokio) accepts and reads every connection and
+hands whole requests to ``TCPFR_API_PROCESSES`` Python processes, each with its own socket
+on the port (SO_REUSEPORT: the kernel spreads connections evenly). uvicorn's accept path
+took one connection per turn of its busy loop, so under load new connections waited
+seconds while old ones were served; granian accepts as connections come, and bounds their
+number, how long their headers may take, and how long they may idle (bench/api_load.py).
 """
 
 from __future__ import annotations
@@ -9,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -26,6 +36,9 @@ from settings import Settings, get_settings
 log = logging.getLogger("tcpfr.serve")
 ROOT = Path(__file__).resolve().parent.parent
 GRACEFUL_SHUTDOWN_SECONDS = 10
+#: File descriptors an API process keeps for what is not a client connection: database and
+#: broker connections, files, pipes, the runtime's own.
+FD_RESERVE = 1024
 
 
 def alembic_config() -> Config:
@@ -66,23 +79,65 @@ def worker_command(settings: Settings, concurrency: int | None = None) -> list[s
 
 
 def api_command(settings: Settings) -> list[str]:
+    """The API server: granian, HTTP/1.1 only (its auto-detection of HTTP/2 waits for a
+    first byte with no timeout), ASGI on uvloop."""
     return [
         sys.executable,
         "-m",
-        "uvicorn",
-        "api.main:app",
+        "granian",
+        "--interface",
+        "asgi",
+        "--http",
+        "1",
+        "--loop",
+        "uvloop",
         "--host",
         settings.host,
         "--port",
         str(settings.port),
+        "--workers",
+        str(settings.api_processes),
+        # A worker that dies is started again; the others serve meanwhile.
+        "--respawn-failed-workers",
+        "--backlog",
+        str(settings.listen_backlog),
+        # Connections a process holds at once (granian takes a permit before accepting).
+        "--backpressure",
+        str(connection_bound(settings)),
+        "--http1-header-read-timeout",
+        str(round(settings.header_timeout * 1000)),
         "--log-level",
         settings.log_level.lower(),
         "--no-access-log",
         # Stopping is bounded: connections still open (stalled clients, streams) get this
         # long to finish, then the process exits anyway.
-        "--timeout-graceful-shutdown",
+        "--workers-kill-timeout",
         str(GRACEFUL_SHUTDOWN_SECONDS),
+        "api.main:app",
     ]
+
+
+def connection_bound(settings: Settings) -> int:
+    """`max_connections`, within the file descriptors a process may open: past the bound a
+    connection waits in the listen backlog, where it costs no descriptor."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return settings.max_connections
+    return max(16, min(settings.max_connections, soft - FD_RESERVE))
+
+
+def raise_fd_limit() -> None:
+    """The soft limit on open files up to the hard one, for this process and its children:
+    a default of 1024 would bound the connections an API process can hold far below what
+    its memory allows."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def reconciler_command() -> list[str]:
+    return [sys.executable, "-m", "api.reconciler"]
 
 
 def _clear_processed(settings: Settings) -> None:
@@ -101,13 +156,16 @@ def main() -> int:
     log.info("database %s", settings.sqlalchemy_url)
     log.info("broker %s", settings.broker_url or f"filesystem ({settings.broker_folder})")
     migrate()
+    raise_fd_limit()
 
     # Each child leads its own process group, so stopping one stops what it started too
-    # (the Celery pool processes), whoever signalled us and however.
-    procs = {
-        "worker": subprocess.Popen(worker_command(settings), start_new_session=True),
-        "api": subprocess.Popen(api_command(settings), start_new_session=True),
-    }
+    # (the Celery pool processes, granian's workers), whoever signalled us and however.
+    procs = {"worker": subprocess.Popen(worker_command(settings), start_new_session=True)}
+    if settings.reconcile_interval > 0:
+        procs["reconciler"] = subprocess.Popen(reconciler_command(), start_new_session=True)
+    # The reconciler runs once, above, not in each API process.
+    api_env = {**os.environ, "TCPFR_RECONCILE_INTERVAL": "0"}
+    procs["api"] = subprocess.Popen(api_command(settings), env=api_env, start_new_session=True)
     stopping = False
     announced = False
     started = time.monotonic()
@@ -152,8 +210,8 @@ def _answers(settings: Settings) -> bool:
 def _announce(settings: Settings) -> None:
     base = f"http://{settings.host}:{settings.port}"
     line = (
-        f"tcpfr API: {base}  (docs {base}/docs; {settings.worker_concurrency} worker "
-        "processes; Ctrl-C stops all)"
+        f"tcpfr API: {base}  (docs {base}/docs; {settings.api_processes} API and "
+        f"{settings.worker_concurrency} worker processes; Ctrl-C stops all)"
     )
     print(f"\n{line}\n", file=sys.stderr, flush=True)
 
@@ -181,5 +239,16 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
         os.killpg(proc.pid, signum)
 
 
+def serve_api_only() -> None:
+    """``python -m api.serve --api-only``: the API server alone, as a container runs it
+    (migrations, workers and the reconciler are the deployment's other services; each API
+    process then reconciles, which several may do at once)."""
+    raise_fd_limit()
+    argv = api_command(get_settings())
+    os.execv(argv[0], argv)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--api-only"]:
+        serve_api_only()
     sys.exit(main())

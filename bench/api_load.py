@@ -196,20 +196,12 @@ def bare_app(base: str, target: dict[str, str], tmp: Path) -> Iterator[str]:
     path.write_text(json.dumps(bodies))
     port = free_port()
     # The same server and options as `make run` starts the API with (api.serve.api_command).
+    from api.serve import api_command
+    from settings import Settings
+
+    argv = api_command(Settings(_env_file=None, port=port, log_level="WARNING"))
     proc = subprocess.Popen(
-        [
-            PY,
-            "-m",
-            "uvicorn",
-            "bench.bare_app:app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-            "--no-access-log",
-        ],
+        [*argv[:-1], "bench.bare_app:app"],
         cwd=ROOT,
         env={**os.environ, "BARE_BODIES": str(path)},
         start_new_session=True,
@@ -236,20 +228,36 @@ end
 """
 
 
+#: A request unanswered this long counts as a timeout (issue 32's bound).
+TIMEOUT_S = 5
+
+
 def wrk(url: str, connections: int, duration: float, tmp: Path, paths: list[str] | None = None):
-    argv = ["wrk", "-t2", f"-c{connections}", f"-d{duration:g}s", "--timeout", "10s", "--latency"]
+    argv = [
+        "wrk",
+        "-t2",
+        f"-c{connections}",
+        f"-d{duration:g}s",
+        "--timeout",
+        f"{TIMEOUT_S}s",
+        "--latency",
+    ]
     if paths:
         script = tmp / "round_robin.lua"
         script.write_text(ROUND_ROBIN % ", ".join(f'"{p}"' for p in paths))
         argv += ["-s", str(script)]
     out = subprocess.run([*argv, url], capture_output=True, text=True, timeout=duration + 60).stdout
 
-    def latency(q: str) -> float | None:
-        m = re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s)\b", out, re.M)
-        if not m:
-            return None
-        return float(m[1]) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m[2]]
+    def ms(m: re.Match[str] | None) -> float | None:
+        return (
+            None if m is None else float(m[1]) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}[m[2]]
+        )
 
+    def latency(q: str) -> float | None:
+        return ms(re.search(rf"^\s+{q}%\s+([\d.]+)(us|ms|s|m)\b", out, re.M))
+
+    # wrk's thread stats: "Latency  avg  stdev  max  +/- stdev"
+    worst = ms(re.search(r"^\s+Latency\s+\S+\s+\S+\s+([\d.]+)(us|ms|s|m)\b", out, re.M))
     rps = re.search(r"Requests/sec:\s+([\d.]+)", out)
     total = re.search(r"(\d+) requests in", out)
     sock = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
@@ -259,7 +267,9 @@ def wrk(url: str, connections: int, duration: float, tmp: Path, paths: list[str]
         "rps": float(rps[1]) if rps else 0.0,
         "requests": int(total[1]) if total else 0,
         "p50": latency("50"),
+        "p90": latency("90"),
         "p99": latency("99"),
+        "max": worst,
         "errors": errors + (int(non2xx[1]) if non2xx else 0),
         "timeouts": int(sock[4]) if sock else 0,
     }
@@ -278,7 +288,22 @@ def fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.1f}"
 
 
-def run_mode(mode: str, connections: list[int], duration: float) -> None:
+def row(name: str, c: int, r: dict, after: str) -> str:
+    return (
+        f"{name:14} {c:5d} {r['rps']:9.0f} {fmt(r['p50']):>8} {fmt(r['p90']):>8} "
+        f"{fmt(r['p99']):>8} {fmt(r['max']):>8} {r['errors']:6d} {r['timeouts']:8d}  {after}"
+    )
+
+
+HEADER = (
+    f"{'target':14} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p90 ms':>8} {'p99 ms':>8} "
+    f"{'max ms':>8} {'errors':>6} {'timeouts':>8}  answers after"
+)
+
+
+def run_mode(
+    mode: str, connections: list[int], duration: float, names: list[str], repeat: int
+) -> None:
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         with service(mode, tmp) as (base, env):
@@ -290,17 +315,17 @@ def run_mode(mode: str, connections: list[int], duration: float) -> None:
                 "list": (f"{base}/v1/runs?limit={LIST_RUNS}", None),
                 "uncached": (base, [f"/v1/runs/{r}" for r in target["runs"].split(",")]),
             }
-            with bare_app(base, target, tmp) as bare:
-                for name in ("summary", "series", "list"):
-                    targets[f"bare-{name}"] = (f"{bare}/bare/{name}", None)
+            with contextlib.ExitStack() as stack:
+                bare_names = [n for n in ("summary", "series", "list") if f"bare-{n}" in names]
+                if bare_names:
+                    bare = stack.enter_context(bare_app(base, target, tmp))
+                    for name in bare_names:
+                        targets[f"bare-{name}"] = (f"{bare}/bare/{name}", None)
+                targets = {n: targets[n] for n in names}
                 print(
-                    f"\n== {mode}: one uvicorn process, one worker process; wrk -t2, "
-                    f"{duration:g} s per row"
+                    f"\n== {mode}: {serving(env)}; wrk -t2, {duration:g} s per row, load {load()}"
                 )
-                print(
-                    f"{'target':14} {'conns':>5} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
-                    f"{'errors':>6} {'timeouts':>8}  answers after"
-                )
+                print(HEADER)
                 results: dict[tuple[str, int], dict] = {}
                 # Warm-up, not reported: each target's first requests fill the document
                 # cache and touch code and data for the first time, for both apps alike.
@@ -308,35 +333,53 @@ def run_mode(mode: str, connections: list[int], duration: float) -> None:
                     wrk(url, 10, 1, tmp, paths)
                 for c in connections:
                     for name, (url, paths) in targets.items():
-                        r = wrk(url, c, duration, tmp, paths)
-                        results[(name, c)] = r
-                        after = answers_after(f"{base}/v1/runs/{run}")
-                        print(
-                            f"{name:14} {c:5d} {r['rps']:9.0f} {fmt(r['p50']):>8} "
-                            f"{fmt(r['p99']):>8} {r['errors']:6d} {r['timeouts']:8d}  {after}",
-                            flush=True,
-                        )
-                print("ratios to the bare endpoint of the same shape (req/s):")
-                for c in connections:
-                    parts = []
-                    for name in ("summary", "series", "list"):
-                        bare_rps = results[(f"bare-{name}", c)]["rps"]
-                        ratio = results[(name, c)]["rps"] / bare_rps if bare_rps else 0.0
-                        parts.append(f"{name} {ratio:.2f}x")
-                    print(f"  {c:4d} connections: " + ", ".join(parts))
+                        for _ in range(repeat):
+                            r = wrk(url, c, duration, tmp, paths)
+                            results[(name, c)] = r
+                            after = answers_after(f"{base}/v1/runs/{run}")
+                            print(row(name, c, r, after), flush=True)
+                print(f"load after: {load()}")
+                if bare_names:
+                    print("ratios to the bare endpoint of the same shape (req/s, last run):")
+                    for c in connections:
+                        parts = []
+                        for name in bare_names:
+                            bare_rps = results[(f"bare-{name}", c)]["rps"]
+                            ratio = results[(name, c)]["rps"] / bare_rps if bare_rps else 0.0
+                            parts.append(f"{name} {ratio:.2f}x")
+                        print(f"  {c:4d} connections: " + ", ".join(parts))
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def serving(env: dict[str, str]) -> str:
+    """What serves the API: its processes, as `make run` starts them."""
+    from settings import Settings
+
+    n = env.get("TCPFR_API_PROCESSES")
+    settings = Settings(_env_file=None, **({"api_processes": int(n)} if n else {}))
+    return f"{settings.api_processes} API processes, one worker process"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="embedded,postgres")
     parser.add_argument("--connections", default="10,100,500")
-    parser.add_argument("--duration", type=float, default=8.0, help="seconds per row")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per row")
+    parser.add_argument(
+        "--targets",
+        default="summary,series,list,uncached,bare-summary,bare-series,bare-list",
+        help="rows to drive, of: %(default)s",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each row")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install wrk")
     connections = [int(c) for c in args.connections.split(",")]
     for mode in args.modes.split(","):
-        run_mode(mode.strip(), connections, args.duration)
+        run_mode(mode.strip(), connections, args.duration, args.targets.split(","), args.repeat)
 
 
 if __name__ == "__main__":

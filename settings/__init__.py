@@ -58,6 +58,21 @@ class Settings(BaseSettings):
     # The embedded broker polls its folder this often (seconds) for new messages.
     broker_polling_interval: float = Field(default=0.02, gt=0)
 
+    # The API's server (api.serve, granian). Processes serving the port (each a Python event
+    # loop; the default fills a 2-core machine beside its workers); a request's headers must
+    # arrive within `header_timeout` s of the connection opening or the previous response
+    # (so an idle keep-alive connection closes then too), its whole body within
+    # `body_timeout` s (else a 408); at most `max_connections` connections per process
+    # (more wait in the listen backlog, never past the process's file descriptors); a
+    # request that finds its process's loop `max_queue_wait` s behind is refused with a 503
+    # and Retry-After at once rather than queued (0: never).
+    api_processes: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1), ge=1)
+    header_timeout: float = Field(default=10.0, gt=0, le=60)
+    body_timeout: float = Field(default=30.0, gt=0)
+    max_connections: int = Field(default=8192, ge=16)
+    listen_backlog: int = Field(default=2048, ge=128)
+    max_queue_wait: float = Field(default=1.0, ge=0)
+
     # Finished runs' documents kept in memory by each API process (api.cache), and an eighth
     # of it again for pages of the runs list; 0: none.
     response_cache_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
@@ -74,10 +89,11 @@ class Settings(BaseSettings):
     max_events_per_run: int = Field(default=500_000_000, ge=1)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)  # a larger request body is a 413
 
-    # Server-Sent Events (/v1/runs/{id}/stream, /v1/sweeps/{id}/stream): each open stream is
-    # a coroutine polling the database, so one API process holds at most `max_streams` (past
-    # it a 503 with Retry-After); a comment every `stream_heartbeat` s keeps proxies from
-    # closing a quiet stream; `stream_poll_interval` s between looks at the database.
+    # Server-Sent Events (/v1/runs/{id}/stream, /v1/sweeps/{id}/stream): one API process
+    # holds at most `max_streams` (past it a 503 with Retry-After); a comment every
+    # `stream_heartbeat` s keeps proxies from closing a quiet stream; every
+    # `stream_poll_interval` s the process's change feed (api.streams.feed) looks at what
+    # its open streams watch, in one session on a connection of its own.
     max_streams: int = Field(default=100, ge=0)
     stream_heartbeat: float = Field(default=15.0, gt=0)
     stream_poll_interval: float = Field(default=0.5, gt=0)

@@ -70,7 +70,7 @@ def make_async_engine(settings: Settings, **kwargs: Any) -> AsyncEngine:
     """The API's engine on PostgreSQL: psycopg's asyncio mode (SQLAlchemy picks it for
     ``postgresql+psycopg`` in an async engine), so no request holds a thread while it waits
     for the database, and a bounded pool whose wait ends in a TimeoutError (a 503), never
-    in a thread pool deadlocked against the connection pool. (SQLite: ``api.deps.ThreadDb``.)"""
+    in a thread pool deadlocked against the connection pool. (SQLite: ``api.db.ThreadDb``.)"""
     options = _engine_options(settings, kwargs)
     options["pool_size"] = settings.db_pool_size
     options["max_overflow"] = 0

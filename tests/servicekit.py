@@ -1,4 +1,5 @@
-"""Fixtures that start the real thing: the API under uvicorn on a free port and real Celery
+"""Fixtures that start the real thing: the API under its server (api.serve.api_command, one
+process: the per-process bounds under test then hold for the whole API) on a free port and real Celery
 worker processes, against real Postgres and Redis (``pg_stack``) or in the embedded default,
 exactly as ``make run`` starts it (``embedded_stack``).
 
@@ -191,6 +192,7 @@ def pg_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
                 "broker_url": REDIS_URL,
                 "queue": queue,
                 "port": port,
+                "api_processes": 1,
             },
         )
         stack.start("worker", worker_command(settings, concurrency=2))
@@ -218,7 +220,7 @@ def api_beside(base: Stack, name: str, **settings: str) -> Iterator[Stack]:
     from api.serve import api_command
     from settings import Settings
 
-    config = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port)
+    config = Settings(_env_file=None, database_url=env["DATABASE_URL"], port=port, api_processes=1)
     try:
         stack.start("api", api_command(config))
         stack.wait_ready()

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from api.cache import DocumentCache
+from api.cache import Conditional, Found
 from api.compare import service
 from api.compare.schemas import CommonSeries, RunComparison
 from api.comparison import table
-from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import CacheDep, DbDep, SettingsDep, TenantDep
+from api.deps import CachedDep, DbDep, SettingsDep, TenantDep
 from api.responses import OrjsonResponse, problem_responses
 from api.series.endpoints import AggQuery, max_points_within
 from api.series.service import to_csv
@@ -34,36 +33,29 @@ ERRORS = problem_responses(404, 409, 422)
 T = TypeVar("T")
 
 
-def _etag(request: Request, runs: list[Run]) -> str:
-    # Succeeded runs never change: the comparison of the same runs is the same bytes.
-    return etag_for(request, *(f"{r.id}={r.result_run_id}" for r in runs))
-
-
 async def _of_succeeded(
     db: DbDep,
-    cache: DocumentCache,
-    request: Request,
+    cached: Conditional,
     ids: list[uuid.UUID],
     tenant_id: uuid.UUID,
     build: Callable[[Session, list[Run]], T],
-) -> Response | tuple[dict[str, str], T]:
-    """These succeeded runs' document with its response headers (its ETag); or the answer
-    already known: the document cache's copy, or a 304 when the client's copy is current."""
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
+    respond: Callable[[T], Response],
+) -> Response:
+    """The document `build` makes of these succeeded runs, answered by `respond`. Succeeded
+    runs never change: the comparison of the same runs is the same bytes, tagged and kept."""
 
-    def query(session: Session) -> tuple[str, T | None]:
+    def query(session: Session) -> Found:
         found = service.succeeded_runs(session, ids, tenant_id=tenant_id)
-        etag = _etag(request, found)
-        if not_modified(request, etag) is not None:
-            return etag, None
-        return etag, build(session, found)
+        tag = cached.tag(*(f"{r.id}={r.result_run_id}" for r in found))
+        if tag.current:
+            return tag, None
+        doc = build(session, found)
+        return tag, lambda: respond(doc)
 
-    etag, doc = await db(query)
-    headers = {"ETag": etag, **CACHE_HEADERS}
-    if doc is None:
-        return Response(status_code=304, headers=headers)
-    return headers, doc
+    async def find() -> Found:
+        return await db(query)
+
+    return await cached.answer(find)
 
 
 @router.get(
@@ -79,7 +71,7 @@ async def _of_succeeded(
 async def compare_runs(
     runs: Runs,
     db: DbDep,
-    cache: CacheDep,
+    cached: CachedDep,
     tenant_id: TenantDep,
     request: Request,
     baseline: Annotated[
@@ -93,19 +85,14 @@ async def compare_runs(
     point and flow, a column per differing path and per metric statistic, in base units."""
     shape = table.wants(request, format)
     ids = service.parse_runs(runs, loc=["query", "runs"])
-    found = await _of_succeeded(
+    return await _of_succeeded(
         db,
-        cache,
-        request,
+        cached,
         ids,
         tenant_id,
         lambda session, succeeded: service.compare(session, succeeded, baseline=baseline),
+        lambda doc: table.respond(doc.model_dump(mode="json"), shape, None),
     )
-    if isinstance(found, Response):
-        return found
-    headers, doc = found
-    response = table.respond(doc.model_dump(mode="json"), shape, headers)
-    return cache.store(request, tenant_id, response)
 
 
 @router.get(
@@ -122,10 +109,9 @@ async def compare_series(
     runs: Runs,
     key: Annotated[str, Query(min_length=1, max_length=255, description="e.g. flow.backup.cwnd")],
     db: DbDep,
-    cache: CacheDep,
+    cached: CachedDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
-    request: Request,
     max_points: Annotated[
         int | None, Query(ge=3, description="Rows of the common axis at most (default 1000)")
     ] = None,
@@ -143,23 +129,19 @@ async def compare_series(
     each run's mean rate is kept; a step series is downsampled keeping its peaks."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
     limit = max_points_within(settings, max_points)
-    found = await _of_succeeded(
+
+    def respond(body: dict[str, Any]) -> Response:
+        if format == "csv":
+            return Response(to_csv(body["columns"]), media_type="text/csv; charset=utf-8")
+        return OrjsonResponse(body)
+
+    return await _of_succeeded(
         db,
-        cache,
-        request,
+        cached,
         ids,
         tenant_id,
         lambda session, succeeded: service.common_series(
             session, succeeded, key=key, max_points=limit, start=start, end=end, agg=agg
         ),
+        respond,
     )
-    if isinstance(found, Response):
-        return found
-    headers, body = found
-    if format == "csv":
-        response = Response(
-            to_csv(body["columns"]), media_type="text/csv; charset=utf-8", headers=headers
-        )
-    else:
-        response = OrjsonResponse(body, headers=headers)
-    return cache.store(request, tenant_id, response)

@@ -10,16 +10,11 @@ import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
-from api.conditional import (
-    CACHE_HEADERS,
-    REPRESENTATION_VERSION,
-    etag_for,
-    not_modified,
-)
-from api.deps import CacheDep, CeleryDep, DbDep, ListCacheDep, SettingsDep, TenantDep
+from api.cache import Found, ListPage, PageSource
+from api.conditional import CACHE_HEADERS, REPRESENTATION_VERSION, not_modified
+from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
-from api.list_cache import ListCache, ListPage
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses, render_json
 from api.runs import service
@@ -137,11 +132,9 @@ async def create_run(
     },
 )
 async def list_runs(
-    db: DbDep,
     tenant_id: TenantDep,
     page: PageParamsDep,
-    lists: ListCacheDep,
-    request: Request,
+    cached: CachedDep,
     status: Annotated[RunStatus | None, Query(description="Only runs in this state")] = None,
     scenario_id: Annotated[uuid.UUID | None, Query()] = None,
     # No NUL: PostgreSQL cannot compare text holding one (a 500 otherwise).
@@ -157,20 +150,28 @@ async def list_runs(
         scenario_id=scenario_id,
         preset=preset,
     )
-    found = await lists.page(db, ListCache.key(request, tenant_id), filters)
-    return found.response(request)
+    return await cached.page(RUN_PAGES, filters)
 
 
-def render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
+def _render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
     """A page of the runs list (`RunRepository.list`'s arguments), rendered, with its
-    version: what `ListCache` keeps."""
+    version."""
     listed = RunRepository(session).list(**filters)
     body = {
         "items": [run_fields(r) for r in listed.page.items],
         "next_cursor": listed.page.next_cursor,
     }
     etag = _list_etag(filters["limit"], listed.version)
-    return ListPage(filters, listed.version, etag, render_json(body))
+    return ListPage(listed.version, etag, render_json(body))
+
+
+def _list_version(session: Session, filters: dict[str, Any]) -> str:
+    return RunRepository(session).list_version(**filters)
+
+
+#: The runs list as the response cache reads it: a dashboard polls it, and reading and
+#: rendering its rows cost each request more than everything else it does.
+RUN_PAGES = PageSource(version=_list_version, render=_render_list_page)
 
 
 def _list_etag(limit: int, version: str) -> str:
@@ -190,19 +191,16 @@ def _list_etag(limit: int, version: str) -> str:
     },
 )
 async def get_run(
-    run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep, cache: CacheDep, request: Request
+    run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep, cached: CachedDep
 ) -> Response:
     """A run: status, progress, timestamps, error; summary and diagnosis once it succeeded."""
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
-    run, result = await db.read(service.get_with_result, run_id, tenant_id=tenant_id)
-    if not run.status.finished:
-        return OrjsonResponse(run_document(run, result))
-    etag = etag_for(request, run.id, run.status.value, run.finished_at)
-    if (cached := not_modified(request, etag)) is not None:
-        return cached
-    response = OrjsonResponse(run_document(run, result), headers={"ETag": etag, **CACHE_HEADERS})
-    return cache.store(request, tenant_id, response)
+
+    async def find() -> Found:
+        run, result = await db.read(service.get_with_result, run_id, tenant_id=tenant_id)
+        tag = cached.tag(run.id, run.status.value, run.finished_at) if run.status.finished else None
+        return tag, lambda: OrjsonResponse(run_document(run, result))
+
+    return await cached.answer(find)
 
 
 @router.get("/{run_id}/scenario", operation_id="get_run_scenario", responses=problem_responses(404))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -10,9 +11,9 @@ import numpy as np
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from api.cache import DocumentCache
-from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import CacheDep, Db, DbDep, SettingsDep, TenantDep
+from api.cache import Conditional, Found
+from api.db import Db
+from api.deps import CachedDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
 from api.series import service
@@ -110,58 +111,50 @@ def _on_axis(t: Any, origin_ms: float | None) -> Any:
     return t if origin_ms is None else np.round(t * 1000.0 + origin_ms, 3)
 
 
-async def _windows(
-    request: Request,
+#: A series document from its run and windows: the JSON body, and the columns of its CSV.
+Render = Callable[[Run, list[service.Window]], tuple[dict[str, Any], dict[str, Any]]]
+
+
+async def _answer(
+    cached: Conditional,
     db: Db,
-    cache: DocumentCache,
     tenant_id: uuid.UUID,
     run_id: uuid.UUID,
     names: list[str],
+    render: Render,
     *,
     settings: Settings,
     window: WindowQuery,
     loc: list[str | int],
-) -> Response | tuple[Run, str, list[service.Window]]:
-    """The series' windows with the run and its ETag; or the answer already known: the
-    document cache's copy, or a 304."""
-    limit = max_points_within(settings, window.max_points)
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
-    run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
-    etag = etag_for(request, run.result_run_id, limit)
-    if (cached := not_modified(request, etag)) is not None:
-        return cached
-    windows = await db.read(
-        service.load,
-        run,
-        names,
-        start=window.start,
-        end=window.end,
-        max_points=limit,
-        loc=loc,
-        agg=window.agg,
-    )
-    return run, etag, windows
-
-
-def _respond(
-    request: Request,
-    cache: DocumentCache,
-    tenant_id: uuid.UUID,
-    etag: str,
-    window: WindowQuery,
-    json_body: Any,
-    csv_columns: Any,
 ) -> Response:
-    """JSON or CSV as the request asks, kept in the document cache."""
-    headers = {"ETag": etag, "Vary": "Accept", **CACHE_HEADERS}
-    if _wants_csv(request, window.format):
-        response: Response = Response(
-            service.to_csv(csv_columns), media_type="text/csv; charset=utf-8", headers=headers
+    """The series' windows rendered by `render`, as JSON or CSV as the request asks (a
+    finished run's data: tagged and kept)."""
+    limit = max_points_within(settings, window.max_points)
+
+    async def find() -> Found:
+        run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
+        tag = cached.tag(run.result_run_id, limit)
+        if tag.current:
+            return tag, None
+        windows = await db.read(
+            service.load,
+            run,
+            names,
+            start=window.start,
+            end=window.end,
+            max_points=limit,
+            loc=loc,
+            agg=window.agg,
         )
-    else:
-        response = OrjsonResponse(json_body, headers=headers)
-    return cache.store(request, tenant_id, response)
+        body, columns = render(run, windows)
+        if _wants_csv(cached.request, window.format):
+            csv = service.to_csv(columns)
+            return tag, lambda: Response(
+                csv, media_type="text/csv; charset=utf-8", headers={"Vary": "Accept"}
+            )
+        return tag, lambda: OrjsonResponse(body, headers={"Vary": "Accept"})
+
+    return await cached.answer(find)
 
 
 @router.get(
@@ -190,9 +183,8 @@ async def list_series(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Res
 async def get_series(
     run_id: uuid.UUID,
     key: str,
-    request: Request,
     db: DbDep,
-    cache: CacheDep,
+    cached: CachedDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     window: WindowQueryDep,
@@ -202,31 +194,33 @@ async def get_series(
     (cwnd, queue…) by MinMaxLTTB, keeping its peaks; `agg` chooses. A rate point at `t` is
     the mean rate over the interval ending at `t`. JSON `{t, v}`, or CSV with
     `Accept: text/csv`."""
-    found = await _windows(
-        request,
+
+    def render(run: Run, windows: list[service.Window]) -> tuple[dict[str, Any], dict[str, Any]]:
+        (w,) = windows
+        t = _on_axis(w.t, _origin_ms(run, window.time_axis))
+        body = {
+            "key": w.key,
+            "unit": w.unit,
+            "length": w.length,
+            "points": len(w.t),
+            "downsampled": w.downsampled,
+            "method": w.method,
+            "t": t,
+            "v": w.v,
+        }
+        return body, {"t": t, "v": w.v}
+
+    return await _answer(
+        cached,
         db,
-        cache,
         tenant_id,
         run_id,
         [key],
+        render,
         settings=settings,
         window=window,
         loc=["path", "key"],
     )
-    if isinstance(found, Response):
-        return found
-    run, etag, (w,) = found
-    body = {
-        "key": w.key,
-        "unit": w.unit,
-        "length": w.length,
-        "points": len(w.t),
-        "downsampled": w.downsampled,
-        "method": w.method,
-        "t": (t := _on_axis(w.t, _origin_ms(run, window.time_axis))),
-        "v": w.v,
-    }
-    return _respond(request, cache, tenant_id, etag, window, body, {"t": t, "v": w.v})
 
 
 @router.get(
@@ -237,9 +231,8 @@ async def get_series(
 )
 async def get_series_frame(
     run_id: uuid.UUID,
-    request: Request,
     db: DbDep,
-    cache: CacheDep,
+    cached: CachedDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
     keys: Annotated[str, Query(min_length=1, description="Comma-separated series keys")],
@@ -255,26 +248,26 @@ async def get_series_frame(
         raise Unprocessable(
             "no series keys given", errors=[field_error(["query", "keys"], "empty")]
         )
-    found = await _windows(
-        request,
+
+    def render(run: Run, windows: list[service.Window]) -> tuple[dict[str, Any], dict[str, Any]]:
+        columns = service.frame(windows, shape)
+        columns["t"] = _on_axis(columns["t"], _origin_ms(run, window.time_axis))
+        body = {
+            "shape": shape,
+            "keys": names,
+            "units": {w.key: w.unit for w in windows},
+            "columns": columns,
+        }
+        return body, columns
+
+    return await _answer(
+        cached,
         db,
-        cache,
         tenant_id,
         run_id,
         names,
+        render,
         settings=settings,
         window=window,
         loc=["query", "keys"],
     )
-    if isinstance(found, Response):
-        return found
-    run, etag, windows = found
-    columns = service.frame(windows, shape)
-    columns["t"] = _on_axis(columns["t"], _origin_ms(run, window.time_axis))
-    body = {
-        "shape": shape,
-        "keys": names,
-        "units": {w.key: w.unit for w in windows},
-        "columns": columns,
-    }
-    return _respond(request, cache, tenant_id, etag, window, body, columns)

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator, Hashable
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
 
+from api.db import Db
 from api.deps import DbDep, SettingsDep, TenantDep
 from api.responses import problem_responses
 from api.streams import service
-from api.streams.sse import (
-    MEDIA_TYPE,
-    Event,
-    EventStreamResponse,
-    Look,
-    StreamSlots,
-    events,
-    last_event_id,
-)
+from api.streams.feed import ChangeFeed, Look
+from api.streams.sse import MEDIA_TYPE, EventStreamResponse, StreamSlots, events, last_event_id
 from settings import Settings
 
 router = APIRouter(tags=["streams"])
@@ -90,26 +86,35 @@ SWEEP_EXAMPLE = (
 
 async def _stream(
     request: Request,
+    db: Db,
     settings: Settings,
+    key: Hashable,
     look: Look,
     header: str | None,
     query: int | None,
 ) -> Response:
     """The stream of what `look` reads, resumed after the client's last event id; a 404
-    (or other error) from the first look is answered before the stream opens."""
+    (or other error) from the first look is answered before the stream opens. The looks
+    after the first are the process's change feed's."""
     after = last_event_id(header, query)
-    await look()
+    first = await db.read(look)
     state = request.app.state
     slots: StreamSlots = state.stream_slots
     slots.take()
-    body = events(
-        look,
-        after=after,
-        poll=settings.stream_poll_interval,
-        heartbeat=settings.stream_heartbeat,
-        stopping=state.stopping.event,
-    )
-    return EventStreamResponse(body, slots)
+    feed: ChangeFeed = state.feed
+
+    async def body() -> AsyncIterator[bytes]:
+        async with feed.subscribe(key, look) as subscription:
+            async for chunk in events(
+                first,
+                subscription.next,
+                after=after,
+                heartbeat=settings.stream_heartbeat,
+                stopping=state.stopping.event,
+            ):
+                yield chunk
+
+    return EventStreamResponse(body(), slots)
 
 
 @router.get(
@@ -132,11 +137,11 @@ async def stream_run(
     last_event_id_query: LastEventIdQuery = None,
 ) -> Response:
     """A run's progress and status changes as Server-Sent Events, until it finishes."""
-
-    async def look() -> tuple[list[Event], bool]:
-        return await db.read(service.run_events, run_id, tenant_id=tenant_id)
-
-    return await _stream(request, settings, look, last_event_id_header, last_event_id_query)
+    look = partial(service.run_events, run_id=run_id, tenant_id=tenant_id)
+    key = ("run", run_id, tenant_id)
+    return await _stream(
+        request, db, settings, key, look, last_event_id_header, last_event_id_query
+    )
 
 
 @router.get(
@@ -159,8 +164,8 @@ async def stream_sweep(
     last_event_id_query: LastEventIdQuery = None,
 ) -> Response:
     """A sweep's progress (fraction, counts, ETA) and each run's end, until the sweep ends."""
-
-    async def look() -> tuple[list[Event], bool]:
-        return await db.read(service.sweep_events, sweep_id, tenant_id=tenant_id, settings=settings)
-
-    return await _stream(request, settings, look, last_event_id_header, last_event_id_query)
+    look = partial(service.sweep_events, sweep_id=sweep_id, tenant_id=tenant_id, settings=settings)
+    key = ("sweep", sweep_id, tenant_id)
+    return await _stream(
+        request, db, settings, key, look, last_event_id_header, last_event_id_query
+    )

@@ -1,10 +1,10 @@
 """Server-Sent Events: the wire format, the per-process bound on open streams, the end of
-every stream when the server stops, and the loop that turns database looks into events.
+every stream when the server stops, and the loop that turns looks at a resource into events.
 
 A stream is a sequence of events whose integer ids grow strictly and are a function of the
 state they report (``api.streams.service``), so a client that reconnects with
-``Last-Event-ID: n`` is sent what came after ``n`` and nothing it already has. Each look at
-the database is one short ``await db(...)``: no session or connection is held between them.
+``Last-Event-ID: n`` is sent what came after ``n`` and nothing it already has. The looks
+after the first come from the process's change feed (``api.streams.feed``).
 """
 
 from __future__ import annotations
@@ -40,7 +40,10 @@ class Event:
         return b"id: %d\nevent: %s\ndata: %s\n\n" % (self.id, self.event.encode(), body)
 
 
-Look = Callable[[], Awaitable[tuple[list[Event], bool]]]
+#: What a look at a resource finds: its events, and whether it has finished.
+Found = tuple[list[Event], bool]
+#: The next look, or None when none came within the timeout (seconds) given.
+NextLook = Callable[[float], Awaitable[Found | None]]
 
 
 class StreamSlots:
@@ -125,34 +128,43 @@ def last_event_id(header: str | None, query: int | None) -> int:
 
 
 async def events(
-    look: Look,
+    first: Found,
+    next_look: NextLook,
     *,
     after: int,
-    poll: float,
     heartbeat: float,
     stopping: asyncio.Event,
 ) -> AsyncIterator[bytes]:
-    """Look, send what is new, sleep; a comment when nothing was sent for ``heartbeat`` s;
+    """Send what is new in each look; a comment when nothing was sent for ``heartbeat`` s;
     return once the resource has finished (after its ``done``) or the server stops."""
     loop = asyncio.get_running_loop()
     yield b"retry: %d\n: tcpfr event stream\n\n" % RETRY_MS
     quiet_since = loop.time()
-    while True:
-        batch, finished = await look()
-        fresh = [e for e in batch if e.id > after]
-        if fresh:
-            after = fresh[-1].id
-            quiet_since = loop.time()
-            yield b"".join(e.encode() for e in fresh)
-        if finished:
-            return
-        if loop.time() - quiet_since >= heartbeat:
-            quiet_since = loop.time()
-            yield b": heartbeat\n\n"
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), timeout=poll)
-        if stopping.is_set():
-            return
+    found: Found | None = first
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        while True:
+            if found is not None:
+                batch, finished = found
+                fresh = [e for e in batch if e.id > after]
+                if fresh:
+                    after = fresh[-1].id
+                    quiet_since = loop.time()
+                    yield b"".join(e.encode() for e in fresh)
+                if finished:
+                    return
+            if loop.time() - quiet_since >= heartbeat:
+                quiet_since = loop.time()
+                yield b": heartbeat\n\n"
+            wait = heartbeat - (loop.time() - quiet_since)
+            look = asyncio.ensure_future(next_look(max(wait, 0.0)))
+            await asyncio.wait({look, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if stopping.is_set():
+                look.cancel()
+                return
+            found = look.result()
+    finally:
+        stop.cancel()
 
 
 class EventStreamResponse(StreamingResponse):

@@ -12,10 +12,10 @@ from fastapi import APIRouter, Body, Query, Request, Response, status
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api.cache import DocumentCache
+from api.cache import Conditional, Found
 from api.comparison import table
-from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import CacheDep, CeleryDep, Db, DbDep, SettingsDep, TenantDep
+from api.db import Db
+from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
 from api.exceptions import InvalidScenario, NotFound, field_error
 from api.idempotency import IdempotencyKey
@@ -166,37 +166,29 @@ async def list_sweeps(
 
 async def _conditional(
     db: Db,
-    cache: DocumentCache,
-    request: Request,
+    cached: Conditional,
     sweep_id: uuid.UUID,
     tenant_id: uuid.UUID,
     render: Callable[[Session, Sweep], BaseModel],
     shape: str = "json",
 ) -> Response:
-    """A sweep document, with a 304 or an ETag once the sweep has finished (and then kept
-    in the document cache)."""
-    if (hit := cache.lookup(request, tenant_id)) is not None:
-        return hit
+    """A sweep document, tagged (and kept) once the sweep has finished."""
 
-    def query(
-        session: Session,
-    ) -> tuple[str | None, BaseModel | None, dict[int, dict[str, Any]] | None]:
+    def query(session: Session) -> Found:
         sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-        tag = service.finished_tag(session, sweep)
-        etag = etag_for(request, *tag) if tag is not None else None
-        if etag is not None and not_modified(request, etag) is not None:
-            return etag, None, None
+        finished = service.finished_tag(session, sweep)
+        tag = cached.tag(*finished) if finished is not None else None
+        if tag is not None and tag.current:
+            return tag, None
         # The table's parameter columns are in base units, read from the runs' scenarios.
         si = service.si_parameters(session, sweep) if shape != "json" else None
-        return etag, render(session, sweep), si
+        doc = render(session, sweep).model_dump(mode="json")
+        return tag, lambda: table.respond(doc, shape, None, si)
 
-    etag, doc, si = await db(query)
-    if doc is None:
-        assert etag is not None
-        return Response(status_code=304, headers={"ETag": etag, **CACHE_HEADERS})
-    headers = {"ETag": etag, **CACHE_HEADERS} if etag is not None else None
-    response = table.respond(doc.model_dump(mode="json"), shape, headers, si)
-    return cache.store(request, tenant_id, response)
+    async def find() -> Found:
+        return await db(query)
+
+    return await cached.answer(find)
 
 
 @router.get(
@@ -211,16 +203,14 @@ async def _conditional(
 async def get_sweep(
     sweep_id: uuid.UUID,
     db: DbDep,
-    cache: CacheDep,
+    cached: CachedDep,
     settings: SettingsDep,
     tenant_id: TenantDep,
-    request: Request,
 ) -> Response:
     """A sweep: its points, status from its runs, counts by status and an estimate of time left."""
     return await _conditional(
         db,
-        cache,
-        request,
+        cached,
         sweep_id,
         tenant_id,
         lambda session, sweep: service.detail(session, sweep, settings),
@@ -309,7 +299,7 @@ async def cancel_sweep(
 async def get_sweep_summary(
     sweep_id: uuid.UUID,
     db: DbDep,
-    cache: CacheDep,
+    cached: CachedDep,
     tenant_id: TenantDep,
     request: Request,
     format: table.TableFormat = None,
@@ -321,7 +311,7 @@ async def get_sweep_summary(
     point and flow, a column per parameter (in base units) and per metric statistic."""
     shape = table.wants(request, format)
 
-    return await _conditional(db, cache, request, sweep_id, tenant_id, service.summary, shape)
+    return await _conditional(db, cached, sweep_id, tenant_id, service.summary, shape)
 
 
 @preset_router.post(

@@ -167,7 +167,8 @@ def idle_api(pg_stack: Stack) -> Iterator[Stack]:
     from settings import Settings
 
     try:
-        stack.start("api", api_command(Settings(_env_file=None, port=port)))
+        # One process: TCPFR_MAX_STREAMS bounds each process's streams.
+        stack.start("api", api_command(Settings(_env_file=None, port=port, api_processes=1)))
         stack.wait_ready()
         yield stack
     finally:

@@ -1,4 +1,4 @@
-"""ListCache's shared reads: a request never takes the answer of a read that began before it
+"""The response cache's versioned pages, their shared reads: a request never takes the answer of a read that began before it
 arrived, requests that wait together share one read, and one leaving or failing does not
 take the others with it. (Against the real databases: tests/integration/test_runs_list.py.)"""
 
@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from api import list_cache
-from api.list_cache import ListCache, ListPage
+from api.cache import ListPage, PageSource, ResponseCache
 
 pytestmark = pytest.mark.unit
 
@@ -34,15 +33,30 @@ class FakeDb:
             await self.gate.wait()
         if self.fail is not None:
             raise self.fail
-        if fn is list_cache._version:
+        if fn is SOURCE.version:
             self.versions_read += 1
             return seen
         self.pages_read += 1
-        return ListPage(filters, seen, f'"{seen}"', seen.encode())
+        return ListPage(seen, f'"{seen}"', seen.encode())
 
 
-def render(_session: Any, _filters: dict[str, Any]) -> ListPage:
+def _version(_session: Any, _filters: dict[str, Any]) -> str:
+    raise AssertionError("FakeDb reads versions")
+
+
+def _render(_session: Any, _filters: dict[str, Any]) -> ListPage:
     raise AssertionError("FakeDb renders")
+
+
+SOURCE = PageSource(version=_version, render=_render)
+
+
+def cache_of(page_bytes: int) -> ResponseCache:
+    return ResponseCache(page_bytes * 8)  # pages get an eighth of the cache
+
+
+async def page(cache: ResponseCache, db: FakeDb) -> ListPage:
+    return await cache.page(db, KEY, FILTERS, SOURCE)  # type: ignore[arg-type]
 
 
 async def settle() -> None:
@@ -52,31 +66,31 @@ async def settle() -> None:
 
 def test_a_request_never_takes_a_read_begun_before_it_arrived() -> None:
     async def main() -> None:
-        db, cache = FakeDb(), ListCache(1 << 20, render)
-        assert (await cache.page(db, KEY, FILTERS)).body == b"v1"  # kept
+        db, cache = FakeDb(), cache_of(1 << 20)
+        assert (await page(cache, db)).body == b"v1"  # kept
 
         db.gate = asyncio.Event()
-        before = asyncio.ensure_future(cache.page(db, KEY, FILTERS))
+        before = asyncio.ensure_future(page(cache, db))
         await settle()  # its read has begun, and sees v1
         db.version = "v2"  # a write, then a request
-        after = asyncio.ensure_future(cache.page(db, KEY, FILTERS))
+        after = asyncio.ensure_future(page(cache, db))
         await settle()
         db.gate.set()
         assert (await before).body == b"v1"
         assert (await after).body == b"v2"
-        assert (await cache.page(db, KEY, FILTERS)).body == b"v2"
+        assert (await page(cache, db)).body == b"v2"
 
     asyncio.run(main())
 
 
 def test_requests_that_wait_together_share_one_read() -> None:
     async def main() -> None:
-        db, cache = FakeDb(), ListCache(1 << 20, render)
-        await cache.page(db, KEY, FILTERS)
+        db, cache = FakeDb(), cache_of(1 << 20)
+        await page(cache, db)
         db.gate = asyncio.Event()
-        first = asyncio.ensure_future(cache.page(db, KEY, FILTERS))
+        first = asyncio.ensure_future(page(cache, db))
         await settle()
-        waiting = [asyncio.ensure_future(cache.page(db, KEY, FILTERS)) for _ in range(50)]
+        waiting = [asyncio.ensure_future(page(cache, db)) for _ in range(50)]
         await settle()
         db.gate.set()
         pages = await asyncio.gather(first, *waiting)
@@ -89,10 +103,10 @@ def test_requests_that_wait_together_share_one_read() -> None:
 
 def test_one_leaving_or_failing_does_not_take_the_others_along() -> None:
     async def main() -> None:
-        db, cache = FakeDb(), ListCache(1 << 20, render)
-        await cache.page(db, KEY, FILTERS)
+        db, cache = FakeDb(), cache_of(1 << 20)
+        await page(cache, db)
         db.gate = asyncio.Event()
-        leaving, staying = (asyncio.ensure_future(cache.page(db, KEY, FILTERS)) for _ in "ab")
+        leaving, staying = (asyncio.ensure_future(page(cache, db)) for _ in "ab")
         await settle()
         leaving.cancel()
         await settle()
@@ -100,11 +114,11 @@ def test_one_leaving_or_failing_does_not_take_the_others_along() -> None:
         assert (await staying).body == b"v1"
 
         db.fail = ConnectionError("database away")
-        both = [asyncio.ensure_future(cache.page(db, KEY, FILTERS)) for _ in "ab"]
+        both = [asyncio.ensure_future(page(cache, db)) for _ in "ab"]
         for outcome in await asyncio.gather(*both, return_exceptions=True):
             assert isinstance(outcome, ConnectionError)
         db.fail = None
-        assert (await cache.page(db, KEY, FILTERS)).body == b"v1"
+        assert (await page(cache, db)).body == b"v1"
 
     asyncio.run(main())
 
@@ -112,12 +126,12 @@ def test_one_leaving_or_failing_does_not_take_the_others_along() -> None:
 @pytest.mark.parametrize("max_bytes", [0, 1 << 20])
 def test_a_changed_page_is_read_again_and_kept_within_bounds(max_bytes: int) -> None:
     async def main() -> None:
-        db, cache = FakeDb(), ListCache(max_bytes, render)
-        await cache.page(db, KEY, FILTERS)
+        db, cache = FakeDb(), cache_of(max_bytes)
+        await page(cache, db)
         db.version = "v2"
-        assert (await cache.page(db, KEY, FILTERS)).body == b"v2"
-        kept = cache.filters_of(KEY)
-        assert kept == (FILTERS if max_bytes else None)
+        assert (await page(cache, db)).body == b"v2"
+        kept = cache._pages.get(KEY)
+        assert (kept.filters if kept else None) == (FILTERS if max_bytes else None)
         assert db.pages_read == 2
 
     asyncio.run(main())
