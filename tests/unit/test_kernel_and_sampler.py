@@ -4,10 +4,9 @@ packets runs its deliveries in the order one `Call` each would, and the block-wi
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
+from engine_helpers import built, bulk, dumbbell, one_link, tcp_flows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,10 @@ from engine.packet import Kind, Packet
 from engine.recorder import RateSampler, Trace
 
 pytestmark = pytest.mark.unit
+
+
+#: A real flow for the packets (whose owner is typed): the line never reads it.
+_FLOW = tcp_flows(built(one_link()))
 
 
 class Sink:
@@ -31,6 +34,7 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
     non-decreasing arrival times, as a link's are; with `lines` they use a Line per link,
     otherwise a Call each. Returns the delivery order and the number of events."""
     env = Kernel()
+    flow = _FLOW[0]
     log: list = []
     sinks = [Sink(log, f"link{k}") for k in range(3)]
     queues = [Line(env) for _ in range(3)]
@@ -40,7 +44,7 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
         index, link, delay = item
         arrival = max(env.now + delay, last[link])
         last[link] = arrival
-        pkt = Packet(None, Kind.DATA, 40, (sinks[link],), env.now)  # type: ignore[arg-type]
+        pkt = Packet(flow, Kind.DATA, 40, (sinks[link],), env.now)
         pkt.seq = index
         if lines:
             queues[link].add(arrival - env.now, pkt)
@@ -119,20 +123,24 @@ def test_events_far_ahead_stay_out_of_simpys_heap() -> None:
     assert fired == sorted(range(1000), key=lambda i: (i % 7, i))
 
 
+#: Two flows and their ports, built and never run: the sampler reads them as they are set.
+_SAMPLED = built(dumbbell(flows=[bulk("a"), bulk("b")]))
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 300), st.integers(0, 3), st.integers(2, 40), st.integers(0, 2**31))
 def test_block_sampling_equals_point_by_point_sampling(beats, n_ports, cap, seed) -> None:
     rng = np.random.default_rng(seed)
     interval = 0.1
-    flows = [SimpleNamespace(delivered_bytes=0) for _ in range(2)]
-    ports = [
-        SimpleNamespace(
-            busy_total=0.0,
-            busy_until=0.0,
-            probe=SimpleNamespace(utilization=Trace("ratio", cap, True)),
-        )
-        for _ in range(n_ports)
-    ]
+    net = _SAMPLED
+    flows = tcp_flows(net)
+    ports = list(net.ports.values())[:n_ports]
+    for f in flows:
+        f.delivered_bytes = 0
+    for p in ports:
+        p.busy_total = p.busy_until = 0.0
+        assert p.probe is not None
+        p.probe.utilization = Trace("ratio", cap, True)
     goodput = [Trace("bit/s", cap, True) for _ in flows]
     sampler = RateSampler(interval, flows, goodput, ports)
     ref_goodput = [Trace("bit/s", cap, True) for _ in flows]
