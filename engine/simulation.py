@@ -150,7 +150,7 @@ def simulate(
     step = duration / SLICES
     while True:
         target = min(duration, env.now + step)
-        env.run(until=target)
+        env.advance(target)
         if net.finished or env.now >= duration:
             break
         if progress is not None:
