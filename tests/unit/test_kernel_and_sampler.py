@@ -4,11 +4,14 @@ packets runs its deliveries in the order one `Call` each would, and the block-wi
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import numpy as np
 import pytest
 from engine_helpers import built, bulk, dumbbell, one_link, tcp_flows
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from simpy.events import Event
 
 from engine.kernel import Call, Kernel, Later, Line
 from engine.packet import Kind, Packet
@@ -70,11 +73,15 @@ def test_a_line_delivers_in_the_order_and_number_of_one_call_each(plan) -> None:
     assert run_schedule(plan, lines=True) == run_schedule(plan, lines=False)
 
 
-def run_mixed(plan: list[tuple[float, bool, int]], later: bool) -> tuple[list, int]:
+def run_mixed(
+    plan: list[tuple[float, bool, int]], later: bool, slices: str | None = None
+) -> tuple[list, int]:
     """`plan`: (delay, through `later`, how many more to schedule when it fires). Each event
     schedules its followers from inside its callback, as timers re-arm and flows start
-    others; with `later` the marked ones go through the kernel's second heap. Returns the
-    firing order and the number of events."""
+    others; with `later` the marked ones go through the kernel's second heap. `slices`
+    ("run" or "advance"): run to 60 s in half-second slices with SimPy's `run(until)` or
+    the kernel's `advance`, beside a SimPy process ticking every 0.75 s (as the sampler
+    does). Returns the firing order and the number of events."""
     env = Kernel()
     log: list = []
     pending = list(range(len(plan)))
@@ -95,7 +102,21 @@ def run_mixed(plan: list[tuple[float, bool, int]], later: bool) -> tuple[list, i
     for _ in range(3):
         if pending:
             schedule(pending.pop())
-    env.run()
+    if slices is None:
+        env.run()
+        return log, next(env._eid)
+
+    def ticker() -> Generator[Event, None, None]:
+        while True:
+            yield env.timeout(0.75)
+            log.append((env.now, "tick"))
+
+    env.process(ticker())
+    for k in range(1, 121):  # slice ends at 1.0, 2.0 ... fall on the plan's times
+        if slices == "run":
+            env.run(until=k * 0.5)
+        else:
+            env.advance(k * 0.5)
     return log, next(env._eid)
 
 
@@ -109,6 +130,19 @@ def run_mixed(plan: list[tuple[float, bool, int]], later: bool) -> tuple[list, i
 def test_later_events_fire_in_the_order_and_number_of_one_heap(plan) -> None:
     # Equal times are common, so the order among them rests on the event ids `Later` keeps.
     assert run_mixed(plan, later=True) == run_mixed(plan, later=False)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.5, 50.0]), st.booleans(), st.integers(0, 3)),
+        max_size=60,
+    )
+)
+def test_advance_runs_what_simpys_run_until_runs_and_takes_the_same_ids(plan) -> None:
+    # Events due exactly at a slice's end run in the next slice, as SimPy's URGENT `until`
+    # event orders them; the count of ids (a Result's `events`) is the same.
+    assert run_mixed(plan, True, "advance") == run_mixed(plan, True, "run")
 
 
 def test_events_far_ahead_stay_out_of_simpys_heap() -> None:
