@@ -129,6 +129,12 @@ class Kernel(Environment):
         super().__init__(initial_time)
         self.later: list[tuple[float, int, int, Later]] = []
 
+    @property
+    def now(self) -> float:
+        """The current simulated time: SimPy's property, compiled. The engine reads it
+        about once per event, and SimPy's own is an interpreted call each time."""
+        return self._now
+
     def advance(self, until: float) -> None:
         """Process every event due before `until`, then stand at `until`: SimPy's
         `run(until)` and `step()` in one loop, which compiled calls a packet's `Line`, a
