@@ -188,9 +188,7 @@ class Kernel(Environment):
                 self.schedule(event, EventPriority(-1))
                 return True
         if not event._ok and not hasattr(event, "_defused"):
-            exc = type(event._value)(*event._value.args)
-            exc.__cause__ = event._value
-            raise exc
+            raise type(event._value)(*event._value.args) from event._value
         return False
 
 
