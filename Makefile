@@ -7,46 +7,60 @@ RUN_STAMP := $(VENV)/.installed-run
 # Quiet installs: errors only, no progress bars, no "new pip available" notice.
 PIP    := $(PY) -m pip install -qq --progress-bar off --disable-pip-version-check
 
-.PHONY: install compile uncompile run test test-unit lint bench openapi docs services clean ui-vendor
+.PHONY: install compile uncompile run test test-unit test-pure check-builds lint bench openapi docs services clean ui-vendor
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing tcpfr and its test tools into $(VENV) ..."
 	@$(PIP) --upgrade pip
-	@$(PIP) -e '.[dev]'
+	@$(PIP) -e '.[dev,compile]'
 	@touch $(STAMP) $(RUN_STAMP)
 
-# Serving needs the package, not the test tools.
+# Serving needs the package and its compiler, not the test tools.
 $(RUN_STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "installing tcpfr into $(VENV) ..."
 	@$(PIP) --upgrade pip
-	@$(PIP) -e .
+	@$(PIP) -e '.[compile]'
 	@touch $(RUN_STAMP)
 
-install: $(STAMP)
+# The per-packet modules compiled with mypyc into engine/_native/ (scripts/compile_engine.py
+# says which): a no-op while the build matches the sources, a rebuild (about a minute and a
+# half) when one changed. Without a C compiler the engine runs pure Python and says so; in
+# CI that fails instead. The engine never runs a build that does not match its sources.
+COMPILE_FLAGS ?= $(if $(filter true,$(CI)),--strict,)
+compile: $(RUN_STAMP)
+	@$(PY) scripts/compile_engine.py $(COMPILE_FLAGS)
 
-# Optional: the per-packet modules compiled with mypyc, in place (scripts/compile_engine.py
-# says which); pure Python stays when there is no C compiler. Same results to the byte.
-# Run it again after editing a compiled module (its .so shadows the .py), or `make uncompile`.
-compile: $(STAMP)
-	$(PY) scripts/compile_engine.py
+install: $(STAMP) compile
 
 uncompile:
 	$(PYTHON) scripts/compile_engine.py --clean
 
-run: $(RUN_STAMP)
+run: compile
 	@$(PY) -m api.serve
 
 # Postgres and Redis are started when installed but stopped; with CI=true a missing one fails.
 services:
 	@bash scripts/services.sh
 
-test: $(STAMP) services
-	$(PY) -m pytest -q
+# The tests run the compiled engine: with CI=true they fail rather than run pure Python.
+TEST_BUILD := $(if $(filter true,$(CI)),compiled,auto)
+test: install services
+	TCPFR_ENGINE_BUILD=$(TEST_BUILD) $(PY) -m pytest -q
 
-test-unit: $(STAMP)
-	$(PY) -m pytest -q -m unit
+test-unit: install
+	TCPFR_ENGINE_BUILD=$(TEST_BUILD) $(PY) -m pytest -q -m unit
+
+# The fallback guarded: the engine's own unit tests on pure Python, and every case of
+# bench/goldens.py (presets, scale cases, variants) identical to the byte in both builds.
+test-pure: install
+	TCPFR_ENGINE_BUILD=pure $(PY) -m pytest -q -m unit tests/unit/test_engine_*.py
+
+check-builds: install
+	@mkdir -p build
+	TCPFR_ENGINE_BUILD=compiled $(PY) bench/goldens.py --write build/goldens-compiled.json
+	TCPFR_ENGINE_BUILD=pure $(PY) bench/goldens.py --check build/goldens-compiled.json
 
 # What CI checks before the tests (and .pre-commit-config.yaml on each commit): lint rules,
 # the formatter's layout, types (strict for engine/, the defaults elsewhere), dead code

@@ -44,6 +44,10 @@ _.application_bps  # engine/result.py: FlowDiagnosis
 _.dlci  # engine/scenario/network.py: Pvc (checked unique by the document, shown in captures)
 _.bottleneck_rate_bps  # engine/analysis/paths.py: PathFacts, in the dry run's facts (as_dict)
 
+# Read by Python's import system: engine/native.py's finder and the specs it returns.
+_.find_spec
+_.has_location
+
 # Read by the tests alone: the client's public API, and what the tests check against.
 _.series_keys  # client/api.py: Run.series_keys(), public (tests/integration/test_cli.py)
 _.ENDPOINTS  # client/api.py: checked against openapi.json (tests/unit/test_client_models.py)

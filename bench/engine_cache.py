@@ -52,7 +52,7 @@ from engine.simulation import Network, _collector_paused
 scenario = Scenario.model_validate(json.load(open(sys.argv[1])))
 with _collector_paused():
     net = Network(scenario, scenario.seed)
-net.env.run(until=float(scenario.duration))
+net.env.advance(float(scenario.duration))
 print("events", next(net.env._eid), flush=True)
 os._exit(0)
 """

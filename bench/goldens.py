@@ -9,7 +9,7 @@ The cases: every scenario preset, the four scale cases of bench/engine_scale.py 
 CUBIC paths at 4 s rather than 10 s), one dumbbell per variant and option family (BBR, paced
 CUBIC, Vegas, Reno + SACK, Tahoe, NewReno with 100 flows) and the Frame Relay backup of
 docs/advice.md (policed, and shaped to the CIR). Each digest covers the whole Result but
-`wall_time`; with `--ignore-version` also `engine_version`, so that a version bump alone is
+`wall_time` and `engine_build`; with `--ignore-version` also `engine_version`, so that a version bump alone is
 not a change. The file keeps, beside each digest, the summaries (no series), so that
 `--check` names the fields that moved.
 """
@@ -143,7 +143,8 @@ def cases() -> dict[str, Callable[[], dict[str, Any]]]:
 
 def measure(name: str, ignore_version: bool) -> tuple[str, dict[str, Any]]:
     result = simulate(Scenario.model_validate(cases()[name]()))
-    doc = result.model_dump(mode="json", exclude={"wall_time"})
+    # Neither the time taken nor which build took it (compiled or pure) is a result.
+    doc = result.model_dump(mode="json", exclude={"wall_time", "engine_build"})
     if ignore_version:
         doc.pop("engine_version", None)
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()

@@ -22,6 +22,7 @@ on every ACK (as timestamps allow) leaves its goodput where it is (276 kbit/s).
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 
@@ -31,7 +32,7 @@ DURATION = 200.0
 LOSS = 0.05
 
 NS3_SCRIPT = """
-import sys
+import json, sys, time
 from ns import ns
 variant, seed, duration, loss = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 ns.RngSeedManager.SetSeed(seed)
@@ -65,8 +66,13 @@ bulk = ns.BulkSendHelper("ns3::TcpSocketFactory",
 bulk.SetAttribute("MaxBytes", ns.UintegerValue(0))
 bulk.Install(nodes.Get(0)).Start(ns.Seconds(0.0))
 ns.Simulator.Stop(ns.Seconds(duration))
+wall0, cpu0 = time.perf_counter(), time.process_time()
 ns.Simulator.Run()
-print(ns.DynamicCast[ns.PacketSink](sink_app.Get(0)).GetTotalRx() * 8 / duration)
+wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+print(json.dumps({
+    "goodput": ns.DynamicCast[ns.PacketSink](sink_app.Get(0)).GetTotalRx() * 8 / duration,
+    "wall": wall, "cpu": cpu, "events": ns.Simulator.GetEventCount(),
+}))
 ns.Simulator.Destroy()
 """
 
@@ -80,48 +86,51 @@ ROWS = [
 ]
 
 
+def scenario(tcp: dict, seed: int) -> dict:
+    """The engine's side of the case, `tcp` over the common settings."""
+    return {
+        "name": "ns3-crosscheck",
+        "seed": seed,
+        "duration": DURATION,
+        "nodes": [{"id": "a", "kind": "host"}, {"id": "b", "kind": "host"}],
+        "links": [
+            {
+                "id": "l",
+                "a": "a",
+                "b": "b",
+                "rate": "10Mbps",
+                "delay": "50ms",
+                "encap": "ppp",
+                "queue": {"limit_packets": 10000},
+                "loss": {"model": "bernoulli", "rate": LOSS, "direction": "a_to_b"},
+            }
+        ],
+        "flows": [
+            {
+                "id": "f",
+                "kind": "tcp_bulk",
+                "src": "a",
+                "dst": "b",
+                "tcp": {
+                    "mss": 1460,
+                    "initial_cwnd": 1,
+                    "rcv_buf": 10_000_000,
+                    "window_scaling": True,
+                    "sack": True,
+                    "min_rto": "1s",
+                    **tcp,
+                },
+            }
+        ],
+    }
+
+
 def engine_bps(tcp: dict, seed: int) -> float:
-    scenario = Scenario.model_validate(
-        {
-            "name": "ns3-crosscheck",
-            "seed": seed,
-            "duration": DURATION,
-            "nodes": [{"id": "a", "kind": "host"}, {"id": "b", "kind": "host"}],
-            "links": [
-                {
-                    "id": "l",
-                    "a": "a",
-                    "b": "b",
-                    "rate": "10Mbps",
-                    "delay": "50ms",
-                    "encap": "ppp",
-                    "queue": {"limit_packets": 10000},
-                    "loss": {"model": "bernoulli", "rate": LOSS, "direction": "a_to_b"},
-                }
-            ],
-            "flows": [
-                {
-                    "id": "f",
-                    "kind": "tcp_bulk",
-                    "src": "a",
-                    "dst": "b",
-                    "tcp": {
-                        "mss": 1460,
-                        "initial_cwnd": 1,
-                        "rcv_buf": 10_000_000,
-                        "window_scaling": True,
-                        "sack": True,
-                        "min_rto": "1s",
-                        **tcp,
-                    },
-                }
-            ],
-        }
-    )
-    return simulate(scenario).flows["f"].goodput_bps
+    return simulate(Scenario.model_validate(scenario(tcp, seed))).flows["f"].goodput_bps
 
 
-def ns3_bps(python: str, type_id: str, seed: int, timestamps: bool) -> float:
+def ns3_run(python: str, type_id: str, seed: int, timestamps: bool) -> dict:
+    """One ns-3 run: goodput (bit/s), events, and Run()'s wall and CPU seconds."""
     out = subprocess.run(
         [
             python,
@@ -137,7 +146,11 @@ def ns3_bps(python: str, type_id: str, seed: int, timestamps: bool) -> float:
         text=True,
         check=True,
     ).stdout
-    return float(out.strip().splitlines()[-1])
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def ns3_bps(python: str, type_id: str, seed: int, timestamps: bool) -> float:
+    return float(ns3_run(python, type_id, seed, timestamps)["goodput"])
 
 
 def main() -> None:

@@ -133,19 +133,23 @@ Ptr<FlatRouting> Install(Ptr<Node> node) {
 }
 """
 
-# argv: flows, duration, mode, FLAT. Prints one JSON line.
+# argv: flows, duration, mode, FLAT, then optionally the TCP socket type, SACK (0/1), the
+# window in bytes (scaling when over 65535) and the bottleneck's rate: the flows case's by
+# default, the 1 Gb/s CUBIC scale cases otherwise (bench/ns3_anchor.py). Prints one JSON line.
 NS3_SCRIPT = """
 import json, resource, sys, time
 from ns import ns
 n, duration, mode = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+socket, sack, window, rate = (sys.argv[5:9] + ["TcpNewReno", "0", "65535", "100Mbps"][len(sys.argv[5:9]):])
+window = int(window)
 t0 = time.perf_counter()
 for key, value in (
-    ("ns3::TcpL4Protocol::SocketType", ns.StringValue("ns3::TcpNewReno")),
-    ("ns3::TcpSocketBase::Sack", ns.BooleanValue(False)),
+    ("ns3::TcpL4Protocol::SocketType", ns.StringValue("ns3::" + socket)),
+    ("ns3::TcpSocketBase::Sack", ns.BooleanValue(sack == "1")),
     ("ns3::TcpSocketBase::Timestamp", ns.BooleanValue(False)),
-    ("ns3::TcpSocketBase::WindowScaling", ns.BooleanValue(False)),
-    ("ns3::TcpSocket::SndBufSize", ns.UintegerValue(65535)),
-    ("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(65535)),
+    ("ns3::TcpSocketBase::WindowScaling", ns.BooleanValue(window > 65535)),
+    ("ns3::TcpSocket::SndBufSize", ns.UintegerValue(window)),
+    ("ns3::TcpSocket::RcvBufSize", ns.UintegerValue(window)),
     ("ns3::TcpSocket::SegmentSize", ns.UintegerValue(1460)),
     ("ns3::TcpSocket::DelAckCount", ns.UintegerValue(2)),
     ("ns3::TcpSocket::InitialCwnd", ns.UintegerValue(1)),
@@ -179,7 +183,8 @@ def assign(devices, i):
     return ifaces
 
 # Interface numbers (0 is the loopback): ra 1 wan, 2 + i to s_i; rb 1 wan, 2 rcv; hosts 1.
-wan = assign(p2p("100Mbps", "20ms").Install(routers.Get(0), routers.Get(1)), 0)
+wan_devices = p2p(rate, "20ms").Install(routers.Get(0), routers.Get(1))
+wan = assign(wan_devices, 0)
 fast = p2p("10Gbps", "0.1ms")
 last = assign(fast.Install(routers.Get(1), rcv.Get(0)), 1)
 access = [assign(fast.Install(senders.Get(i), routers.Get(0)), 2 + i) for i in range(n)]
@@ -211,8 +216,9 @@ wall0, cpu0 = time.perf_counter(), time.process_time()
 ns.Simulator.Run()
 wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
 rx = ns.DynamicCast[ns.PacketSink](sink.Get(0)).GetTotalRx()
+drops = ns.DynamicCast[ns.PointToPointNetDevice](wan_devices.Get(0)).GetQueue().GetTotalDroppedPackets()
 print(json.dumps({
-    "events": ns.Simulator.GetEventCount(), "wall": wall, "cpu": cpu,
+    "events": ns.Simulator.GetEventCount(), "wall": wall, "cpu": cpu, "drops": drops,
     "goodput": rx * 8 / duration, "setup": setup,
     "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
 }), flush=True)
@@ -220,10 +226,10 @@ ns.Simulator.Destroy()
 """
 
 
-def ns3_point(python: str, flows: int, duration: float, mode: str) -> dict[str, Any]:
-    """One ns-3 run in a process of its own."""
+def ns3_point(python: str, flows: int, duration: float, mode: str, *tcp: str) -> dict[str, Any]:
+    """One ns-3 run in a process of its own; `tcp`: socket type, SACK, window, rate."""
     out = subprocess.run(
-        [python, "-c", NS3_SCRIPT, str(flows), str(duration), mode, FLAT],
+        [python, "-c", NS3_SCRIPT, str(flows), str(duration), mode, FLAT, *tcp],
         capture_output=True,
         text=True,
         check=True,

@@ -84,6 +84,7 @@ class RunSummary(_Doc):
     flows: dict[str, Any]
     links: dict[str, Any]
     pvcs: dict[str, Any]
+    engine_build: Literal["compiled", "pure"] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

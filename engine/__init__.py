@@ -5,6 +5,8 @@ Pure: it imports simpy, numpy, pydantic (and pint, pyyaml), never web, broker or
 code. `simulate()` is a pure function of (scenario, seed, engine version).
 """
 
+# First: it chooses the build (compiled or pure) before any engine module is imported.
+from engine import native  # noqa: F401  (isort keeps it first)
 from engine.analysis import describe
 from engine.result import Result, Series
 from engine.scenario import Scenario, load_scenario

@@ -17,7 +17,8 @@ from heapq import heappop, heappush
 from typing import TYPE_CHECKING, Any
 
 from simpy import Environment
-from simpy.events import NORMAL
+from simpy.core import StopSimulation
+from simpy.events import NORMAL, URGENT, EventPriority
 
 if TYPE_CHECKING:
     from engine.packet import Packet
@@ -127,6 +128,68 @@ class Kernel(Environment):
     def __init__(self, initial_time: float = 0) -> None:
         super().__init__(initial_time)
         self.later: list[tuple[float, int, int, Later]] = []
+
+    @property
+    def now(self) -> float:
+        """The current simulated time: SimPy's property, compiled. The engine reads it
+        about once per event, and SimPy's own is an interpreted call each time."""
+        return self._now
+
+    def advance(self, until: float) -> None:
+        """Process every event due before `until`, then stand at `until`: SimPy's
+        `run(until)` and `step()` in one loop, which compiled calls a packet's `Line`, a
+        `Call` or a `Later` directly rather than through the event protocol (its callbacks
+        list, `_ok`, an interpreted frame per event). Other events (the sampler's process,
+        the run's `done`) go through that protocol as in `step()`.
+
+        The same events run in the same order and take the same ids: SimPy's `until` is an
+        URGENT event at `until` that takes an id when scheduled, so an event due then runs
+        first only if it is URGENT with a smaller id; a `StopSimulation` (from `until`
+        itself, or the run's `done`) puts its event back with priority -1, as `step()` does,
+        which takes an id too (the event put back has no callbacks left: it does nothing).
+        """
+        if until <= self._now:
+            raise ValueError(f"until ({until}) must be after the current time ({self._now})")
+        queue: list[Any] = self._queue
+        stop_eid: int = next(self._eid)
+        while queue:
+            head = queue[0]
+            due: float = head[0]
+            if due > until or (due == until and (head[1], head[2]) > (URGENT, stop_eid)):
+                break
+            heappop(queue)
+            self._now = due
+            event = head[3]
+            kind = type(event)
+            if kind is Line:
+                _deliver(event)
+            elif kind is Call:
+                call: Call = event
+                call.fn(call.value)
+            elif kind is Later:
+                _invoke_later(event)
+            elif self._step(event):
+                return
+        self._now = until
+        # SimPy's `until` stops the run by a StopSimulation from its own callback, which
+        # step() answers by scheduling it again (empty, priority -1): one more id.
+        next(self._eid)
+
+    def _step(self, event: Any) -> bool:
+        """`Environment.step()` after its pop: run `event`'s callbacks; True when one
+        stopped the simulation."""
+        callbacks = event.callbacks
+        event.callbacks = None
+        for i, callback in enumerate(callbacks):
+            try:
+                callback(event)
+            except StopSimulation:
+                event.callbacks = callbacks[i + 1 :]
+                self.schedule(event, EventPriority(-1))
+                return True
+        if not event._ok and not hasattr(event, "_defused"):
+            raise type(event._value)(*event._value.args) from event._value
+        return False
 
 
 class Later:

@@ -155,6 +155,12 @@ class CaptureSummary(_Model):
 
 class Result(_Model):
     engine_version: str
+    engine_build: Literal["compiled", "pure"] = Field(
+        description="Which build of the engine's per-packet modules ran: `compiled` (mypyc; "
+        "`make install` builds it) or `pure` (Python: no C compiler, a source edited since "
+        "the build, or TCPFR_ENGINE_BUILD=pure). Every number is the same to the byte in "
+        "both; only wall_time differs"
+    )
     scenario_hash: str
     seed: int
     sim_time: float

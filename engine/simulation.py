@@ -17,7 +17,7 @@ from typing import Any, Literal, cast
 import simpy
 from simpy.core import StopSimulation
 
-from engine import routing
+from engine import native, routing
 from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
@@ -150,7 +150,7 @@ def simulate(
     step = duration / SLICES
     while True:
         target = min(duration, env.now + step)
-        env.run(until=target)
+        env.advance(target)
         if net.finished or env.now >= duration:
             break
         if progress is not None:
@@ -224,6 +224,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
                 series[key] = trace.series()
     result = Result(
         engine_version=ENGINE_VERSION,
+        engine_build=native.engine_build(),
         scenario_hash=net.scenario.scenario_hash(),
         seed=seed,
         sim_time=end,

@@ -70,7 +70,9 @@ def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
     doc["summary"] = doc["diagnosis"] = doc["warnings"] = doc["captures"] = None
     if result is not None:
         stored = service.result_document(result)
-        doc["summary"] = {key: stored[key] for key in SUMMARY_FIELDS}
+        summary = doc["summary"] = {key: stored[key] for key in SUMMARY_FIELDS}
+        summary["extra"] = extra = dict(stored["extra"])
+        summary["engine_build"] = extra.pop("engine_build", None)  # a field of its own
         doc["diagnosis"] = result.diagnosis
         doc["captures"] = service.captures_of(run.id, result)
     return doc

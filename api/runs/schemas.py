@@ -70,6 +70,12 @@ class RunSummary(BaseModel):
     flows: dict[str, Any]
     links: dict[str, Any]
     pvcs: dict[str, Any]
+    engine_build: Literal["compiled", "pure"] | None = Field(
+        default=None,
+        description="Which build of the engine ran the simulation: `compiled` (mypyc) or "
+        "`pure` (Python); the numbers are the same to the byte, only wall_time differs. "
+        "Null for results stored before the engine recorded it",
+    )
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -35,3 +35,15 @@ def test_compose_has_the_services_and_health_checks() -> None:
 def test_dockerfile_installs_as_the_readme_says() -> None:
     assert INSTALL in (ROOT / "Dockerfile").read_text()
     assert INSTALL in (ROOT / "README.md").read_text()
+
+
+def test_the_image_ships_the_compiled_engine_built_in_a_stage_of_its_own() -> None:
+    # The build stage has the C compiler and fails without a build (--strict); the image
+    # takes only engine/_native/, whose manifest matches the same sources copied beside it.
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert "AS engine-build" in dockerfile
+    assert "scripts/compile_engine.py --strict" in dockerfile
+    assert (
+        "COPY --from=engine-build --chown=tcpfr /app/engine/_native ./engine/_native" in dockerfile
+    )
+    assert "engine/_native" in (ROOT / ".dockerignore").read_text()  # never the host's build

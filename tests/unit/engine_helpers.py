@@ -13,8 +13,11 @@ import copy
 from typing import Any
 
 from engine import Scenario, simulate
+from engine.flows import TcpFlow
 from engine.net import wire_bytes
+from engine.packet import Kind, Packet
 from engine.result import Result
+from engine.simulation import Network
 
 IP_TCP = 40  # IPv4 + TCP headers, no options (engine/packet.py TCP_IP_HEADERS)
 IP_UDP = 28
@@ -288,3 +291,21 @@ def third_dupack_time(result: Result, lost_index: int, flow: str = "f") -> float
     segment lost_index - 1 is followed by duplicates 2, 3 and 4 segment times later.
     """
     return time_ack_reaches(result, lost_index * 1460, flow) + 4 * SEGMENT_TIME
+
+
+def built(scenario: Scenario) -> Network:
+    """The model `simulate()` runs, built and not run: real ports, flows and endpoints for
+    the tests that drive one piece by hand. (Compiled, the engine checks the type of what
+    it is handed: a stand-in for a port, a flow or a packet is refused.)"""
+    return Network(scenario, scenario.seed)
+
+
+def tcp_flows(net: Network) -> list[TcpFlow]:
+    return [f for f in net.flows if isinstance(f, TcpFlow)]
+
+
+def segment(flow: TcpFlow, length: int = 1460, kind: Kind = Kind.DATA) -> Packet:
+    """A packet of `flow` carrying `length` payload bytes, on no path."""
+    pkt = Packet(flow, kind, length + IP_TCP, (), 0.0)
+    pkt.length = length
+    return pkt

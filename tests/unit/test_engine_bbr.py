@@ -19,21 +19,25 @@ Theory checked:
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 from engine_helpers import (
+    built,
     bulk,
     dumbbell,
     first_time,
+    one_link,
     run,
     script_loss,
+    segment,
     series,
+    tcp_flows,
     value_at,
 )
 from pydantic import ValidationError
 
 from engine.net import wire_bytes
+from engine.packet import Kind
 from engine.scenario import TcpSpec
 from engine.tcp.cc.base import RenoGrowth
 from engine.tcp.cc.bbr import CWND_MIN_SEGMENTS, PROBE_RTT_DURATION, Mode, WindowedMax
@@ -136,10 +140,12 @@ def test_a_rate_sample_is_delivered_over_the_longer_of_send_and_ack_intervals():
     segments (stamped 0.9, first sent 0.95); acked at 1.5 with delivered 30."""
     rate = DeliveryRate()
     rate.delivered, rate.delivered_time, rate.first_tx_time = 10 * MSS, 0.9, 0.95
-    pkt = SimpleNamespace(length=MSS, tx=None)
+    flow = tcp_flows(built(one_link()))[0]
+    pkt = segment(flow, MSS)
     rate.on_send(pkt, 1.0, idle=False, retrans=False, lost=False)
     rate.delivered = 29 * MSS
-    ack = SimpleNamespace(echo=pkt)
+    ack = segment(flow, 0, Kind.ACK)
+    ack.echo = pkt
     rs = rate.on_ack(ack, 1.5, MSS, False, MSS, 40 * MSS, 41 * MSS)
     assert rs.delivered == 20 * MSS  # 30 - 10 segments
     assert rs.interval == pytest.approx(0.6)  # max(1.0 - 0.95, 1.5 - 0.9)
@@ -153,7 +159,7 @@ def test_a_rate_sample_is_delivered_over_the_longer_of_send_and_ack_intervals():
 def test_duplicate_acks_count_delivered_segments_and_the_cumulative_ack_takes_them_back():
     """Linux's tcp_add_reno_sack / tcp_remove_reno_sacks, in bytes."""
     rate = DeliveryRate()
-    ack = SimpleNamespace(echo=None)
+    ack = segment(tcp_flows(built(one_link()))[0], 0, Kind.ACK)  # echoes no segment
     for _ in range(3):
         rate.on_ack(ack, 1.0, 0, True, MSS, 10 * MSS, 10 * MSS)
     assert rate.delivered == 3 * MSS and rate.dup_bytes == 3 * MSS

@@ -9,14 +9,16 @@ arrival is dropped.
 The discipline is driven directly, with a stand-in for the port it guards.
 """
 
+import functools
 import random
-from types import SimpleNamespace
 
 import pytest
-from engine_helpers import bulk, dumbbell, run
+from engine_helpers import built, bulk, dumbbell, one_link, run, segment, tcp_flows
 
-from engine.net import Red
+from engine.net import Egress, Red
+from engine.packet import Packet
 from engine.scenario import QueueSpec
+from engine.simulation import Network
 
 pytestmark = pytest.mark.unit
 
@@ -47,12 +49,25 @@ class Always:
         return self.value
 
 
-def busy_port(now: float = 10.0) -> SimpleNamespace:
-    return SimpleNamespace(rate=RATE, busy_until=now + 1.0, queued_bytes=0)
+@functools.cache
+def _network() -> Network:
+    return built(one_link(rate=RATE))
 
 
-def arrive(q: Red, waiting: int, now: float = 10.0, port=None) -> bool:
-    return q.admit(port or busy_port(now), waiting, WIRE, now, None)
+def busy_port(now: float = 10.0, busy_until: float | None = None) -> Egress:
+    """The 1 Mbit/s link's port, serialising until `busy_until` (a second past `now`)."""
+    port = _network().ports[("wan", "h1", "h2")]
+    port.busy_until = now + 1.0 if busy_until is None else busy_until
+    port.queued_bytes = 0
+    return port
+
+
+def arriving() -> Packet:
+    return segment(tcp_flows(_network())[0])
+
+
+def arrive(q: Red, waiting: int, now: float = 10.0, port: Egress | None = None) -> bool:
+    return q.admit(port or busy_port(now), waiting, WIRE, now, arriving())
 
 
 def test_the_average_is_an_ewma_of_the_waiting_packets():
@@ -65,8 +80,7 @@ def test_the_average_is_an_ewma_of_the_waiting_packets():
 def test_idle_time_decays_the_average_as_if_small_packets_had_left():
     q = red(weight=0.02)
     q.avg = 8.0
-    idle = SimpleNamespace(rate=RATE, busy_until=1.0, queued_bytes=0)
-    arrive(q, 0, now=1.05, port=idle)
+    arrive(q, 0, now=1.05, port=busy_port(busy_until=1.0))
     m = int(0.05 * RATE / (8 * 500))  # 12 packets of 500 B in 50 ms at 1 Mbit/s
     assert q.avg == pytest.approx(8.0 * 0.98 ** (m + 1), rel=1e-12)
 

@@ -4,18 +4,24 @@ packets runs its deliveries in the order one `Call` each would, and the block-wi
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from collections.abc import Generator
 
 import numpy as np
 import pytest
+from engine_helpers import built, bulk, dumbbell, one_link, tcp_flows
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from simpy.events import Event
 
 from engine.kernel import Call, Kernel, Later, Line
 from engine.packet import Kind, Packet
 from engine.recorder import RateSampler, Trace
 
 pytestmark = pytest.mark.unit
+
+
+#: A real flow for the packets (whose owner is typed): the line never reads it.
+_FLOW = tcp_flows(built(one_link()))
 
 
 class Sink:
@@ -31,6 +37,7 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
     non-decreasing arrival times, as a link's are; with `lines` they use a Line per link,
     otherwise a Call each. Returns the delivery order and the number of events."""
     env = Kernel()
+    flow = _FLOW[0]
     log: list = []
     sinks = [Sink(log, f"link{k}") for k in range(3)]
     queues = [Line(env) for _ in range(3)]
@@ -40,7 +47,7 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
         index, link, delay = item
         arrival = max(env.now + delay, last[link])
         last[link] = arrival
-        pkt = Packet(None, Kind.DATA, 40, (sinks[link],), env.now)  # type: ignore[arg-type]
+        pkt = Packet(flow, Kind.DATA, 40, (sinks[link],), env.now)
         pkt.seq = index
         if lines:
             queues[link].add(arrival - env.now, pkt)
@@ -66,11 +73,15 @@ def test_a_line_delivers_in_the_order_and_number_of_one_call_each(plan) -> None:
     assert run_schedule(plan, lines=True) == run_schedule(plan, lines=False)
 
 
-def run_mixed(plan: list[tuple[float, bool, int]], later: bool) -> tuple[list, int]:
+def run_mixed(
+    plan: list[tuple[float, bool, int]], later: bool, slices: str | None = None
+) -> tuple[list, int]:
     """`plan`: (delay, through `later`, how many more to schedule when it fires). Each event
     schedules its followers from inside its callback, as timers re-arm and flows start
-    others; with `later` the marked ones go through the kernel's second heap. Returns the
-    firing order and the number of events."""
+    others; with `later` the marked ones go through the kernel's second heap. `slices`
+    ("run" or "advance"): run to 60 s in half-second slices with SimPy's `run(until)` or
+    the kernel's `advance`, beside a SimPy process ticking every 0.75 s (as the sampler
+    does). Returns the firing order and the number of events."""
     env = Kernel()
     log: list = []
     pending = list(range(len(plan)))
@@ -91,7 +102,21 @@ def run_mixed(plan: list[tuple[float, bool, int]], later: bool) -> tuple[list, i
     for _ in range(3):
         if pending:
             schedule(pending.pop())
-    env.run()
+    if slices is None:
+        env.run()
+        return log, next(env._eid)
+
+    def ticker() -> Generator[Event, None, None]:
+        while True:
+            yield env.timeout(0.75)
+            log.append((env.now, "tick"))
+
+    env.process(ticker())
+    for k in range(1, 121):  # slice ends at 1.0, 2.0 ... fall on the plan's times
+        if slices == "run":
+            env.run(until=k * 0.5)
+        else:
+            env.advance(k * 0.5)
     return log, next(env._eid)
 
 
@@ -107,6 +132,19 @@ def test_later_events_fire_in_the_order_and_number_of_one_heap(plan) -> None:
     assert run_mixed(plan, later=True) == run_mixed(plan, later=False)
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 1.0, 2.0, 3.5, 50.0]), st.booleans(), st.integers(0, 3)),
+        max_size=60,
+    )
+)
+def test_advance_runs_what_simpys_run_until_runs_and_takes_the_same_ids(plan) -> None:
+    # Events due exactly at a slice's end run in the next slice, as SimPy's URGENT `until`
+    # event orders them; the count of ids (a Result's `events`) is the same.
+    assert run_mixed(plan, True, "advance") == run_mixed(plan, True, "run")
+
+
 def test_events_far_ahead_stay_out_of_simpys_heap() -> None:
     # A thousand flows' timers pending at once: SimPy's heap holds only the earliest.
     env = Kernel()
@@ -119,20 +157,24 @@ def test_events_far_ahead_stay_out_of_simpys_heap() -> None:
     assert fired == sorted(range(1000), key=lambda i: (i % 7, i))
 
 
+#: Two flows and their ports, built and never run: the sampler reads them as they are set.
+_SAMPLED = built(dumbbell(flows=[bulk("a"), bulk("b")]))
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.integers(1, 300), st.integers(0, 3), st.integers(2, 40), st.integers(0, 2**31))
 def test_block_sampling_equals_point_by_point_sampling(beats, n_ports, cap, seed) -> None:
     rng = np.random.default_rng(seed)
     interval = 0.1
-    flows = [SimpleNamespace(delivered_bytes=0) for _ in range(2)]
-    ports = [
-        SimpleNamespace(
-            busy_total=0.0,
-            busy_until=0.0,
-            probe=SimpleNamespace(utilization=Trace("ratio", cap, True)),
-        )
-        for _ in range(n_ports)
-    ]
+    net = _SAMPLED
+    flows = tcp_flows(net)
+    ports = list(net.ports.values())[:n_ports]
+    for f in flows:
+        f.delivered_bytes = 0
+    for p in ports:
+        p.busy_total = p.busy_until = 0.0
+        assert p.probe is not None
+        p.probe.utilization = Trace("ratio", cap, True)
     goodput = [Trace("bit/s", cap, True) for _ in flows]
     sampler = RateSampler(interval, flows, goodput, ports)
     ref_goodput = [Trace("bit/s", cap, True) for _ in flows]
