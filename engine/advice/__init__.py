@@ -1,0 +1,1 @@
+"""What would fix it: remedies as data, their check by simulation, and the advisor."""
