@@ -123,11 +123,14 @@ class PathModel:
         burst = 0.0
         if pvc is not None and self.pvc_first is not None:
             first = links.get(self.hops[self.pvc_first].link.id, self.hops[self.pvc_first].link)
-            frame_share = payload / link_wire(first, size)
+            wire = link_wire(first, size)
+            frame_share = payload / wire
             bc = pvc.bc or pvc.cir
-            contract = (pvc.cir + pvc.be * pvc.cir / bc) * frame_share
-            if pvc.becn_shaping and pvc.cir * frame_share < min(capacity, contract):
-                capacity, limit, resource = pvc.cir * frame_share, "shaper", f"pvc:{pvc.id}"
+            # In the path facts' order of operations, so that equal figures compare equal.
+            contract = (pvc.cir + pvc.be * pvc.cir / bc) * payload / wire
+            shaped = pvc.cir * payload / wire
+            if pvc.becn_shaping and shaped < min(capacity, contract):
+                capacity, limit, resource = shaped, "shaper", f"pvc:{pvc.id}"
                 burst = bc * frame_share
             elif contract < capacity:
                 capacity, limit, resource = contract, "pvc", f"pvc:{pvc.id}"
