@@ -164,3 +164,47 @@ def test_bad_requests_name_what_is_wrong(scenario):
     with pytest.raises(ValueError, match="takes <="):
         Target.parse("backup.completion_time>=1s")
     assert math.isclose(Target.parse("*.goodput>=1.5Mbps").value, 1.5e6)
+
+
+def test_curves_put_every_measured_point_above_its_bound(twenty):
+    """QuickPredict's view: completion time against the window, the analytic bound beside
+    the runs. A bound is a lower bound of the completion time at every measured point, and
+    the bound falls as the window grows until the T1 sets the floor."""
+    from engine.advice.curves import curves, to_csv
+
+    advisor, _ = twenty
+    rows = [r for r in curves(advisor) if r.lever == "rcv_buf"]
+    measured = [r for r in rows if r.measured is not None]
+    assert len(measured) >= 3  # the run itself and the bisection's probes
+    for r in measured:
+        assert r.bound <= r.measured
+    bounds = [r.bound for r in sorted(rows, key=lambda r: r.value)]
+    assert all(a >= b for a, b in zip(bounds, bounds[1:], strict=False))
+    # The floor: the T1's 13.4 s plus the handshake's propagation there and back (2 x 83.5 ms).
+    assert bounds[-1] == pytest.approx(T1_FLOOR + 2 * (2 * 0.04175 + 2 * 10e-6), rel=1e-6)
+    csv = to_csv(rows).splitlines()
+    assert csv[0] == "lever,value,label,metric,measured,ci_low,ci_high,bound"
+    assert len(csv) == len(rows) + 1
+
+
+def test_the_command_line_prints_the_report_as_json(scenario, tmp_path, capsys):
+    from engine.cli import main
+
+    path = tmp_path / "short.json"
+    path.write_text(scenario.model_dump_json())
+    code = main(
+        [
+            "advise",
+            str(path),
+            "--target",
+            "backup.completion_time<=100s",
+            "--json",
+            "--jobs",
+            "1",
+            "--lever",
+            "flows.backup.tcp.rcv_buf",
+        ]
+    )
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["met_already"] and doc["runs"] == 1 and doc["curves"]
