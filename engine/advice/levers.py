@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -175,6 +176,7 @@ CATALOGUE: tuple[LeverType, ...] = (
 )
 
 
+@lru_cache(maxsize=8192)
 def lever_type(path: str) -> LeverType | None:
     for t in CATALOGUE:
         if t.pattern.match(path):
@@ -186,6 +188,10 @@ def parse_value(path: str, value: Any) -> Any:
     """A lever's value in base units (a tier name "T3" becomes 44736000.0)."""
     t = lever_type(path)
     if t is None or value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and t.kind in ("tier", "rate", "seconds"):
+        return float(value)  # already in base units: no parsing on the diagnosis' path
+    if isinstance(value, int) and t.kind in ("bytes", "bits", "packets", "segments"):
         return value
     if t.kind in ("tier", "rate"):
         return parse_rate(value)

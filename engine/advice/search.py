@@ -297,7 +297,7 @@ class Advisor:
 
     def _reaches(self, changes: dict[str, Any]) -> bool:
         return all(
-            reaches(m.bound(changes), self.target.metric, "", self.target.value)
+            reaches(m.bound(changes), self.target.metric, self.target.value)
             for m in self.models.values()
         )
 
