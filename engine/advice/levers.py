@@ -128,8 +128,6 @@ class CostTable(BaseModel):
     )
 
 
-DEFAULT_COSTS = CostTable()
-
 # --- the catalogue -------------------------------------------------------------------------
 
 
@@ -142,7 +140,6 @@ class LeverType:
     cost_class: CostClass
     label: str  # a short name for sentences: "rcv_buf", "rate", "Be"
     step: float = 1.0  # the grid a bisected value is rounded up to (MSS for windows)
-    lowest: float = 1.0
     highest: float = math.inf
     searchable: bool = True  # False: remedies only (lower is better, or not monotone)
 
@@ -169,7 +166,7 @@ CATALOGUE: tuple[LeverType, ...] = (
     _t(rf"^links\.{_ID}\.rate$", "tier", "link", "rate"),
     _t(rf"^links\.{_ID}\.delay$", "seconds", "link", "delay", searchable=False),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.cir$", "rate", "pvc", "CIR", step=8e3),
-    _t(rf"^frame_relay\.pvcs\.{_ID}\.be$", "bits", "pvc", "Be", step=1e3, lowest=0.0),
+    _t(rf"^frame_relay\.pvcs\.{_ID}\.be$", "bits", "pvc", "Be", step=1e3),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.bc$", "bits", "pvc", "Bc", searchable=False),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.becn_shaping$", "switch", "shaping", "becn_shaping"),
     _t(r"^duration$", "seconds", "run", "duration", searchable=False),

@@ -152,7 +152,9 @@ def climb(lever: Lever, fixed: Changes, top: float, b: Bounds, probe: Probe) -> 
     for _ in range(MAX_PROBES):
         m = probe(at(x))
         if m is None:
-            so_far = [(at(ok[0]), ok[1], "smaller values were not all tried")] if ok else []
+            so_far: list[tuple[Changes, Measured, str]] = (
+                [(at(ok[0]), ok[1], "smaller values were not all tried")] if ok else []
+            )
             return Pending([at(x)], so_far)
         tried.append(m)
         if m.meets:
