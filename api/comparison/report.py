@@ -137,29 +137,9 @@ def build(
     effects: list[EffectsOut] = []
     for info in metrics:
         fid, m = info.flow, info.metric
-        means = [r.metrics[fid][m].mean for r in rows]
-        i = stats.best(means, info.direction)
-        b = next((k for k, p in enumerate(points) if p.is_baseline), None)
-        if i is not None and b is not None and means[b] == means[i]:
-            i = b  # a tie with the baseline: no change is the best
-        top = means[i] if i is not None else None
-        if i is not None and top is not None:
-            ties = [
-                points[k].index
-                for k, mk in enumerate(means)
-                if mk is not None and stats.same(mk, top)
-            ]
-            best.append(
-                BestPoint(
-                    flow=fid,
-                    metric=m,
-                    direction=info.direction,
-                    point_index=points[i].index,
-                    mean=top,
-                    parameters=points[i].parameters,
-                    ties=ties if len(ties) > 1 else [],
-                )
-            )
+        top = _best(info, points, rows)
+        if top is not None:
+            best.append(top)
         eff = stats.main_effects(des, [list(_values(p, fid, m).values()) for p in points])
         if eff is not None:
             effects.append(_effects(info, des, eff))
@@ -179,6 +159,29 @@ def build(
         conclusions=texts,
         text=" ".join(texts),
         method=METHOD,
+    )
+
+
+def _best(info: MetricInfo, points: Sequence[PointData], rows: list[PointRow]) -> BestPoint | None:
+    """The point with the best mean of the metric (the baseline when it ties), and the ties."""
+    fid, m = info.flow, info.metric
+    means = [r.metrics[fid][m].mean for r in rows]
+    i = stats.best(means, info.direction)
+    b = next((k for k, p in enumerate(points) if p.is_baseline), None)
+    if i is not None and b is not None and means[b] == means[i]:
+        i = b  # a tie with the baseline: no change is the best
+    top = means[i] if i is not None else None
+    if i is None or top is None:
+        return None
+    ties = [points[k].index for k, mk in enumerate(means) if mk is not None and stats.same(mk, top)]
+    return BestPoint(
+        flow=fid,
+        metric=m,
+        direction=info.direction,
+        point_index=points[i].index,
+        mean=top,
+        parameters=points[i].parameters,
+        ties=ties if len(ties) > 1 else [],
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.advice.model import CostClass
-from engine.scenario import Scenario, TcpSpec
+from engine.scenario import TcpSpec
 from engine.units import LINE_RATES, format_rate, parse_bits, parse_duration, parse_rate, parse_size
 
 Kind = Literal[
@@ -243,10 +243,3 @@ def name(paths: list[str]) -> str:
         return label if len(paths) == 1 else f"{label} of {len(paths)} flows"
     owners = " + ".join(p[1] if p[0] == "links" else p[2] for p in parts)
     return f"{owners} {label}"
-
-
-def current(scenario: Scenario, path: str) -> Any:
-    """The scenario's value at a dotted path (list items by id or index), None when unset."""
-    from engine.study import get_path
-
-    return get_path(scenario.model_dump(mode="json"), path)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from engine.advice import rules, words
 from engine.advice.build import Context, PolicingFacts
+from engine.advice.headline import headline
 from engine.advice.model import Remedy
 
 __all__ = ["Context", "PolicingFacts", "advice", "remedies"]
@@ -44,4 +45,4 @@ def remedies(ctx: Context) -> list[Remedy]:
 
 def advice(ctx: Context, found: list[Remedy]) -> str:
     """`Diagnosis.advice`: what limits the flow, then its remedies in the list's order."""
-    return words.advice(words.headline(ctx), found)
+    return words.advice(headline(ctx), found)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from engine.advice import tracks
 from engine.advice.model import COST_ORDER, Change, CostClass
@@ -43,6 +43,7 @@ from engine.advice.whatif import Bound, PathModel, reaches
 from engine.routing import Topology
 from engine.scenario import Scenario, TcpBulkFlow
 from engine.stats import estimate
+from engine.study import get_path
 from engine.workflow import Candidate
 
 MAX_PAIRS = 3
@@ -379,7 +380,7 @@ class Advisor:
     def _fix(self, changes: dict[str, Any], m: Measured, note: str) -> Fix:
         moved = [lv for lv in self.levers if lv.paths[0] in changes]
         data = self.scenario.model_dump(mode="json")
-        listed = [Change(path=p, value=v, was=_was(data, p)) for p, v in changes.items()]
+        listed = [Change(path=p, value=v, was=get_path(data, p)) for p, v in changes.items()]
         classes: list[CostClass] = sorted(
             {lv.type.cost_class for lv in moved}, key=COST_ORDER.__getitem__
         )
@@ -400,50 +401,29 @@ class Advisor:
         out = []
         for lever in self.levers:
             answer = plan.singles.get(lever.name)
+            reason: Literal["bound", "measured", "budget", "dominated"] | None = None
+            bound = limit = m = None
             if isinstance(answer, tracks.Pruned):
+                reason, bound, limit = "bound", answer.best_bound, answer.limit
                 config = plan.confirm.get(lever.name)
                 m = self.measured(config) if config is not None else None
-                rej = Rejection(
-                    lever=lever.name,
-                    paths=lever.paths,
-                    reason="bound",
-                    bound=answer.best_bound,
-                    limit=answer.limit,
-                    measured=m,
-                    text="",
-                )
             elif isinstance(answer, tracks.Missed):
-                rej = Rejection(
-                    lever=lever.name,
-                    paths=lever.paths,
-                    reason="measured",
-                    bound=None,
-                    limit=None,
-                    measured=answer.best,
-                    text="",
-                )
+                reason, m = "measured", answer.best
             elif lever.name in plan.dominated:
-                rej = Rejection(
-                    lever=lever.name,
-                    paths=lever.paths,
-                    reason="dominated",
-                    bound=None,
-                    limit=None,
-                    measured=None,
-                    text="",
-                )
+                reason = "dominated"
             elif isinstance(answer, tracks.Pending) and done:
-                rej = Rejection(
-                    lever=lever.name,
-                    paths=lever.paths,
-                    reason="budget",
-                    bound=None,
-                    limit=None,
-                    measured=None,
-                    text="",
-                )
-            else:
+                reason = "budget"
+            if reason is None:
                 continue
+            rej = Rejection(
+                lever=lever.name,
+                paths=lever.paths,
+                reason=reason,
+                bound=bound,
+                limit=limit,
+                measured=m,
+                text="",
+            )
             rej.text = rejection_text(self.target, rej)
             out.append(rej)
         return out
@@ -463,9 +443,3 @@ def _unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for c in items:
         seen.setdefault(key_of(c), c)
     return list(seen.values())
-
-
-def _was(data: dict[str, Any], path: str) -> Any:
-    from engine.study import get_path
-
-    return get_path(data, path)

@@ -1,13 +1,12 @@
 """Sentences rendered from remedies and diagnoses: data first, prose from it (STYLE.md 17).
 
-`render(remedy)` is a remedy's own sentence, `headline(ctx)` says what limits the flow, and
-`advice()` joins them into `Diagnosis.advice`. `changes()` is the one way a list of changes
+`render(remedy)` is a remedy's own sentence, and `advice()` joins the headline
+(engine/advice/headline.py: what limits the flow) and the remedies into `Diagnosis.advice`. `changes()` is the one way a list of changes
 is written ("rcv_buf 8,760 B → 35,040 B"), also used by the remedy check and the advisor.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -146,101 +145,3 @@ def advice(headline: str, found: Sequence[Remedy]) -> str:
     helpful = [r.text for r in found if r.helps][:SHOWN_HELPFUL]
     rest = [r.text for r in found if not r.helps][:SHOWN_WONT]
     return " ".join([headline, *helpful, *rest])
-
-
-def _contract(ctx: Context) -> str:
-    p = ctx.policing
-    assert p is not None
-    pvc = p.pvc
-    assert pvc.bc is not None
-    tc = pvc.bc / pvc.cir
-    return (
-        f"CIR {format_rate(pvc.cir)}, Bc {pvc.bc:,.0f} bit, Be {pvc.be:,.0f} bit, "
-        f"Tc {tc * 1e3:,.0f} ms"
-    )
-
-
-def headline(ctx: Context) -> str:
-    """What limits the flow, in the figures the diagnosis rests on."""
-    f, s, share = ctx.facts, ctx.summary, ctx.share
-    bdp = f.bdp_bytes or 0.0
-    w = f.window_bytes or 0
-    others = (
-        f" Other traffic took {share.others_fraction:.0%} of {share.resource} meanwhile: its "
-        f"queue lengthened every round trip (mean {(s.rtt_mean or 0) * 1e3:,.0f} ms against "
-        f"{(f.base_rtt or 0) * 1e3:,.0f} ms unloaded)."
-        if share.others_fraction >= BUSY_OTHERS
-        else ""
-    )
-    limit = ctx.limit
-    if limit == "receive_window":
-        return (
-            f"Receive window {w:,} B is below the path's bandwidth-delay product "
-            f"({bdp:,.0f} B at {rate(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
-            "a faster link alone will not help."
-        )
-    if limit == "send_buffer":
-        return (
-            f"Send buffer {ctx.flow.tcp.snd_buf:,} B caps the flight below the "
-            f"bandwidth-delay product ({bdp:,.0f} B)."
-        )
-    if limit == "link_capacity" and share.resource.startswith("pvc:"):
-        return (
-            f"The PVC's traffic contract ({share.resource[4:]}: {rate(share.capacity_bps)} of "
-            f"payload in the long run, {rate(share.bound_bps)} for this flow over its "
-            "transfer, bursts included) is the limit, not the access links."
-        )
-    if limit == "link_capacity":
-        if share.others_fraction >= BUSY_OTHERS:
-            return (
-                f"The bottleneck {share.resource} is the limit: other traffic took "
-                f"{share.others_fraction:.0%} of it while this flow ran, leaving "
-                f"{rate(share.bound_bps)} of its {rate(share.capacity_bps)} of payload; a "
-                "larger window does not help."
-            )
-        return (
-            f"The bottleneck {share.resource} ({rate(share.bound_bps)} of payload for this "
-            f"flow) is the limit; the window ({w:,} B) already covers the bandwidth-delay "
-            f"product ({bdp:,.0f} B)."
-        )
-    if limit == "pvc_policing" and ctx.policing is not None:
-        p = ctx.policing
-        assert p.pvc.bc is not None
-        burst = p.pvc.bc + p.pvc.be
-        dropped = p.counters.excess_dropped
-        if burst < p.frame_bits:
-            return (
-                f"PVC {p.pvc.id}'s contract ({_contract(ctx)}) discarded {dropped:,} frames: "
-                f"Bc + Be ({burst:,.0f} bit) is smaller than one full frame "
-                f"({p.frame_bits:,} bit), so no full-sized segment can ever pass."
-            )
-        return (
-            f"PVC {p.pvc.id}'s policer discarded {dropped:,} frames beyond its contract "
-            f"({_contract(ctx)}) while the links dropped {p.link_drops:,}: TCP's bursts "
-            f"exceed Bc + Be ({burst:,.0f} bit) and each discard costs a loss recovery."
-        )
-    if limit == "loss":
-        mathis = ctx.bounds.mathis_bps
-        caps = (
-            f"caps goodput near {rate(mathis)} (Mathis et al.)"
-            if mathis
-            else ("cost loss recoveries")
-        )
-        return f"Loss of {ctx.loss_rate:.2%} of data packets {caps}."
-    if limit == "timeouts":
-        return (
-            f"{s.timeouts} retransmission timeouts stalled the transfer (min_rto "
-            f"{ctx.flow.tcp.min_rto:g} s): losses in bursts defeat fast retransmit."
-        )
-    if limit == "congestion_window" and s.completed:
-        return (
-            "The transfer is too short to leave slow start: the congestion window, not the "
-            "path, set the pace." + others
-        )
-    if limit == "congestion_window":
-        holds = f", short of the {bdp:,.0f} B the path holds" if bdp and math.isfinite(bdp) else ""
-        return (
-            "The congestion window, not the path, set the pace: it grew to "
-            f"{s.cwnd_max:,} B by the end of the run{holds}, with nothing lost." + others
-        )
-    return "The flow did not finish: its steady state is not known."
