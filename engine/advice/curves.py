@@ -69,7 +69,7 @@ def _finite(x: float | None) -> float | None:
 def _values(advisor: Advisor, lever: Lever) -> list[Any]:
     """The lever's current value, every value it was measured at alone, and for a numeric
     lever a geometric grid up to the highest value worth trying."""
-    values: list[Any] = [lever.current]
+    values: list[Any] = [lever.current] if lever.current is not None else []
     for changes in advisor.tried():
         v = changes.get(lever.paths[0])
         if v is not None and lever.changes(v) == changes:
@@ -77,7 +77,7 @@ def _values(advisor: Advisor, lever: Lever) -> list[Any]:
     if lever.shape == "numeric":
         hi = tracks.top(lever, {}, advisor.bounds)
         k = tracks.knee(lever, {}, advisor.bounds, hi)
-        lo = max(float(lever.current), lever.step())
+        lo = max(float(lever.current or 0), lever.step())
         if k is not None:
             hi = min(hi, max(2 * float(k), 2 * lo))  # the bound is flat past the knee
         if hi > lo:

@@ -169,6 +169,16 @@ CATALOGUE: tuple[LeverType, ...] = (
     _t(rf"^frame_relay\.pvcs\.{_ID}\.be$", "bits", "pvc", "Be", step=1e3),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.bc$", "bits", "pvc", "Bc", searchable=False),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.becn_shaping$", "switch", "shaping", "becn_shaping"),
+    # Shaping at any rate (issue 25 item 5): bisected up to the knee of its bound, the
+    # contract's rate, past which the policer would discard again.
+    _t(rf"^frame_relay\.pvcs\.{_ID}\.shaping\.rate$", "rate", "shaping", "shaping", step=8e3),
+    _t(
+        rf"^frame_relay\.pvcs\.{_ID}\.shaping\.bc$",
+        "bits",
+        "shaping",
+        "shaper Bc",
+        searchable=False,
+    ),
     _t(r"^duration$", "seconds", "run", "duration", searchable=False),
 )
 

@@ -29,8 +29,8 @@ from engine.advice.levers import (
 from engine.analysis.paths import flow_facts
 from engine.packet import TCP_IP_HEADERS
 from engine.routing import Topology
-from engine.scenario import Scenario, TcpBulkFlow
-from engine.study import get_path
+from engine.scenario import Pvc, Scenario, TcpBulkFlow
+from engine.study import StudyError, apply_changes, get_path
 
 Shape = Literal["numeric", "ordered", "choice"]
 
@@ -135,6 +135,13 @@ class Lever:
     def changes(self, value: Any) -> dict[str, Any]:
         """{path: value} for every path, with the companions a value needs."""
         out = {p: value for p in self.paths}
+        if self.type.label == "shaping":
+            for p in self.paths:
+                pvc = p.rsplit(".", 2)[0]
+                if get_path(self.scenario, pvc + ".becn_shaping"):
+                    out[pvc + ".becn_shaping"] = False  # Pvc.shaping replaces it
+                # Bursts no deeper than the contract's committed burst pass the policer.
+                out[pvc + ".shaping.bc"] = get_path(self.scenario, pvc + ".bc")
         if self.type.label == "rcv_buf" and value > 65535:
             for path, on in self.scaling_paths.items():
                 if not on:
@@ -230,7 +237,8 @@ def resolve(scenario: Scenario, specs: list[LeverSpec], costs: CostTable) -> lis
         assert t is not None  # LeverSpec checked it
         currents = []
         for path in spec.paths:
-            if _missing(data, path):
+            # A shaper not yet configured is a lever too: its rate is unset, not missing.
+            if _missing(data, path) and not (t.label == "shaping" and _unset_shaper(data, path)):
                 raise ValueError(f"{path}: the scenario has nothing there")
             currents.append(parse_value(path, get_path(data, path)))
         flows = [p.split(".")[1] for p in spec.paths if p.startswith("flows.")]
@@ -239,8 +247,32 @@ def resolve(scenario: Scenario, specs: list[LeverSpec], costs: CostTable) -> lis
             f"flows.{f}.tcp.window_scaling": tcp[f].window_scaling for f in flows if f in tcp
         }
         current = currents[0] if t.kind != "tier" else min(currents)
-        out.append(Lever(spec, t, current, mss, scaling, costs, data))
+        lever = Lever(spec, t, current, mss, scaling, costs, data)
+        _try(scenario, lever)
+        out.append(lever)
     return out
+
+
+def _unset_shaper(data: dict[str, Any], path: str) -> bool:
+    pvc = get_path(data, path.rsplit(".", 2)[0])
+    return isinstance(pvc, dict) and "shaping" in pvc and pvc["shaping"] is None
+
+
+def _try(scenario: Scenario, lever: Lever) -> None:
+    """Reject a lever whose first change the scenario language refuses (a shaper on a
+    scenario version without one, a value out of range), before any run is spent on it."""
+    if lever.shape == "choice":
+        values = lever.choices()
+    elif lever.shape == "ordered":
+        values = lever.ordered()
+    else:
+        values = [lever.grid(float(lever.current or 0) + lever.step())]
+    if not values:
+        return
+    try:
+        apply_changes(scenario, lever.changes(values[0]))
+    except StudyError as exc:
+        raise ValueError(f"{lever.paths[0]}: {exc.message}") from None
 
 
 def _missing(data: dict[str, Any], path: str) -> bool:
@@ -276,7 +308,10 @@ def default_levers(scenario: Scenario, flows: list[str]) -> list[LeverSpec]:
         fact = facts[f.id]
         if fact.pvc is not None:
             base = f"frame_relay.pvcs.{fact.pvc}"
-            for field in ("cir", "be", "becn_shaping"):
+            # Shaping at any rate where the scenario language has it (issue 25), else BECN
+            # shaping to the CIR.
+            shaper = "shaping.rate" if "shaping" in Pvc.model_fields else "becn_shaping"
+            for field in ("cir", "be", shaper):
                 groups[f"{base}.{field}"] = LeverSpec(paths=[f"{base}.{field}"])
         slowest = min(links[k.split(":")[0]].rate for k in fact.path)
         tier = sorted(

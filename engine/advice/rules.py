@@ -230,13 +230,44 @@ def policing(ctx: Context) -> list[Remedy | None]:
 
 
 def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:
-    """Shaping at the entry router. Until the scenario can shape at any rate (issue 25
+    """Shaping at the entry router, at a rate that helps: the contract's own, CIR + Be/Tc
+    (at most the port), so that the bursts wait in the shaper instead of being discarded.
+    Where the scenario language cannot shape at any rate yet (`Pvc.shaping`, issue 25
     item 5), the only shaper is BECN shaping to the CIR, which helps only when the CIR is
-    above what the flow gets now."""
-    change = Change(
-        path=f"frame_relay.pvcs.{pvc.id}.becn_shaping", value=True, was=pvc.becn_shaping
+    above what the flow gets now (the verdict says so)."""
+    base = f"frame_relay.pvcs.{pvc.id}"
+    if "shaping" not in type(pvc).model_fields:
+        change = Change(path=f"{base}.becn_shaping", value=True, was=pvc.becn_shaping)
+        return make(
+            ctx,
+            "shape",
+            [change],
+            "shaping",
+            subject=f"pvc:{pvc.id}",
+            raises_bound=False,
+            figures=figures,
+        )
+    assert pvc.bc is not None
+    contract = min(_port_rate(ctx, pvc), pvc.cir + pvc.be * pvc.cir / pvc.bc)
+    rate = math.floor(contract / 8e3) * 8e3  # below the contract, never above it
+    shaper = getattr(pvc, "shaping", None)
+    changes = [
+        Change(path=f"{base}.shaping.rate", value=rate, was=getattr(shaper, "rate", None)),
+        # Bursts no deeper than the contract's committed burst pass the policer.
+        Change(path=f"{base}.shaping.bc", value=pvc.bc, was=getattr(shaper, "bc", None)),
+    ]
+    if pvc.becn_shaping:
+        changes.append(Change(path=f"{base}.becn_shaping", value=False, was=True))
+    # It closes the gap under the contract's bound (no discard, no recovery), like a queue.
+    return make(
+        ctx,
+        "shape",
+        changes,
+        "shaping",
+        subject=f"pvc:{pvc.id}",
+        raises_bound=False,
+        figures=figures,
     )
-    return make(ctx, "shape", [change], "shaping", subject=f"pvc:{pvc.id}", figures=figures)
 
 
 def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:

@@ -381,6 +381,7 @@ class Advisor:
         moved = [lv for lv in self.levers if lv.paths[0] in changes]
         data = self.scenario.model_dump(mode="json")
         listed = [Change(path=p, value=v, was=get_path(data, p)) for p, v in changes.items()]
+        listed = [c for c in listed if c.was != c.value]  # a companion already so
         classes: list[CostClass] = sorted(
             {lv.type.cost_class for lv in moved}, key=COST_ORDER.__getitem__
         )

@@ -177,6 +177,23 @@ def climb(lever: Lever, fixed: Changes, top: float, b: Bounds, probe: Probe) -> 
     return Missed(_best(tried, b), tried)
 
 
+def _shaping(lever: Lever, fixed: Changes, b: Bounds, probe: Probe) -> Answer:
+    """A shaper is worth one probe: at the knee of its bound (the contract's rate, below
+    which the policer discards nothing), on the grid below it. Shaping slower only slows the
+    flow; faster, the policer discards again."""
+    k = knee(lever, fixed, b, top(lever, fixed, b))
+    rate = math.floor(float(k) / lever.step()) * lever.step() if k is not None else None
+    if not rate:
+        return Pruned(None, None, None)
+    config = _merge(fixed, lever.changes(rate))
+    if not b.reaches(config):
+        return Pruned(b.value(config), b.limit(config), None)
+    m = probe(config)
+    if m is None:
+        return Pending([config])
+    return Found([(config, m, "at the contract's rate")]) if m.meets else Missed(m, [m])
+
+
 def _start(lever: Lever, fixed: Changes, b: Bounds, top: float) -> Any:
     """Where a lever the bounds cannot judge starts: a queue at one BDP (or the window's
     excess over it), Linux's initial window of 10 segments."""
@@ -264,6 +281,8 @@ def search(lever: Lever, fixed: Changes, b: Bounds, probe: Probe) -> Answer:
         rounds = math.log(max(top(lever, fixed, b), 1.0) / float(lever.current)) / math.log(1.5)
         if b.saving_helps(rounds * d.rtt) is False:
             return Pruned(b.value(fixed), "slow_start_saves_too_little", None)
+    if lever.type.label == "shaping":
+        return _shaping(lever, fixed, b, probe)
     if lever.shape == "numeric":
         return climb(lever, fixed, top(lever, fixed, b), b, probe)
     if lever.shape == "ordered":

@@ -106,14 +106,13 @@ class PathModel:
         applied = self._apply(changes or {})
         if applied is None:  # nothing the bounds depend on changes (a variant, SACK...)
             if self._base is None:
-                self._base = self._bound(*self._apply_none())
+                self._base = self._bound({}, self.flow.tcp, self.pvc, _shaper(self.pvc, {}))
             return self._base
         return self._bound(*applied)
 
-    def _apply_none(self) -> tuple[dict[str, Link], TcpSpec, Pvc | None]:
-        return {}, self.flow.tcp, self.pvc
-
-    def _bound(self, links: dict[str, Link], tcp: TcpSpec, pvc: Pvc | None) -> Bound:
+    def _bound(
+        self, links: dict[str, Link], tcp: TcpSpec, pvc: Pvc | None, shaper: _Shaper | None
+    ) -> Bound:
         payload = tcp.mss
         size = payload + TCP_IP_HEADERS
         window = effective_window(tcp)
@@ -146,7 +145,10 @@ class PathModel:
             # In the path facts' order of operations, so that equal figures compare equal.
             contract = (pvc.cir + pvc.be * pvc.cir / bc) * payload / wire
             shaped = pvc.cir * payload / wire
-            if pvc.becn_shaping and shaped < min(capacity, contract):
+            if shaper is not None and shaper.rate * frame_share <= min(capacity, contract):
+                capacity, limit, resource = shaper.rate * frame_share, "shaper", f"pvc:{pvc.id}"
+                burst = (shaper.bc + shaper.be) * frame_share
+            elif pvc.becn_shaping and shaped < min(capacity, contract):
                 capacity, limit, resource = shaped, "shaper", f"pvc:{pvc.id}"
                 burst = bc * frame_share
             elif contract < capacity:
@@ -190,12 +192,13 @@ class PathModel:
 
     def _apply(
         self, changes: Mapping[str, Any]
-    ) -> tuple[dict[str, Link], TcpSpec, Pvc | None] | None:
+    ) -> tuple[dict[str, Link], TcpSpec, Pvc | None, _Shaper | None] | None:
         """The path's links, TCP and PVC with the changes that touch them; None when none
         does."""
         links: dict[str, Link] = {}
         tcp_update: dict[str, Any] = {}
         pvc_update: dict[str, Any] = {}
+        shaping_update: dict[str, Any] = {}
         mine = {h.link.id: h.link for h in (*self.hops, *self.back)}
         for path, value in changes.items():
             parts = path.split(".")
@@ -215,7 +218,13 @@ class PathModel:
                 and parts[2] == self.pvc.id
             ):
                 pvc_update[parts[3]] = parse_value(path, value)
-        if not links and not tcp_update and not pvc_update:
+            elif (
+                self.pvc is not None
+                and len(parts) == 5
+                and parts[:4] == ["frame_relay", "pvcs", self.pvc.id, "shaping"]
+            ):
+                shaping_update[parts[4]] = parse_value(path, value)
+        if not links and not tcp_update and not pvc_update and not shaping_update:
             return None
         # Copies without validation: the values are parsed (parse_value) and every remedy of
         # every flow of a run is evaluated here, so this is on the diagnosis' path.
@@ -223,7 +232,36 @@ class PathModel:
         pvc = self.pvc
         if pvc is not None and pvc_update:
             pvc = pvc.model_copy(update=pvc_update)
-        return links, tcp, pvc
+        return links, tcp, pvc, _shaper(pvc, shaping_update)
+
+
+@dataclass(frozen=True)
+class _Shaper:
+    """A PVC's shaper at any rate (`Pvc.shaping`, issue 25 item 5): its token bucket."""
+
+    rate: float
+    bc: float
+    be: float
+
+
+SHAPER_TC = 0.125  # Cisco's default shaping interval: Bc = rate x 125 ms unless given
+
+
+def _shaper(pvc: Pvc | None, update: Mapping[str, Any]) -> _Shaper | None:
+    """The PVC's shaper with `update` applied. The scenario language gains `Pvc.shaping`
+    with the network work of issue 25; until then only a change can put one there."""
+    if pvc is None:
+        return None
+    spec = getattr(pvc, "shaping", None)
+    data: dict[str, Any] = dict(spec.model_dump()) if spec is not None else {}
+    if not data and not update:
+        return None
+    data.update(update)
+    rate = float(data.get("rate") or pvc.cir)
+    bc = data.get("bc")
+    return _Shaper(
+        rate, float(bc) if bc is not None else rate * SHAPER_TC, float(data.get("be") or 0)
+    )
 
 
 def _hop(links: Mapping[str, Link], hop: routing.Hop) -> _Hop:

@@ -88,6 +88,9 @@ def _why(r: Remedy) -> str:
         )
     if r.cost_class == "queue" and r.action in ("raise_rcv_buf", "raise_snd_buf"):
         text += ", with a queue that absorbs slow start's bursts"
+    if r.action == "shape" and any(c.path.endswith(".shaping.rate") for c in r.changes):
+        text = "at the entry router, at the contract's rate (CIR + Be/Tc, at most the port), "
+        text += "so that the bursts wait in the shaper and the policer discards nothing"
     if r.action == "upgrade_link" and any(c.path.endswith(".rcv_buf") for c in r.changes):
         text += ", with a window that covers its bandwidth-delay product"
     try:

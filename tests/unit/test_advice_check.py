@@ -68,3 +68,19 @@ def test_no_recommended_remedy_makes_it_slower(report):
             assert item.after.mean < report.base.mean
         if item.after.mean > report.base.mean:
             assert item.verdict == "worse"
+
+
+def test_a_shaper_at_the_contracts_rate_is_bounded_by_the_contract_alone():
+    """Shaping at any rate (issue 25) plugs into the what-if bounds: a shaper at CIR + Be/Tc
+    = 256 + 32 x 256/32 = 512 kbit/s of frames lets through exactly what the policer
+    allows, so the bound is the contract's payload rate; one at the CIR is the CIR's."""
+    from engine.advice.whatif import PathModel
+
+    scenario = load_scenario(EXAMPLE)
+    model = PathModel.of(scenario, scenario.flows[0])
+    contract = model.bound({"frame_relay.pvcs.p1.shaping.rate": 512e3})
+    assert contract.limit == "shaper"  # a tie goes to the shaper: it binds before the policer
+    assert contract.capacity_bps == pytest.approx(512e3 * FRAME_SHARE, rel=1e-12)
+    assert model.bound().capacity_bps == pytest.approx(512e3 * FRAME_SHARE, rel=1e-12)
+    at_cir = model.bound({"frame_relay.pvcs.p1.shaping.rate": 256e3})
+    assert at_cir.capacity_bps == pytest.approx(CIR_PAYLOAD, rel=1e-12)
