@@ -121,18 +121,17 @@ class PathModel:
         best: tuple[float, str, _Hop] | None = None
         for hop in self.hops:
             link = links.get(hop.link.id, hop.link)
-            one_way += link.delay + link_wire(link, seg) * 8 / link.rate
-            capacity = link.rate * payload / link_wire(link, size)
+            rate, delay = _way(link, hop.direction)
+            one_way += delay + link_wire(link, seg) * 8 / rate
+            capacity = rate * payload / link_wire(link, size)
             if best is None or capacity < best[0]:
                 best = (capacity, hop.key, hop)
         assert best is not None  # a model has at least one hop
-        ack_way = sum(
-            links.get(h.link.id, h.link).delay
-            + link_wire(links.get(h.link.id, h.link), TCP_IP_HEADERS)
-            * 8
-            / links.get(h.link.id, h.link).rate
-            for h in self.back
-        )
+        ack_way = 0.0
+        for h in self.back:
+            link = links.get(h.link.id, h.link)
+            rate, delay = _way(link, h.direction)
+            ack_way += delay + link_wire(link, TCP_IP_HEADERS) * 8 / rate
         rtt = one_way + ack_way
         capacity, resource, tight = best
         limit = "link"
@@ -185,7 +184,9 @@ class PathModel:
         bits = nbytes * 8
         handshake = 0.0
         if self.flow.tcp.handshake:
-            handshake = sum(links.get(h.link.id, h.link).delay for h in (*self.hops, *self.back))
+            handshake = sum(
+                _way(links.get(h.link.id, h.link), h.direction)[1] for h in (*self.hops, *self.back)
+            )
         by_rate = max(bits - burst, 0.0) / capacity if capacity > 0 else float("inf")
         by_window = rtt * max(nbytes / window - 1, 0.0) if window > 0 else float("inf")
         return handshake + max(by_rate, by_window)
@@ -262,6 +263,16 @@ def _shaper(pvc: Pvc | None, update: Mapping[str, Any]) -> _Shaper | None:
     return _Shaper(
         rate, float(bc) if bc is not None else rate * SHAPER_TC, float(data.get("be") or 0)
     )
+
+
+def _way(link: Link, direction: str) -> tuple[float, float]:
+    """Rate and delay of one direction of a link. An asymmetric link (`rate_b_to_a`,
+    `delay_b_to_a`, issue 25 item 6) has its own for b -> a, where the language has them."""
+    if direction == "a_to_b":
+        return link.rate, link.delay
+    rate = getattr(link, "rate_b_to_a", None)
+    delay = getattr(link, "delay_b_to_a", None)
+    return (link.rate if rate is None else rate), (link.delay if delay is None else delay)
 
 
 def _hop(links: Mapping[str, Link], hop: routing.Hop) -> _Hop:
