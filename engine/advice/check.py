@@ -93,10 +93,12 @@ class RemedyCheck:
             return
         if key == "base" and summary is not None and self._flow is None:
             self._pick(summary)
-        value = None
+        record = None
         if summary is not None and self._flow is not None and self._metric is not None:
-            value = self._target().measure(summary, self.tcp_flows)
-        self._observed.setdefault(key, {})[str(seed)] = value
+            v = self._target().measure(summary, self.tcp_flows)
+            done = v is None or math.isfinite(v)  # no Infinity in the JSON state
+            record = {"v": v if done else None, "unfinished": not done}
+        self._observed.setdefault(key, {})[str(seed)] = record
 
     def finished(self) -> bool:
         return not self._outstanding() and self._round >= 2
@@ -155,23 +157,25 @@ class RemedyCheck:
 
     def _by_seed(self, key: str) -> dict[int, float]:
         seen = self._observed.get(key, {})
-        return {int(s): float(v) for s, v in seen.items() if v is not None and math.isfinite(v)}
+        return {int(s): float(r["v"]) for s, r in seen.items() if r and r["v"] is not None}
 
     def _measured(self, key: str, changes: dict[str, Any]) -> Measured | None:
         seen = self._observed.get(key, {})
         if key not in self._proposed or len(seen) < len(self.seeds):
             return None
-        values = [seen.get(str(s)) for s in self.seeds]
-        ok = [float(v) for v in values if v is not None]
-        est = estimate(ok)
+        records = [seen.get(str(s)) for s in self.seeds]
+        values = [None if r is None else r["v"] for r in records]
+        unfinished = sum(1 for r in records if r is not None and r.get("unfinished"))
+        est = estimate([float(v) for v in values if v is not None])
         return Measured(
             key=key,
             changes=changes,
             seeds=self.seeds,
             values=values,
             n=est.n,
-            mean=est.mean,
-            ci95=list(est.ci95) if est.ci95 else None,
+            unfinished=unfinished,
+            mean=None if unfinished else est.mean,
+            ci95=list(est.ci95) if est.ci95 and not unfinished else None,
             meets=False,
             limit=None,
         )
@@ -182,7 +186,9 @@ class RemedyCheck:
         after = self._measured(key, changes)
         pct_value = pct_ci = None
         verdict: Literal["better", "worse", "no change", "failed", "pending"] = "pending"
-        if after is not None and (after.mean is None or after.n < base.n):
+        if after is not None and after.unfinished and not base.unfinished:
+            verdict = "worse"  # the transfer no longer finishes
+        elif after is not None and (after.mean is None or after.n < base.n):
             verdict = "failed"
         elif after is not None:
             d = difference(self._by_seed(key), self._by_seed("base"))

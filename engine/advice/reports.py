@@ -31,7 +31,10 @@ class Measured(_Model):
     seeds: list[int]
     values: list[float | None] = Field(description="The metric per seed (null: the run failed)")
     n: int = Field(description="Runs with a value")
-    mean: float | None
+    unfinished: int = Field(
+        default=0, description="Runs whose transfer did not finish (no completion time)"
+    )
+    mean: float | None = Field(description="Null when a run failed or did not finish")
     ci95: list[float] | None = Field(description="95% t-interval of the mean; null with one run")
     meets: bool
     limit: str | None = Field(description="The diagnosis' most common limit for the target")
@@ -115,6 +118,8 @@ def pct(value: float) -> str:
 
 def outcome(target: Target, m: Measured | None) -> str:
     """ "490.0 s" or "538 s (95% CI 530 to 546 s, 3 seeds)"."""
+    if m is not None and m.unfinished:
+        return f"not finished ({m.unfinished} of {len(m.seeds)} runs)"
     if m is None or m.mean is None:
         return "no result"
     text = target.show(m.mean)

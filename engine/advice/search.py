@@ -145,8 +145,13 @@ class Advisor:
             return
         record = None
         if summary is not None:
+            v = self.target.measure(summary, self.tcp_flows)
+            # A transfer that did not finish has no completion time: kept apart from the
+            # value, so that the state stays plain JSON (no Infinity).
+            done = v is None or math.isfinite(v)
             record = {
-                "v": self.target.measure(summary, self.tcp_flows),
+                "v": v if done else None,
+                "unfinished": not done,
                 "limit": self._limit_of(summary),
             }
         self._observed.setdefault(key, {})[str(seed)] = record
@@ -216,10 +221,9 @@ class Advisor:
         records = [seen.get(str(s)) for s in self.seeds]
         values = [None if r is None else r["v"] for r in records]
         ok = [float(v) for v in values if v is not None]
+        unfinished = sum(1 for r in records if r is not None and r.get("unfinished"))
         mean = ci = None
-        if ok and any(math.isinf(v) for v in ok):
-            mean = math.inf
-        elif ok:
+        if ok and not unfinished:
             est = estimate(ok)
             mean = est.mean
             ci = list(est.ci95) if est.ci95 is not None else None
@@ -230,6 +234,7 @@ class Advisor:
             seeds=self.seeds,
             values=values,
             n=len(ok),
+            unfinished=unfinished,
             mean=mean,
             ci95=ci,
             meets=len(ok) == len(self.seeds) and self.target.meets(mean),

@@ -84,3 +84,28 @@ def test_a_shaper_at_the_contracts_rate_is_bounded_by_the_contract_alone():
     assert model.bound().capacity_bps == pytest.approx(512e3 * FRAME_SHARE, rel=1e-12)
     at_cir = model.bound({"frame_relay.pvcs.p1.shaping.rate": 256e3})
     assert at_cir.capacity_bps == pytest.approx(CIR_PAYLOAD, rel=1e-12)
+
+
+def test_the_check_restores_from_plain_json_at_every_step():
+    """As the worker runs it: each step from the stored state (strict JSON: no NaN or
+    Infinity, which PostgreSQL's jsonb refuses), redelivered results changing nothing."""
+    import json
+
+    from engine.simulation import simulate
+
+    scenario = apply_changes(load_scenario(EXAMPLE), {"flows.backup.bytes": 200_000})
+    state: dict = {}
+    while True:
+        check = RemedyCheck(scenario, {}, json.loads(json.dumps(state, allow_nan=False)))
+        batch = check.propose()
+        if not batch:
+            assert check.finished()
+            break
+        for c in batch:
+            summary = simulate(apply_changes(scenario, c.changes), seed=c.seed).summary()
+            check.observe(c.key, c.seed, summary)
+            check.observe(c.key, c.seed, summary)
+        state = check.state()
+    report = check.report()
+    assert report.finished and report.runs == 1 + len(report.items)
+    assert all(item.after is not None for item in report.items)

@@ -126,7 +126,7 @@ def test_a_restored_advisor_takes_the_same_path(scenario):
     live = Advisor(scenario, request)
     restored_keys = []
     while True:
-        state = json.loads(json.dumps(live.state()))
+        state = json.loads(json.dumps(live.state(), allow_nan=False))  # strict JSON: jsonb
         twin = Advisor(scenario, request, state)
         batch, twin_batch = live.propose(), twin.propose()
         assert batch == twin_batch
