@@ -76,7 +76,8 @@ def _scenario(base: Scenario, sets: list[str]) -> Scenario:
     return apply_changes(base, changes)
 
 
-def run(args: argparse.Namespace, base: Scenario, out: TextIO = sys.stdout) -> int:
+def run(args: argparse.Namespace, base: Scenario, out: TextIO | None = None) -> int:
+    out = out or sys.stdout  # looked up now: a default argument would pin the import's
     scenario = _scenario(base, args.set)
     jobs = max(1, args.jobs)
     say = (
