@@ -1,0 +1,301 @@
+"""What the analytic bounds allow a TCP flow after a set of changes, without simulating.
+
+The same arithmetic as the path facts (engine/analysis/paths.py, the diagnosis' static
+bounds): each hop's payload capacity `rate x MSS / wire(MSS + 40)`, the base round trip of
+one full segment out and one ACK back, the window per round trip, and a PVC's contract
+`CIR + Be / Tc` on the frames of its first link; plus what the facts do not hold, a BECN
+shaper's CIR. Evaluated per flow in O(hops), so every remedy of every flow of a 4,000-flow
+run can carry its prediction, and the advisor can prune a lever before running it.
+
+Every figure is optimistic: the best the flow could do (no cross traffic, no loss, no slow
+start), so a change whose bound cannot reach a target certainly does not reach it in the
+simulation. tests/unit/test_advice_whatif.py checks it against `flow_facts` of the changed
+scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine import routing
+from engine.advice.levers import parse_value
+from engine.net import link_wire
+from engine.packet import TCP_IP_HEADERS
+from engine.scenario import Link, Pvc, QueueSpec, Scenario, TcpBulkFlow, TcpSpec
+from engine.tcp.receiver import effective_window
+
+SLACK = 0.02  # relative margin before a bound counts as ruling a target out
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The best a flow can do under one configuration."""
+
+    goodput_bps: float  # upper bound over a long transfer
+    completion_time: float | None  # lower bound of a finite transfer, s
+    limit: str  # which bound binds: link | pvc | shaper | window
+    resource: str  # its port key or pvc:<id>
+    rtt: float  # base round trip, s
+    capacity_bps: float  # payload rate of the path's tightest resource
+    bdp_bytes: float  # capacity x rtt
+    window_bytes: int
+    queue_bytes: float | None  # the tightest link's egress queue, in bytes of full segments
+    queue_packets: int | None
+
+
+# The TCP settings the bounds depend on (the window, the segment, the handshake's wait).
+_TCP_BOUND = frozenset({"rcv_buf", "snd_buf", "window_scaling", "mss", "handshake"})
+
+
+@dataclass(frozen=True)
+class _Hop:
+    link: Link
+    key: str  # "<link>:<from>><to>"
+    direction: str  # a_to_b | b_to_a
+
+
+class PathModel:
+    """One TCP flow's path, ready to be re-evaluated under changes (dotted paths)."""
+
+    def __init__(
+        self,
+        flow: TcpBulkFlow,
+        hops: list[_Hop],
+        back: list[_Hop],
+        pvc: Pvc | None,
+        pvc_first: int | None,
+    ):
+        self.flow = flow
+        self.hops = hops
+        self.back = back
+        self.pvc = pvc
+        self.pvc_first = pvc_first
+        self._base: Bound | None = None  # the bound without changes, asked for often
+
+    @classmethod
+    def of(
+        cls,
+        scenario: Scenario,
+        flow: TcpBulkFlow,
+        topo: routing.Topology | None = None,
+        links: Mapping[str, Link] | None = None,
+        route: list[routing.Hop] | None = None,
+    ) -> PathModel | None:
+        """The flow's model, or None when it has no route (`route`: its hops, when known)."""
+        topo = topo or routing.Topology(scenario)
+        links = links if links is not None else {link.id: link for link in scenario.links}
+        if route is None:
+            route = topo.route(flow.src, flow.dst) or []
+        back = topo.route(flow.dst, flow.src) or []
+        if not route:
+            return None
+        span = topo.pvc_span(route)
+        return cls(
+            flow,
+            [_hop(links, h) for h in route],
+            [_hop(links, h) for h in back],
+            span.pvc if span else None,
+            span.first if span else None,
+        )
+
+    def bound(self, changes: Mapping[str, Any] | None = None) -> Bound:
+        """The flow's bounds with `changes` ({dotted path: value}) applied; paths that do not
+        touch this path (another flow, another link) change nothing."""
+        applied = self._apply(changes or {})
+        if applied is None:  # nothing the bounds depend on changes (a variant, SACK...)
+            if self._base is None:
+                self._base = self._bound({}, self.flow.tcp, self.pvc, _shaper(self.pvc, {}))
+            return self._base
+        return self._bound(*applied)
+
+    def _bound(
+        self, links: dict[str, Link], tcp: TcpSpec, pvc: Pvc | None, shaper: _Shaper | None
+    ) -> Bound:
+        payload = tcp.mss
+        size = payload + TCP_IP_HEADERS
+        window = effective_window(tcp)
+        seg = size if window >= payload else window + TCP_IP_HEADERS
+        one_way = 0.0
+        best: tuple[float, str, _Hop] | None = None
+        for hop in self.hops:
+            link = links.get(hop.link.id, hop.link)
+            rate, delay = _way(link, hop.direction)
+            one_way += delay + link_wire(link, seg) * 8 / rate
+            capacity = rate * payload / link_wire(link, size)
+            if best is None or capacity < best[0]:
+                best = (capacity, hop.key, hop)
+        assert best is not None  # a model has at least one hop
+        ack_way = 0.0
+        for h in self.back:
+            link = links.get(h.link.id, h.link)
+            rate, delay = _way(link, h.direction)
+            ack_way += delay + link_wire(link, TCP_IP_HEADERS) * 8 / rate
+        rtt = one_way + ack_way
+        capacity, resource, tight = best
+        limit = "link"
+        burst = 0.0
+        if pvc is not None and self.pvc_first is not None:
+            first = links.get(self.hops[self.pvc_first].link.id, self.hops[self.pvc_first].link)
+            wire = link_wire(first, size)
+            frame_share = payload / wire
+            bc = pvc.bc or pvc.cir
+            # In the path facts' order of operations, so that equal figures compare equal.
+            contract = (pvc.cir + pvc.be * pvc.cir / bc) * payload / wire
+            shaped = pvc.cir * payload / wire
+            if shaper is not None and shaper.rate * frame_share <= min(capacity, contract):
+                capacity, limit, resource = shaper.rate * frame_share, "shaper", f"pvc:{pvc.id}"
+                burst = (shaper.bc + shaper.be) * frame_share
+            elif pvc.becn_shaping and shaped < min(capacity, contract):
+                capacity, limit, resource = shaped, "shaper", f"pvc:{pvc.id}"
+                burst = bc * frame_share
+            elif contract < capacity:
+                capacity, limit, resource = contract, "pvc", f"pvc:{pvc.id}"
+                burst = (bc + pvc.be) * frame_share  # the buckets start full
+        window_bps = window * 8 / rtt if rtt > 0 else float("inf")
+        goodput = min(capacity, window_bps)
+        tight_link = links.get(tight.link.id, tight.link)
+        queue = tight_link.queue_of(tight.direction)  # type: ignore[arg-type]
+        q_packets = queue.limit_packets
+        q_bytes = (q_packets * payload) if q_packets is not None else queue.limit_bytes
+        return Bound(
+            goodput_bps=goodput,
+            completion_time=self._completion(links, capacity, burst, window, rtt),
+            limit="window" if window_bps < capacity else limit,
+            resource=resource,
+            rtt=rtt,
+            capacity_bps=capacity,
+            bdp_bytes=capacity * rtt / 8,
+            window_bytes=window,
+            queue_bytes=None if q_bytes is None else float(q_bytes),
+            queue_packets=q_packets,
+        )
+
+    def _completion(
+        self, links: Mapping[str, Link], capacity: float, burst: float, window: int, rtt: float
+    ) -> float | None:
+        """At least the handshake's propagation, then the bytes at the capacity (less what
+        full token buckets let through at once) or a window per round trip, whichever is
+        slower."""
+        nbytes = self.flow.bytes
+        if nbytes is None:
+            return None
+        bits = nbytes * 8
+        handshake = 0.0
+        if self.flow.tcp.handshake:
+            handshake = sum(
+                _way(links.get(h.link.id, h.link), h.direction)[1] for h in (*self.hops, *self.back)
+            )
+        by_rate = max(bits - burst, 0.0) / capacity if capacity > 0 else float("inf")
+        by_window = rtt * max(nbytes / window - 1, 0.0) if window > 0 else float("inf")
+        return handshake + max(by_rate, by_window)
+
+    def _apply(
+        self, changes: Mapping[str, Any]
+    ) -> tuple[dict[str, Link], TcpSpec, Pvc | None, _Shaper | None] | None:
+        """The path's links, TCP and PVC with the changes that touch them; None when none
+        does."""
+        links: dict[str, Link] = {}
+        tcp_update: dict[str, Any] = {}
+        pvc_update: dict[str, Any] = {}
+        shaping_update: dict[str, Any] = {}
+        mine = {h.link.id: h.link for h in (*self.hops, *self.back)}
+        for path, value in changes.items():
+            parts = path.split(".")
+            if parts[0] == "links" and len(parts) >= 3 and parts[1] in mine:
+                link = links.get(parts[1], mine[parts[1]])
+                links[parts[1]] = _set(link, parts[2:], parse_value(path, value))
+            elif (
+                parts[:3] == ["flows", self.flow.id, "tcp"]
+                and len(parts) == 4
+                and parts[3] in _TCP_BOUND
+            ):
+                tcp_update[parts[3]] = parse_value(path, value)
+            elif (
+                self.pvc is not None
+                and parts[:2] == ["frame_relay", "pvcs"]
+                and len(parts) == 4
+                and parts[2] == self.pvc.id
+            ):
+                pvc_update[parts[3]] = parse_value(path, value)
+            elif (
+                self.pvc is not None
+                and len(parts) == 5
+                and parts[:4] == ["frame_relay", "pvcs", self.pvc.id, "shaping"]
+            ):
+                shaping_update[parts[4]] = parse_value(path, value)
+        if not links and not tcp_update and not pvc_update and not shaping_update:
+            return None
+        # Copies without validation: the values are parsed (parse_value) and every remedy of
+        # every flow of a run is evaluated here, so this is on the diagnosis' path.
+        tcp = self.flow.tcp.model_copy(update=tcp_update) if tcp_update else self.flow.tcp
+        pvc = self.pvc
+        if pvc is not None and pvc_update:
+            pvc = pvc.model_copy(update=pvc_update)
+        return links, tcp, pvc, _shaper(pvc, shaping_update)
+
+
+@dataclass(frozen=True)
+class _Shaper:
+    """A PVC's shaper at any rate (`Pvc.shaping`, issue 25 item 5): its token bucket."""
+
+    rate: float
+    bc: float
+    be: float
+
+
+SHAPER_TC = 0.125  # Cisco's default shaping interval: Bc = rate x 125 ms unless given
+
+
+def _shaper(pvc: Pvc | None, update: Mapping[str, Any]) -> _Shaper | None:
+    """The PVC's shaper with `update` applied. The scenario language gains `Pvc.shaping`
+    with the network work of issue 25; until then only a change can put one there."""
+    if pvc is None:
+        return None
+    spec = getattr(pvc, "shaping", None)
+    data: dict[str, Any] = dict(spec.model_dump()) if spec is not None else {}
+    if not data and not update:
+        return None
+    data.update(update)
+    rate = float(data.get("rate") or pvc.cir)
+    bc = data.get("bc")
+    return _Shaper(
+        rate, float(bc) if bc is not None else rate * SHAPER_TC, float(data.get("be") or 0)
+    )
+
+
+def _way(link: Link, direction: str) -> tuple[float, float]:
+    """Rate and delay of one direction of a link. An asymmetric link (`rate_b_to_a`,
+    `delay_b_to_a`, issue 25 item 6) has its own for b -> a, where the language has them."""
+    if direction == "a_to_b":
+        return link.rate, link.delay
+    rate = getattr(link, "rate_b_to_a", None)
+    delay = getattr(link, "delay_b_to_a", None)
+    return (link.rate if rate is None else rate), (link.delay if delay is None else delay)
+
+
+def _hop(links: Mapping[str, Link], hop: routing.Hop) -> _Hop:
+    link = links[hop.link_id]
+    direction = "a_to_b" if hop.src == link.a else "b_to_a"
+    return _Hop(link, f"{hop.link_id}:{hop.src}>{hop.dst}", direction)
+
+
+def _set(link: Link, field: list[str], value: Any) -> Link:
+    """A copy of the link with one field changed, or one field of one of its queues."""
+    if len(field) == 1:
+        return link.model_copy(update={field[0]: value})
+    queue = getattr(link, field[0]) or QueueSpec()
+    update = {field[1]: value}
+    other = {"limit_packets": "limit_bytes", "limit_bytes": "limit_packets"}.get(field[1])
+    if other is not None:
+        update[other] = None  # one limit at most
+    return link.model_copy(update={field[0]: queue.model_copy(update=update)})
+
+
+def reaches(bound: Bound, metric: str, value: float) -> bool:
+    """Whether the optimistic bound leaves the target within reach (with SLACK)."""
+    if metric == "completion_time":
+        t = bound.completion_time
+        return t is not None and t <= value * (1 + SLACK)
+    return bound.goodput_bps * (1 + SLACK) >= value
