@@ -43,9 +43,11 @@ MODULES = [
     "engine/tcp/rate.py",
     "engine/tcp/cc/base.py",
     "engine/tcp/cc/slowstart.py",
-    "engine/tcp/cc/cubic.py",  # these three subclass base.py's classes, which an
-    "engine/tcp/cc/vegas.py",  # interpreted class cannot do once base.py is compiled
+    "engine/tcp/cc/cubic.py",  # these subclass base.py's classes, which an interpreted
+    "engine/tcp/cc/vegas.py",  # class cannot do once base.py is compiled
     "engine/tcp/cc/bbr.py",
+    "engine/tcp/cc/reno.py",
+    "engine/tcp/cc/fixed.py",
     "engine/tcp/recovery/base.py",
     "engine/tcp/recovery/reno.py",
     "engine/tcp/recovery/prr.py",

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from engine.tcp.cc.base import CongestionOps
 from engine.tcp.state import Phase, TcpState
+from engine.variants import register
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec
@@ -115,6 +116,11 @@ class WindowedMax:
 
 class Bbr(CongestionOps):
     name = "bbr"
+    summary = "BBR v1: paced at its estimate of the path's bandwidth; not loss-based"
+    loss_based = False
+    own_slow_start = "bbr leaves STARTUP by its own rule (three rounds without 25% more bandwidth)"
+    # Linux's recovery (NewReno's without SACK) marks what to resend; BBR sets cwnd itself.
+    traces = (("bbr_state", "state"), ("bbr_bw", "bit/s"))
     rate_based = True
     always_paces = True
     randomized = True
@@ -183,6 +189,10 @@ class Bbr(CongestionOps):
             self.prev_phase = Phase.LOSS
             self.full_bw = 0.0
             self.round_start = True
+
+    def traced(self) -> tuple[float, ...]:
+        """The mode (numbered as Linux's enum bbr_mode) and BtlBw in bit/s."""
+        return (float(self.mode), self.bw.get() * 8)
 
     def pacing_rate(self, st: TcpState) -> float:
         if not self.has_seen_rtt and st.srtt > 0:
@@ -415,3 +425,6 @@ class Bbr(CongestionOps):
         if self.mode == Mode.PROBE_RTT:
             cwnd = min(cwnd, CWND_MIN_SEGMENTS * mss)
         self.cwnd = cwnd
+
+
+register(Bbr)

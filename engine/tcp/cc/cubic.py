@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from engine.tcp.cc.base import RenoGrowth
 from engine.tcp.state import Phase, TcpState
+from engine.variants import register
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec
@@ -24,6 +25,12 @@ if TYPE_CHECKING:
 
 class Cubic(RenoGrowth):
     name = "cubic"
+    summary = "RFC 9438: the window a cubic function of the time since the last loss"
+    # HyStart as Linux's tcp_cubic (hystart=1) and ns-3's TcpCubic (HyStart true) run it.
+    default_slow_start = "hystart"
+    # Measured (tests/unit/test_estimate.py): beta 0.7 keeps enough segments in flight
+    # after a loss for duplicate ACKs to recover more losses without a timeout.
+    timeout_factor = 0.5
 
     def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)
@@ -54,6 +61,10 @@ class Cubic(RenoGrowth):
 
     def ssthresh_after_loss(self, st: TcpState) -> int:
         return max(int(st.flight_size * self.beta), 2 * st.mss)
+
+    @classmethod
+    def decrease_factor(cls, spec: TcpSpec) -> float:
+        return spec.cubic_beta
 
     def on_recovery_exit(self, st: TcpState) -> None:
         self.epoch_start = None
@@ -98,3 +109,6 @@ class Cubic(RenoGrowth):
         whole = int(grow)
         self.carry = grow - whole
         st.cwnd += whole
+
+
+register(Cubic)

@@ -238,12 +238,9 @@ REGISTRY: dict[str, type[SlowStart]] = {
     "hystart++": HyStartPlusPlus,
 }
 
-#: `slow_start` when the scenario leaves it out: HyStart for CUBIC as Linux's tcp_cubic
-#: (hystart=1) and ns-3's TcpCubic (HyStart true) run it; standard for the others, as
-#: Linux's Reno and ns-3's TcpNewReno, TcpVegas (which has its own gamma exit) do.
-VARIANT_DEFAULT = {"cubic": "hystart"}
 
-
-def slow_start_for(spec: TcpSpec) -> SlowStart:
-    name = spec.slow_start or VARIANT_DEFAULT.get(spec.variant, "standard")
+def slow_start_for(spec: TcpSpec, default: str) -> SlowStart:
+    """`tcp.slow_start`, or when the scenario leaves it out the variant's `default`
+    (its `default_slow_start` trait)."""
+    name = spec.slow_start or default
     return REGISTRY[name](spec.mss, bool(spec.pacing))
