@@ -46,6 +46,8 @@ MODULES = [
     "engine/tcp/cc/cubic.py",  # these subclass base.py's classes, which an interpreted
     "engine/tcp/cc/vegas.py",  # class cannot do once base.py is compiled
     "engine/tcp/cc/bbr.py",
+    "engine/tcp/cc/bbr_ltbw.py",
+    "engine/tcp/minmax.py",
     "engine/tcp/cc/reno.py",
     "engine/tcp/cc/fixed.py",
     "engine/tcp/recovery/base.py",
@@ -53,6 +55,9 @@ MODULES = [
     "engine/tcp/recovery/prr.py",
     "engine/tcp/recovery/scoreboard.py",
     "engine/tcp/recovery/sack.py",
+    "engine/tcp/recovery/rack.py",
+    "engine/tcp/flight.py",
+    "engine/tcp/pacing.py",
 ]
 #: The shared library holding every compiled module: inside the package, as an editable
 #: install puts only the packages on the path, not the repository's root.

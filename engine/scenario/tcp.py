@@ -145,6 +145,26 @@ class TcpSpec(_Model):
     avoidance; in the first slow start only. None (the default) is the variant's own:
     `hystart` for cubic (on by default in Linux and ns-3), `standard` for the others (no
     delay exit in Linux's Reno or ns-3's NewReno; Vegas has its own, `vegas_gamma`)."""
+    loss_detection: Literal["rack", "dupack"] = "rack"
+    """How a sender with SACK finds its losses. `rack` (the default, as Linux since 4.18):
+    RACK-TLP (RFC 8985), by time: a segment is lost once one sent after it is delivered
+    (and, outside recovery with few segments SACKed, a quarter of the minimum RTT more
+    has passed), a retransmission like any other, so a retransmission lost again is
+    resent without waiting for the retransmission timeout; a tail loss probe (2 SRTT
+    after the last ACK) draws out the ACKs that reveal losses at the end of a flight.
+    `dupack`: RFC 6675's, three duplicate ACKs or three segments SACKed above a hole, a
+    hole resent once per recovery, as ns-2, ns-3 and OPNET run it (the seed presets pin
+    it). Without SACK both are NewReno's duplicate ACKs (Linux's RACK needs SACK)."""
+    ack_counting: Literal["segments", "acks"] = "segments"
+    """What an ACK is worth to window growth. `segments` (the default, as Linux and ns-3's
+    TcpCubic and TcpLinuxReno): every segment it acknowledges counts. Slow start adds them
+    all, up to ssthresh, and carries the rest into congestion avoidance (Linux's
+    tcp_slow_start), which adds one segment per window of segments acknowledged (RFC
+    3465 byte counting, Linux's tcp_cong_avoid_ai); with delayed ACKs the window still
+    doubles per round trip in slow start. `acks`: RFC 5681 per ACK, min(N, SMSS) in slow
+    start and SMSS*SMSS/cwnd in congestion avoidance, as ns-2, OPNET and ns-3's
+    TcpNewReno run it: with delayed ACKs x1.5 per round trip in slow start and half a
+    segment per round trip after. The seed presets pin `acks`."""
     prr_bound: Literal["ssrb", "crb"] = "ssrb"
     """recovery prr: the bound once pipe is below ssthresh. `ssrb` (slow-start reduction
     bound, Linux's): up to one SMSS more than delivered on each ACK that advances snd_una;
@@ -171,6 +191,11 @@ class TcpSpec(_Model):
     """cubic: multiplicative decrease factor (RFC 9438)."""
     cubic_fast_convergence: bool = True
     cubic_tcp_friendliness: bool = True
+    bbr_lt_bw: bool = True
+    """bbr: Linux's long-term bandwidth estimate (lt_bw): after two lossy intervals of 4 to
+    16 round trips (20% lost or more) with consistent delivery rates, BBR takes their
+    mean as a policer's rate and paces at it, without probing, for 48 round trips. On by
+    default, as in Linux's tcp_bbr; false as ns-3's TcpBbr, which has no such estimate."""
     pacing: bool | None = None
     """Pace segments: at Linux's rate, cwnd/srtt times 2 while cwnd < ssthresh/2, else
     times 1.2 (the first 10 segments leave unpaced); `bbr` paces at its own rate. Null

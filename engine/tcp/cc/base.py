@@ -164,15 +164,70 @@ class CongestionOps:
 class RenoGrowth(CongestionOps):
     """RFC 5681 3.1 window growth shared by Tahoe, Reno, NewReno and SACK senders (their
     variants, in engine.tcp.cc.reno, differ only in recovery), and the slow start of
-    the variants that keep Reno's (CUBIC, Vegas)."""
+    the variants that keep Reno's (CUBIC, Vegas).
+
+    `tcp.ack_counting` says what an ACK is worth. `acks`, RFC 5681 to the letter (ns-2,
+    OPNET, ns-3's TcpNewReno): each ACK adds min(N, SMSS) in slow start (eq. 2) and
+    SMSS*SMSS/cwnd in congestion avoidance (eq. 3), so an ACK of two segments is worth
+    one. `segments`, Linux's (tcp_reno_cong_avoid):
+
+        if tcp_in_slow_start(tp):                 # cwnd < ssthresh
+            acked = tcp_slow_start(tp, acked)     # cwnd = min(cwnd + acked, ssthresh),
+            if not acked: return                  # the rest is returned
+        tcp_cong_avoid_ai(tp, cwnd, acked)        # snd_cwnd_cnt += acked; one segment
+                                                  # per cwnd segments acknowledged
+
+    which is RFC 3465's byte counting (with no limit L on one ACK) in both phases.
+    """
 
     name = "reno"
 
+    def __init__(self, spec: TcpSpec) -> None:
+        super().__init__(spec)
+        self.count_segments = spec.ack_counting == "segments"
+        #: Bytes acknowledged toward the next segment of growth (Linux's snd_cwnd_cnt).
+        self.cwnd_cnt = 0
+
     def increase_window(self, st: TcpState, acked: int) -> None:
         if st.cwnd < st.ssthresh:
-            # Slow start: cwnd += min(N, SMSS) per ACK (eq. 2), or less in HyStart++'s
-            # conservative phase.
-            st.cwnd += self.slow_start.increment(st, acked)
-        else:
-            # Congestion avoidance: cwnd += SMSS*SMSS/cwnd per ACK (eq. 3), at least 1 byte.
-            st.cwnd += max(1, st.mss * st.mss // st.cwnd)
+            acked = self.slow_start_grow(st, acked)
+            if not acked:
+                return
+        self.congestion_avoidance(st, acked)
+
+    def slow_start_grow(self, st: TcpState, acked: int) -> int:
+        """Slow start on an ACK of `acked` bytes; returns what is left for congestion
+        avoidance (counting segments, what took cwnd past ssthresh)."""
+        # By `slow_start.increment`: HyStart++'s conservative phase grows less.
+        grow = self.slow_start.increment(st, acked)
+        if not self.count_segments:
+            st.cwnd += grow  # eq. 2; cwnd may pass ssthresh by less than a segment
+            return 0
+        room = st.ssthresh - st.cwnd
+        if grow <= room:
+            st.cwnd += grow
+            return 0
+        st.cwnd = st.ssthresh
+        return acked - room if acked > room else 0
+
+    def congestion_avoidance(self, st: TcpState, acked: int) -> None:
+        """Growth past ssthresh: one segment per round trip."""
+        mss = st.mss
+        if not self.count_segments:
+            # Eq. 3: cwnd += SMSS*SMSS/cwnd per ACK, at least 1 byte.
+            st.cwnd += max(1, mss * mss // st.cwnd)
+            return
+        # tcp_cong_avoid_ai(w = cwnd), in bytes: credits banked at a larger window are
+        # spent gently (one segment), then one segment per window acknowledged.
+        w = st.cwnd
+        if self.cwnd_cnt >= w:
+            self.cwnd_cnt = 0
+            st.cwnd += mss
+        self.cwnd_cnt += acked
+        if self.cwnd_cnt >= w:
+            delta = self.cwnd_cnt // w
+            self.cwnd_cnt -= delta * w
+            st.cwnd += delta * mss
+
+    def on_congestion_event(self, st: TcpState) -> None:
+        self.cwnd_cnt = 0  # tcp_enter_loss / a cwnd reduction start counting afresh

@@ -107,6 +107,7 @@ class Vegas(RenoGrowth):
         self.min_rtt = INF
 
     def on_congestion_event(self, st: TcpState) -> None:
+        super().on_congestion_event(st)
         if not self.ack_samples:
             self.samples = 0
             self.min_rtt = INF

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
+from engine.tcp.recovery.rack import RackRecovery
 from engine.tcp.recovery.sack import SackRecovery
 
 if TYPE_CHECKING:
@@ -17,12 +18,13 @@ if TYPE_CHECKING:
 
 def recovery_for(spec: TcpSpec, variant: type[CongestionOps]) -> NoRecovery:
     """The strategy for a TcpSpec whose variant is `variant`: none at all (timer only)
-    when `fast_retransmit` is off; SACK (RFC 6675) when SACK is on and the variant has
-    fast recovery; otherwise the variant's own."""
+    when `fast_retransmit` is off; with SACK on and a variant that has fast recovery,
+    RACK-TLP (RFC 8985) or RFC 6675's duplicate-ACK detection as `loss_detection` says;
+    otherwise the variant's own (duplicate ACKs: RACK needs SACK, in Linux too)."""
     if not spec.fast_retransmit:
         return NoRecovery(spec)
     if variant.sack_recovery(spec):
-        return SackRecovery(spec)
+        return RackRecovery(spec) if spec.loss_detection == "rack" else SackRecovery(spec)
     return variant.recovery(spec)
 
 
