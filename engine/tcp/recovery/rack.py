@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 DELACK_ALLOWANCE = 0.2  # TCP_RTO_MIN: a lone segment's ACK may be delayed
 PTO_SLACK = 0.002  # TCP_TIMEOUT_MIN, two jiffies
 PTO_NO_RTT = 1.0  # TCP_TIMEOUT_INIT, before any RTT sample
+INF = float("inf")
 
 
 class RackRecovery(SackRecovery):
@@ -100,9 +101,12 @@ class RackRecovery(SackRecovery):
             self.resent[seq] = now
             return
         self.last_seq = seq
-        snd = self.snd
-        if snd is not None and snd.st.phase == Phase.OPEN:
-            self._arm_probe(snd.st)  # tcp_write_xmit schedules the probe after new data
+        # tcp_write_xmit schedules the probe after new data; the ACK that released it
+        # has just re-armed it, so only a first flight needs it here.
+        if self.pto_timer.deadline is None:
+            snd = self.snd
+            if snd is not None and snd.st.phase == Phase.OPEN:
+                self._arm_probe(snd.st)
 
     def on_sack(self, snd: Sender, pkt: Packet) -> None:
         super().on_sack(snd, pkt)
@@ -143,6 +147,21 @@ class RackRecovery(SackRecovery):
 
     def on_new_ack(self, snd: Sender, acked: int) -> AckUse:
         st = snd.st
+        if (
+            st.phase == Phase.OPEN
+            and self.tlp_high < 0
+            and not self.board.sacked
+            and not self.resent
+            and not self.lost
+        ):
+            # The common case, in order and nothing lost: nothing for RACK to judge
+            # (see _detect), only the transmissions acknowledged to forget.
+            sent, una = self.sent, st.snd_una
+            while sent and sent[0][2] <= una:
+                sent.popleft()
+            self.advanced = False
+            self._arm_probe(st)
+            return AckUse.GROW
         self._tlp_ack(st, advanced_una=True)
         self._detect(st)
         if st.phase == Phase.RECOVERY:
@@ -172,7 +191,7 @@ class RackRecovery(SackRecovery):
         """tcp_rack_reo_wnd, with no reordering ever seen."""
         if st.phase == Phase.RECOVERY or self.board.sacked.total >= DUPACK_THRESHOLD * st.mss:
             return 0.0
-        quarter = st.min_rtt / 4 if st.min_rtt < float("inf") else st.srtt
+        quarter = st.min_rtt / 4 if st.min_rtt < INF else st.srtt
         return quarter if quarter < st.srtt else st.srtt
 
     def _detect(self, st: TcpState) -> None:
@@ -181,6 +200,13 @@ class RackRecovery(SackRecovery):
         if not self.advanced or st.phase == Phase.LOSS:
             return
         self.advanced = False
+        if not self.board.sacked and not self.resent:
+            # No hole, nothing resent: whatever was sent before the latest segment
+            # delivered (in order, on an in-order path) is cumulatively acknowledged.
+            sent, una = self.sent, st.snd_una
+            while sent and sent[0][2] <= una:
+                sent.popleft()
+            return
         remaining = self._mark_lost(st)
         if remaining > 0:
             # Linux has one timer for these: the reordering timeout replaces the probe.
@@ -198,12 +224,12 @@ class RackRecovery(SackRecovery):
             t, seq, end = sent[0]
             if end <= una:
                 sent.popleft()
-                if resent.get(seq) == t:
+                if resent and resent.get(seq) == t:
                     del resent[seq]
                 continue
             if t > xmit_ts or (t == xmit_ts and end >= end_seq):
                 return 0.0  # sent after the latest delivery: nothing to say yet
-            latest = resent.get(seq)
+            latest = resent.get(seq) if resent else None
             if latest is not None and latest != t:
                 sent.popleft()  # superseded by a later transmission
                 continue
