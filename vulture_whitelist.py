@@ -57,6 +57,7 @@ _.MODELS  # client/models.py: the models that test checks
 _.undocumented  # engine/docs.py: tests/unit/test_docs.py fails when a field has no description
 _.css_entered_round  # engine/tcp/cc/slowstart.py: RFC 9406 rounds, asserted by test_engine_hystart
 _.exit_round  # engine/tcp/cc/slowstart.py: the same
+_.unregister  # engine/variants.py: a test forgets its own variant (test_variant_registry)
 
 # engine/workflow.py: the multi-run workflow contract, implemented by engine/advice/ and
 # driven by worker/workflows/ (both land this session; drop these lines once they use it).

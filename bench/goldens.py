@@ -9,8 +9,11 @@ The cases: every scenario preset, the four scale cases of bench/engine_scale.py 
 CUBIC paths at 4 s rather than 10 s), one dumbbell per variant and option family (BBR, paced
 CUBIC, Vegas, Reno + SACK, Tahoe, NewReno with 100 flows) and the Frame Relay backup of
 docs/advice.md (policed, and shaped to the CIR). Each digest covers the whole Result but
-`wall_time` and `engine_build`; with `--ignore-version` also `engine_version`, so that a version bump alone is
-not a change. The file keeps, beside each digest, the summaries (no series), so that
+`wall_time` and `engine_build`; with `--ignore-version` also `engine_version`, so that a version
+bump alone is not a change, and with `--ignore-hash` also `scenario_hash`, so that a new scenario
+field (which every scenario's canonical JSON then carries) is not a change in itself: write the
+reference with the same flags as the check. The file keeps, beside each digest, the summaries
+(no series), so that
 `--check` names the fields that moved.
 """
 
@@ -141,12 +144,14 @@ def cases() -> dict[str, Callable[[], dict[str, Any]]]:
     return out
 
 
-def measure(name: str, ignore_version: bool) -> tuple[str, dict[str, Any]]:
+def measure(name: str, ignore_version: bool, ignore_hash: bool) -> tuple[str, dict[str, Any]]:
     result = simulate(Scenario.model_validate(cases()[name]()))
     # Neither the time taken nor which build took it (compiled or pure) is a result.
     doc = result.model_dump(mode="json", exclude={"wall_time", "engine_build"})
     if ignore_version:
         doc.pop("engine_version", None)
+    if ignore_hash:
+        doc.pop("scenario_hash", None)
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
     summary = {k: v for k, v in doc.items() if k != "series"}
     return hashlib.sha256(blob).hexdigest(), summary
@@ -170,6 +175,7 @@ def main() -> None:
     ap.add_argument("--only", help="comma-separated substrings of case names")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--ignore-version", action="store_true")
+    ap.add_argument("--ignore-hash", action="store_true")
     args = ap.parse_args()
     names = list(cases())
     if args.only:
@@ -178,7 +184,7 @@ def main() -> None:
         print("\n".join(names))
         return
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {n: pool.submit(measure, n, args.ignore_version) for n in names}
+        futures = {n: pool.submit(measure, n, args.ignore_version, args.ignore_hash) for n in names}
         got = {n: f.result() for n, f in futures.items()}
     if args.write:
         data = {n: {"digest": d, "summary": s} for n, (d, s) in got.items()}

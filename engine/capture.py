@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 from engine.net import Egress
 from engine.packet import IP_HEADER, TCP_HEADER, UDP_HEADER, Kind, Packet, Path, SackBlocks
 from engine.tcp.receiver import advertised_window, window_shift
+from engine.variants import variant
 
 if TYPE_CHECKING:
     from engine.flows import Flow
@@ -230,7 +231,7 @@ class _Endpoints:
         wanted = [struct.pack("!BBH", 2, 4, tcp.mss)]
         if tcp.window_scaling:
             wanted.append(NOP + struct.pack("!BBB", 3, 3, self.shift))
-        if tcp.sack or tcp.variant == "sack":
+        if variant(tcp.variant).sack_permitted(tcp):
             wanted.append(NOP * 2 + b"\x04\x02")
         options = b"".join(wanted[: budget // 4])
         if len(options) < budget:

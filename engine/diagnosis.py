@@ -35,6 +35,7 @@ from engine.packet import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, Limit, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.usage import Share
+from engine.variants import variant
 
 REACHED = 0.85  # achieved/bound at or above which a bound counts as the binding one
 
@@ -151,9 +152,11 @@ def _diagnose_tcp(
     p = s.plr or 0.0
     achieved = s.goodput_bps
     # Mathis models a loss-driven window; BBR's rate is not set by loss (docs/scenario.md).
-    loss_based = tcp.variant != "bbr"
+    traits = variant(tcp.variant)
     loss_bound = (
-        mathis_bps(tcp.mss, measured_rtt, p, b) if p > 0 and measured_rtt and loss_based else None
+        mathis_bps(tcp.mss, measured_rtt, p, b)
+        if p > 0 and measured_rtt and traits.loss_based
+        else None
     )
     if loss_bound is not None and loss_bound < achieved:
         loss_bound = None  # not a sawtooth the formula describes (see the module docstring)
@@ -169,7 +172,8 @@ def _diagnose_tcp(
     candidates: dict[Limit, float] = {"link_capacity": link.bound_bps}
     if window_bps is not None:
         candidates["receive_window"] = window_bps
-    if loss_bound is not None and tcp.variant != "none":
+    # A fixed window has no window for loss to size: the bound is a figure, not a limit.
+    if loss_bound is not None and traits.limits_window:
         candidates["loss"] = loss_bound
     name: Limit
     name, bound = min(candidates.items(), key=lambda kv: kv[1])
@@ -181,7 +185,7 @@ def _diagnose_tcp(
         # policer) overflowing under it, a symptom of the link limit rather than its cause.
         name = "link_capacity"
     elif achieved < REACHED * bound:
-        if policing is not None and tcp.variant != "none":
+        if policing is not None and traits.limits_window:
             name = "pvc_policing"
         elif s.timeouts and s.timeouts * tcp.min_rto > 0.2 * (s.completion_time or 1e-9):
             name = "timeouts"
@@ -189,7 +193,7 @@ def _diagnose_tcp(
             # Nothing lost, every bound out of reach: the window had not grown to what the
             # path holds, because the transfer or the run ended first.
             name = "congestion_window"
-        elif p > 0 and tcp.variant != "none":
+        elif p > 0 and traits.limits_window:
             name = "loss"
     if name == "loss" and policing is not None:
         name = "pvc_policing"  # the losses that set the pace are the policer's discards

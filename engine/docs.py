@@ -11,15 +11,19 @@ import sys
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from engine.result import Result
-from engine.scenario import Scenario
+from engine.scenario import Scenario, TcpSpec
 from engine.study import StudySpec
+from engine.variants import names, variant
+
+if TYPE_CHECKING:
+    from engine.tcp.cc import CongestionOps
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "scenario.md"
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (python -m engine.docs --write) -->"
@@ -161,6 +165,10 @@ def type_name(
     unit = _unit_kind([*(metadata or []), *meta])
     if unit:
         return unit
+    for m in [*(metadata or []), *meta]:  # a name in a registry read when validating
+        choices = getattr(m, "choices", None)
+        if callable(choices):
+            return " \\| ".join(f"`{a}`" for a in choices())
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
@@ -243,6 +251,39 @@ def reference() -> str:
                 f"{description(model, name, info)} |"
             )
         out.append("")
+    out.append(variants_table())
+    return "\n".join(out)
+
+
+def variants_table() -> str:
+    """Every registered TCP variant (`tcp.variant`) with the traits its class declares."""
+    out = [
+        "### TCP variants\n",
+        "The values of `tcp.variant`, each with what the engine runs for it: the loss "
+        "recovery without SACK, whether SACK applies, the slow start when `tcp.slow_start` "
+        "is left out, whether its rate follows loss (the Mathis bound of the diagnosis), "
+        "the window it keeps on a loss, and the series it adds to `flow.<id>.*`.\n",
+        "| variant | what it is | recovery | SACK | slow start | loss-based | "
+        "decrease on loss | series |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name in names():
+        cls = variant(name)
+        spec = TcpSpec(variant=name, sack=True)
+        if cls.implies_sack:
+            sack = "always"
+        elif cls.sack_recovery(spec):
+            sack = "with `tcp.sack`"
+        else:
+            sack = "no effect"
+        slow_start = "its own" if cls.own_slow_start else f"`{cls.default_slow_start}`"
+        decrease = f"{cls.decrease_factor(spec):g}" if cls.loss_based and cls.limits_window else "-"
+        series = ", ".join(f"`{n}`" for n, _ in cls.traces) or "-"
+        out.append(
+            f"| `{name}` | {cls.summary} | `{cls.recovery.name}` | {sack} | {slow_start} | "
+            f"{_loss_based(cls)} | {decrease} | {series} |"
+        )
+    out.append("")
     return "\n".join(out)
 
 
@@ -259,6 +300,12 @@ def main(argv: list[str]) -> int:
         return 0
     sys.stdout.write(reference())
     return 0
+
+
+def _loss_based(cls: type[CongestionOps]) -> str:
+    if not cls.limits_window:
+        return "timeouts only"
+    return "yes" if cls.loss_based else "no"
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ class TcpFlow(Flow):
         if cc.randomized:
             cc.random = stream(seed, f"flow:{spec.id}:cc").random
         self.sender = TcpSender(
-            env, self, tcp, limit, fwd, cc, recovery_for(tcp), advertised_window(tcp)
+            env, self, tcp, limit, fwd, cc, recovery_for(tcp, type(cc)), advertised_window(tcp)
         )
         self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
         # The last element of each path is the peer endpoint.

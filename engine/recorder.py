@@ -15,7 +15,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from engine.result import Series
 if TYPE_CHECKING:  # the port, the flows and the sender import this module
     from engine.flows import TcpFlow
     from engine.net import Egress
-    from engine.tcp.cc.bbr import Bbr
+    from engine.tcp.cc import CongestionOps
     from engine.tcp.sender import TcpSender
 
 TRACE_CAP = 20_000
@@ -151,7 +151,8 @@ class DelayStats:
 
 class TcpProbe:
     """Traces a TCP sender's state after each ACK, timeout and transmission burst; a
-    pacing sender's rate too, and BBR's mode and bandwidth estimate."""
+    pacing sender's rate too, and the traces its congestion control names (`traces`:
+    BBR's mode and bandwidth estimate)."""
 
     #: The traces, in the order `series()` lists them: `flow.<id>.<name>`.
     SERIES = (
@@ -166,8 +167,6 @@ class TcpProbe:
         "retransmissions",
         "delay",
         "pacing_rate",
-        "bbr_state",
-        "bbr_bw",
     )
     __slots__ = (
         "prefix",
@@ -181,11 +180,12 @@ class TcpProbe:
         "_srtt",
         "_rto",
         "_retransmissions",
-        "_bbr",
+        "cc_traces",
+        "_cc",
     )
-    #: The sender's strategy when it is rate-based (BBR's), set by `start` with the BBR
-    #: traces and read only when they are set.
-    _bbr: Bbr
+    #: The sender's strategy when it names traces of its own, set by `start` with them
+    #: and read only when there are some.
+    _cc: CongestionOps
 
     def __init__(self, flow_id: str):
         self.prefix = f"flow.{flow_id}."
@@ -215,8 +215,8 @@ class TcpProbe:
         self._cwnd_since = 0.0  # when the current cwnd began (start() sets it)
         self._cwnd_now = 0
         self.pacing_rate: Trace | None = None  # set by `start` when the sender paces
-        self.bbr_state: Trace | None = None
-        self.bbr_bw: Trace | None = None
+        #: The congestion control's own traces (its `traces`), in its order.
+        self.cc_traces: dict[str, Trace] = {}
 
     def effective_cwnd(self, snd: TcpSender) -> int:
         return snd.window() if not snd.cc.limits_window else snd.st.cwnd
@@ -228,10 +228,9 @@ class TcpProbe:
         self.cwnd.add(snd.env.now, self._cwnd_now)
         if snd.pacing:
             self.pacing_rate = Trace("bit/s")
-        if snd.cc.rate_based:
-            self.bbr_state = Trace("state")
-            self.bbr_bw = Trace("bit/s")
-            self._bbr = cast("Bbr", snd.cc)  # the one rate-based strategy
+        if snd.cc.traces:
+            self.cc_traces = {name: Trace(unit) for name, unit in snd.cc.traces}
+            self._cc = snd.cc
 
     def on_send(self, snd: TcpSender) -> None:
         now = snd.env.now
@@ -273,15 +272,13 @@ class TcpProbe:
             self._retransmissions = snd.retransmissions
             self.retransmissions.add(now, snd.retransmissions)
         if self.pacing_rate is not None:
-            self._on_pacing(snd, now)
+            self.pacing_rate.add(now, snd.cc.pacing_rate(snd.st) * 8)
+        if self.cc_traces:
+            self._on_cc(now)
 
-    def _on_pacing(self, snd: TcpSender, now: float) -> None:
-        assert self.pacing_rate is not None
-        self.pacing_rate.add(now, snd.cc.pacing_rate(snd.st) * 8)
-        if self.bbr_state is not None and self.bbr_bw is not None:
-            cc = self._bbr
-            self.bbr_state.add(now, int(cc.mode))
-            self.bbr_bw.add(now, cc.bw.get() * 8)
+    def _on_cc(self, now: float) -> None:
+        for trace, value in zip(self.cc_traces.values(), self._cc.traced(), strict=True):
+            trace.add(now, value)
 
     def cwnd_mean(self, end: float) -> float | None:
         if not self.cwnd.t:  # not started: start() records the first point
@@ -296,7 +293,9 @@ class TcpProbe:
 
     def series(self) -> dict[str, Trace]:
         names = self.SERIES
-        return {self.prefix + n: trace for n in names if (trace := getattr(self, n)) is not None}
+        found = {self.prefix + n: trace for n in names if (trace := getattr(self, n)) is not None}
+        found.update({self.prefix + n: trace for n, trace in self.cc_traces.items()})
+        return found
 
 
 class LinkProbe:

@@ -16,6 +16,7 @@ from engine.net import link_wire
 from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Link, Scenario, TcpBulkFlow
 from engine.scenario.common import PCAP_FILE_HEADER, PCAP_RECORD_HEADER
+from engine.variants import variant
 
 Links = dict[str, Link]
 Routes = dict[str, list[routing.Hop]]  # flow id -> its hops
@@ -29,7 +30,6 @@ Routes = dict[str, list[routing.Hop]]  # flow id -> its hops
 # run ends), and follows the packets hop by hop. Checked against real runs of the presets
 # and synthetic scenarios (tests/unit/test_estimate.py): within a factor of 2 of `events`.
 
-GENTLE = frozenset({"sack", "cubic", "vegas"})
 TIMER_EVERY = 4  # one retransmission or delayed-ACK timer event per this many segments
 MOST = 10**18  # counts are capped here, so absurd scenarios give a number, not an overflow
 
@@ -150,16 +150,19 @@ def _tcp_plan(f: TcpBulkFlow, facts: PathFacts, loss_of: LossOf, extra: int) -> 
     acked = 1.0 - loss_of(f.dst, f.src, TCP_IP_HEADERS, 1.0).mean
     first = min(1 - (1 - loss.first) * acked, 0.99)
     again = min(1 - (1 - loss.again) * acked, 0.99)
-    if e > 0 and tcp.variant not in ("none", "bbr"):  # BBR's rate does not follow loss
+    traits = variant(tcp.variant)
+    # BBR's rate does not follow loss; a fixed window has no window for loss to size.
+    if e > 0 and traits.loss_based and traits.limits_window:
         # PFTK: B = 1 / (RTT sqrt(2bp/3) + T0 min(1, 3 sqrt(3bp/8)) p f(p)), p the loss
         # events per packet, T0 f(p) the stall of a timeout and its backoff (_stall).
         t0 = min(max(tcp.min_rto, 2 * rtt), tcp.max_rto)
         q = min(1.0, 3 * math.sqrt(3 * b * e / 8) * p / e)  # a burst times out more often
-        if tcp.sack or tcp.variant in GENTLE:
-            q /= 2  # measured: these recover from more losses without a timeout
+        # Measured: SACK recovers from more losses without a timeout (so do the variants
+        # whose `timeout_factor` says so).
+        q *= 0.5 if traits.sack_permitted(tcp) else traits.timeout_factor
         # A gentler decrease than Reno's halving (CUBIC's beta) keeps a larger window:
         # AIMD's sqrt((1 + beta) / (2 (1 - beta))) against Reno's sqrt(3/2).
-        beta = tcp.cubic_beta if tcp.variant == "cubic" else 0.5
+        beta = traits.decrease_factor(tcp)
         gentler = math.sqrt((1 + beta) / (2 * (1 - beta)) / 1.5)
         # Per loss event: 1/e segments in congestion avoidance, an RTT apart per window,
         # and with probability q a timeout's stall and retransmissions. (1 - p): near total

@@ -7,11 +7,48 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     BeforeValidator,
     Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
     model_validator,
 )
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticKnownError, core_schema
 
 from engine.scenario.common import Count, PositiveByteSize, PositiveDuration, _Errors, _Model
 from engine.units import Duration, format_duration
+from engine.variants import names, variant
+
+
+class VariantName:
+    """The `variant` field's type: a name in engine.variants, the one registry, read when
+    a value is validated or a schema written, so a variant registered later (a test's own)
+    is valid too. Its JSON Schema is an enum of the names, as a Literal's would be, and an
+    unknown name is the same `literal_error` a Literal gives."""
+
+    @staticmethod
+    def choices() -> tuple[str, ...]:
+        return names()
+
+    @classmethod
+    def _validate(cls, value: Any) -> str:
+        names = cls.choices()
+        if isinstance(value, str) and value in names:
+            return value
+        quoted = [repr(n) for n in names]
+        expected = quoted[0] if len(quoted) < 2 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+        raise PydanticKnownError("literal_error", {"expected": expected})
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            cls._validate, serialization=core_schema.to_string_ser_schema()
+        )
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"enum": list(cls.choices()), "type": "string"}
 
 
 def _quickack_switch(value: Any) -> Any:
@@ -44,11 +81,11 @@ class DelayedAckSpec(_Model):
 class TcpSpec(_Model):
     """TCP sender and receiver settings of a tcp_bulk flow."""
 
-    variant: Literal["none", "tahoe", "reno", "newreno", "sack", "vegas", "cubic", "bbr"] = (
-        "newreno"
-    )
-    """Congestion control; `none` is a fixed window with go-back-N on timeout; `bbr` is BBR
-    v1 (Linux's tcp_bbr, ns-3's TcpBbr: rate-based, paced, not loss-based)."""
+    variant: Annotated[str, VariantName] = "newreno"
+    """Congestion control: one of the variants tabled under "TCP variants" in
+    docs/scenario.md, with each one's recovery, slow start and traits. `none` is a fixed
+    window with go-back-N on timeout; `bbr` is BBR v1 (Linux's tcp_bbr, ns-3's TcpBbr:
+    rate-based, paced, not loss-based)."""
     sack: bool = False
     """SACK loss recovery (RFC 6675) under any variant."""
     fast_retransmit: bool = True
@@ -108,6 +145,26 @@ class TcpSpec(_Model):
     avoidance; in the first slow start only. None (the default) is the variant's own:
     `hystart` for cubic (on by default in Linux and ns-3), `standard` for the others (no
     delay exit in Linux's Reno or ns-3's NewReno; Vegas has its own, `vegas_gamma`)."""
+    loss_detection: Literal["rack", "dupack"] = "rack"
+    """How a sender with SACK finds its losses. `rack` (the default, as Linux since 4.18):
+    RACK-TLP (RFC 8985), by time: a segment is lost once one sent after it is delivered
+    (and, outside recovery with few segments SACKed, a quarter of the minimum RTT more
+    has passed), a retransmission like any other, so a retransmission lost again is
+    resent without waiting for the retransmission timeout; a tail loss probe (2 SRTT
+    after the last ACK) draws out the ACKs that reveal losses at the end of a flight.
+    `dupack`: RFC 6675's, three duplicate ACKs or three segments SACKed above a hole, a
+    hole resent once per recovery, as ns-2, ns-3 and OPNET run it (the seed presets pin
+    it). Without SACK both are NewReno's duplicate ACKs (Linux's RACK needs SACK)."""
+    ack_counting: Literal["segments", "acks"] = "segments"
+    """What an ACK is worth to window growth. `segments` (the default, as Linux and ns-3's
+    TcpCubic and TcpLinuxReno): every segment it acknowledges counts. Slow start adds them
+    all, up to ssthresh, and carries the rest into congestion avoidance (Linux's
+    tcp_slow_start), which adds one segment per window of segments acknowledged (RFC
+    3465 byte counting, Linux's tcp_cong_avoid_ai); with delayed ACKs the window still
+    doubles per round trip in slow start. `acks`: RFC 5681 per ACK, min(N, SMSS) in slow
+    start and SMSS*SMSS/cwnd in congestion avoidance, as ns-2, OPNET and ns-3's
+    TcpNewReno run it: with delayed ACKs x1.5 per round trip in slow start and half a
+    segment per round trip after. The seed presets pin `acks`."""
     prr_bound: Literal["ssrb", "crb"] = "ssrb"
     """recovery prr: the bound once pipe is below ssthresh. `ssrb` (slow-start reduction
     bound, Linux's): up to one SMSS more than delivered on each ACK that advances snd_una;
@@ -134,6 +191,11 @@ class TcpSpec(_Model):
     """cubic: multiplicative decrease factor (RFC 9438)."""
     cubic_fast_convergence: bool = True
     cubic_tcp_friendliness: bool = True
+    bbr_lt_bw: bool = True
+    """bbr: Linux's long-term bandwidth estimate (lt_bw): after two lossy intervals of 4 to
+    16 round trips (20% lost or more) with consistent delivery rates, BBR takes their
+    mean as a policer's rate and paces at it, without probing, for 48 round trips. On by
+    default, as in Linux's tcp_bbr; false as ns-3's TcpBbr, which has no such estimate."""
     pacing: bool | None = None
     """Pace segments: at Linux's rate, cwnd/srtt times 2 while cwnd < ssthresh/2, else
     times 1.2 (the first 10 segments leave unpaced); `bbr` paces at its own rate. Null
@@ -152,36 +214,7 @@ class TcpSpec(_Model):
                 f"min_rto {format_duration(self.min_rto)}",
                 self.max_rto,
             )
-        if self.variant == "bbr" and self.pacing is False:
-            errors.add(
-                ("pacing",),
-                "invalid_combination",
-                "bbr always paces: its rate is its model of the path",
-                self.pacing,
-            )
-        if self.variant == "none" and self.pacing:
-            errors.add(
-                ("pacing",),
-                "invalid_combination",
-                "pacing follows cwnd, which variant none does not have",
-                self.pacing,
-            )
-        if self.variant == "none" and self.slow_start not in (None, "standard"):
-            errors.add(
-                ("slow_start",),
-                "invalid_combination",
-                f"slow_start {self.slow_start} needs a congestion window: variant none "
-                "sends a fixed window and has no slow start",
-                self.slow_start,
-            )
-        if self.variant == "bbr" and self.slow_start not in (None, "standard"):
-            errors.add(
-                ("slow_start",),
-                "invalid_combination",
-                f"slow_start {self.slow_start} does not apply to bbr: it leaves STARTUP by its "
-                "own rule (three rounds without 25% more bandwidth)",
-                self.slow_start,
-            )
+        self._check_variant(errors)
         if self.vegas_alpha > self.vegas_beta:
             errors.add(
                 ("vegas_beta",),
@@ -191,3 +224,28 @@ class TcpSpec(_Model):
             )
         errors.raise_if_any()
         return self
+
+    def _check_variant(self, errors: _Errors) -> None:
+        """Options the variant has no use for, as its traits say."""
+        cls = variant(self.variant)
+        if cls.always_paces and self.pacing is False:
+            errors.add(
+                ("pacing",),
+                "invalid_combination",
+                f"{self.variant} always paces: its rate is its model of the path",
+                self.pacing,
+            )
+        if not cls.limits_window and self.pacing:
+            errors.add(
+                ("pacing",),
+                "invalid_combination",
+                f"pacing follows cwnd, which variant {self.variant} does not have",
+                self.pacing,
+            )
+        if cls.own_slow_start and self.slow_start not in (None, "standard"):
+            errors.add(
+                ("slow_start",),
+                "invalid_combination",
+                f"slow_start {self.slow_start} does not apply: {cls.own_slow_start}",
+                self.slow_start,
+            )

@@ -14,6 +14,7 @@ from engine.scenario.network import Link, Pvc
 from engine.scenario.tcp import TcpSpec
 from engine.tcp.receiver import effective_window
 from engine.units import format_duration, format_rate, format_size
+from engine.variants import variant
 
 if TYPE_CHECKING:
     from engine.scenario.document import Scenario
@@ -148,8 +149,10 @@ def _tcp_warnings(path: str, tcp: TcpSpec) -> list[str]:
             f"[min_rto {format_duration(tcp.min_rto)}, max_rto {format_duration(tcp.max_rto)}]: "
             "the bounds apply"
         )
-    if tcp.variant == "none" and tcp.sack:
-        found.append(f"{path}.tcp.sack has no effect with variant none (go-back-N on timeout)")
+    if tcp.sack and not variant(tcp.variant).sack_recovery(tcp):
+        found.append(
+            f"{path}.tcp.sack has no effect with variant {tcp.variant} (go-back-N on timeout)"
+        )
     return found
 
 

@@ -58,6 +58,31 @@ class Ranges:
         self.total += new_end - new_start - old
         return i, _below(new_start, new_end, mark) - old_below
 
+    def discard(self, start: int, end: int) -> int:
+        """Uncover [start, end), cutting the blocks it overlaps; returns the bytes it
+        uncovered. Costs a search plus the blocks it crosses."""
+        starts, ends = self.starts, self.ends
+        i = bisect_right(ends, start)  # the first block ending above start
+        j = i
+        kept_starts: list[int] = []
+        kept_ends: list[int] = []
+        removed = 0
+        while j < len(starts) and starts[j] < end:
+            s, e = starts[j], ends[j]
+            removed += (e if e < end else end) - (s if s > start else start)
+            if s < start:
+                kept_starts.append(s)
+                kept_ends.append(start)
+            if e > end:
+                kept_starts.append(end)
+                kept_ends.append(e)
+            j += 1
+        if j > i:
+            starts[i:j] = kept_starts
+            ends[i:j] = kept_ends
+            self.total -= removed
+        return removed
+
     def containing(self, seq: int) -> int:
         """The index of the block holding byte `seq`, or -1."""
         i = bisect_right(self.starts, seq) - 1

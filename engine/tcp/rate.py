@@ -163,6 +163,13 @@ class DeliveryRate:
         rs.interval = interval
         return rs
 
+    def on_timeout(self, outstanding: int) -> None:
+        """A retransmission timeout deemed the `outstanding` bytes lost (tcp_enter_loss).
+        They count in `lost` (BBR's policer detection reads it) but in no ACK's sample:
+        Linux's rs->losses are the losses an ACK marked."""
+        self.lost += outstanding
+        self.lost_seen += outstanding
+
     def mark_app_limited(self, in_flight: int) -> None:
         """tcp_rate_check_app_limited: the application has nothing more to send."""
         self.app_limited = (self.delivered + in_flight) or 1

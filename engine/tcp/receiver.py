@@ -17,6 +17,7 @@ from engine.packet import (
     SackBlocks,
 )
 from engine.tcp.ranges import Ranges
+from engine.variants import variant
 
 if TYPE_CHECKING:
     from engine.flows import TcpFlow
@@ -97,7 +98,7 @@ class TcpReceiver:
         self.flow = flow
         self.path = path
         self.wnd = advertised_window(spec)
-        self.sack = spec.sack or spec.variant == "sack"
+        self.sack = variant(spec.variant).sack_permitted(spec)
         self.delack_enabled = spec.delayed_ack.enabled
         self.delack_count = spec.delayed_ack.count
         self.delack_timeout = spec.delayed_ack.timeout

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet, Path
+from engine.tcp.flight import cong_control, in_flight
+from engine.tcp.pacing import Pacer
 from engine.tcp.rate import DeliveryRate
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
 from engine.tcp.rtt import RttEstimator
@@ -24,11 +26,6 @@ if TYPE_CHECKING:  # the recorder's probe, attached by the flow
     from engine.scenario import TcpSpec
     from engine.tcp.cc import CongestionOps
     from engine.tcp.recovery import NoRecovery
-
-# Linux spaces segments only once ten have been sent (tcp_update_skb_after_send:
-# data_segs_out >= 10), and ns-3 leaves the initial window unpaced: the first flight
-# leaves at once, the eleventh segment is the first to wait.
-UNPACED_SEGMENTS = 10
 
 
 class TcpSender:
@@ -62,8 +59,7 @@ class TcpSender:
         "dup_acks_total",
         "rate",
         "pacing",
-        "pace_timer",
-        "next_release",
+        "pacer",
         "ss_samples",
     )
 
@@ -111,10 +107,9 @@ class TcpSender:
         self.dup_acks_total = 0  # every duplicate ACK of the run (dupacks: the current run of them)
         # Delivery-rate samples for congestion control that models the path (BBR).
         self.rate = DeliveryRate() if cc.rate_based else None
-        # Pacing: one timer per flow releases the next segment at next_release.
         self.pacing = bool(spec.pacing) or cc.always_paces
-        self.pace_timer = Timer(env, self.try_send) if self.pacing else None
-        self.next_release = 0.0
+        self.pacer = Pacer(env, self.try_send) if self.pacing else None
+        recovery.bind(self)
 
     # --- application side -------------------------------------------------------------
 
@@ -146,8 +141,8 @@ class TcpSender:
         what the recovery strategy chooses."""
         if not self.established:
             return
-        if self.pacing and self.env.now < self.next_release:
-            self._hold()
+        pacer = self.pacer
+        if pacer is not None and pacer.holds():
             return
         recovery = self.recovery
         if recovery.paces_recovery and self.st.phase == Phase.RECOVERY:
@@ -160,12 +155,12 @@ class TcpSender:
         if rate is not None and not rate.app_limited and self.st.snd_max >= self.limit:
             rate.mark_app_limited(self.in_flight())  # the application has no more data
 
-    def _hold(self) -> None:
-        """Pacing holds the next segment: the flow's one pacing timer releases it."""
-        timer = self.pace_timer
-        assert timer is not None  # only a pacing sender holds segments
-        if not timer.running:
-            timer.start(self.next_release - self.env.now)
+    def may_send(self) -> bool:
+        """Whether pacing lets a segment leave now; if not, the pacing timer is armed to
+        call `try_send` when it may. Linux checks pacing before each retransmission too
+        (tcp_xmit_retransmit_queue's tcp_pacing_check): recovery sends no burst."""
+        pacer = self.pacer
+        return pacer is None or not pacer.holds()
 
     def _send_window(self, extra: int) -> bool:
         """Send every segment the window and the application allow (RFC 1122 SWS rules)."""
@@ -193,8 +188,8 @@ class TcpSender:
                 if skipped != st.snd_nxt:
                     st.snd_nxt = min(skipped, st.snd_max)
                     continue
-            if self.pacing and self.env.now < self.next_release:
-                self._hold()
+            pacer = self.pacer
+            if pacer is not None and pacer.holds():
                 break
             self._send_data(st.snd_nxt, int(length))
             st.snd_nxt += int(length)
@@ -229,35 +224,15 @@ class TcpSender:
             self.rate.on_send(
                 pkt, now, st.snd_una == st.snd_max, retrans, retrans and st.phase != Phase.LOSS
             )
-        if self.pacing:
-            self._pace(length, now)
+        pacer = self.pacer
+        if pacer is not None:
+            pacer.sent(length, self.cc.pacing_rate(self.st), self.segments_sent, now)
+        if self.recovery.tracks_sends:
+            self.recovery.on_sent(seq, length, now, seq < self.st.snd_max)
         self.path[0].accept(pkt)
 
-    def _pace(self, length: int, now: float) -> None:
-        """The next segment may leave `length` / rate after this one (Linux's earliest
-        departure time, tcp_wstamp_ns); a segment sent late does not bank credit."""
-        rate = self.cc.pacing_rate(self.st)
-        if rate > 0 and self.segments_sent >= UNPACED_SEGMENTS:
-            release = self.next_release
-            self.next_release = (release if release > now else now) + length / rate
-
     def in_flight(self) -> int:
-        """Bytes believed in the network (Linux's tcp_packets_in_flight): sent, less what
-        is acknowledged, known delivered out of order, or, after a timeout, deemed lost."""
-        st = self.st
-        recovery = self.recovery
-        if st.phase == Phase.LOSS:
-            # What go-back-N has resent; it skipped what the receiver SACKed (the blocks
-            # crossed are those of the resent stretch, holes the resends have yet to fill).
-            flight = st.snd_nxt - st.snd_una
-            if recovery.scoreboard and flight > 0:
-                flight -= recovery.board.sacked.covered_between(st.snd_una, st.snd_nxt)
-            return flight
-        if st.phase == Phase.RECOVERY and recovery.scoreboard:
-            return recovery.board.pipe(st.snd_una, st.snd_max)
-        rate = self.rate
-        assert rate is not None  # asked by rate-based strategies only
-        return st.snd_max - st.snd_una - rate.dup_bytes
+        return in_flight(self)  # engine.tcp.flight
 
     # --- what recovery strategies ask for (engine.tcp.recovery.base.Sender) ---------------
 
@@ -306,6 +281,15 @@ class TcpSender:
         st.ssthresh = self.cc.ssthresh_after_loss(st)
         st.limited_sent = 0
         st.recover = st.snd_max
+
+    def sent_by_timer(self) -> None:
+        """A recovery timer (a tail loss probe) sent a segment: the recorder sees it."""
+        if self.probe is not None:
+            self.probe.on_send(self)
+
+    def reduce_window(self) -> None:
+        self.congestion_event()
+        self.st.cwnd = min(self.st.cwnd, self.st.ssthresh)
 
     def exit_recovery(self) -> None:
         """Fast recovery is over: deflate cwnd to ssthresh and reopen (RFC 5681 3.2 step 6,
@@ -406,32 +390,12 @@ class TcpSender:
         else:
             self.rwnd = pkt.wnd
         if rate is not None:
-            self._cong_control(
-                rate, pkt, st.snd_una - una, self.dup_acks_total != dup_acks, prior_in_flight
+            cong_control(
+                self, rate, pkt, st.snd_una - una, self.dup_acks_total != dup_acks, prior_in_flight
             )
         self.try_send()
         if self.probe is not None:
             self.probe.on_state(self)
-
-    def _cong_control(
-        self, rate: DeliveryRate, pkt: Packet, acked: int, dupack: bool, prior_in_flight: int
-    ) -> None:
-        """A rate-based strategy sets cwnd from the ACK's delivery-rate sample, after the
-        recovery strategy (whose window changes it overrides), as Linux's cong_control.
-        Its cwnd counts bytes in flight; the sender's window test counts from snd_una
-        (or, in an RFC 6675 recovery, the pipe), so what is known delivered out of order
-        is added back."""
-        st = self.st
-        rs = rate.on_ack(
-            pkt, st.now, acked, dupack, st.mss, st.snd_max - st.snd_una, prior_in_flight
-        )
-        in_flight = self.in_flight()
-        cwnd = self.cc.cong_control(st, rs, rate, in_flight)
-        if not (st.phase == Phase.RECOVERY and self.recovery.paces_recovery):
-            beyond = st.snd_nxt - st.snd_una - in_flight
-            if beyond > 0:
-                cwnd += beyond
-        st.cwnd = cwnd
 
     def _limited_transmit(self) -> None:
         """RFC 3042 / RFC 5681 3.2: on the first and second duplicate ACKs send new data
@@ -470,6 +434,9 @@ class TcpSender:
         if self.rto_una != st.snd_una:
             self.congestion_event()
         self.rto_una = st.snd_una
+        if self.rate is not None:
+            self.rate.on_timeout(self.in_flight())  # tcp_enter_loss: all of it deemed lost
+        self.recovery.on_timeout(self)
         st.cwnd = self.cc.loss_window(st)
         st.recover = st.snd_max  # RFC 6582 3.2 step 4
         self.dupacks = 0

@@ -52,7 +52,9 @@ def link(
 
 def tcp_opts(**overrides: Any) -> dict:
     """A deterministic textbook TCP: no handshake, no delayed ACKs, 1 s initial RTO, RFC 5681
-    / 6582 / 6675 fast recovery (not PRR), RFC 5681 slow start (no HyStart)."""
+    / 6582 / 6675 fast recovery (not PRR) with RFC 6675's duplicate-ACK loss detection (not
+    RACK-TLP), RFC 5681 slow start (no HyStart) and growth per ACK (not Linux's per
+    segment acknowledged)."""
     opts: dict[str, Any] = {
         "variant": "reno",
         "mss": 1460,
@@ -66,6 +68,8 @@ def tcp_opts(**overrides: Any) -> dict:
         "initial_rto": 1.0,
         "recovery": "classic",
         "slow_start": "standard",
+        "ack_counting": "acks",
+        "loss_detection": "dupack",
     }
     opts.update(overrides)
     return opts

@@ -40,7 +40,8 @@ from engine.net import wire_bytes
 from engine.packet import Kind
 from engine.scenario import TcpSpec
 from engine.tcp.cc.base import RenoGrowth
-from engine.tcp.cc.bbr import CWND_MIN_SEGMENTS, PROBE_RTT_DURATION, Mode, WindowedMax
+from engine.tcp.cc.bbr import CWND_MIN_SEGMENTS, PROBE_RTT_DURATION, Mode
+from engine.tcp.minmax import WindowedMax
 from engine.tcp.rate import DeliveryRate
 from engine.tcp.state import TcpState
 
@@ -258,13 +259,17 @@ def test_a_single_loss_leaves_the_model_alone_and_cwnd_comes_back(sack):
     assert (f.fast_retransmits, f.timeouts, f.retransmissions) == (1, 0, 1)
     t, _ = first_time(result, "flow.f.retransmissions", lambda v: v >= 1)
     assert value_at(result, "flow.f.bbr_state", t) == Mode.PROBE_BW
-    before = value_at(result, "flow.f.cwnd", t - 1e-6)
+    # The retransmission is paced like any segment (Linux's tcp_xmit_retransmit_queue
+    # checks pacing): it leaves up to one segment time at the pacing rate (~C) after
+    # recovery began and cut cwnd, so cwnd before is read two segment times earlier.
+    before = value_at(result, "flow.f.cwnd", t - 2 * MSS * 8 / C)
     assert before >= 2 * BDP_SEGMENTS * MSS
     bdp = BDP_SEGMENTS * MSS
     assert value_at(result, "flow.f.cwnd", t) <= bdp + 8 * MSS  # packet conservation
     assert value_at(result, "flow.f.cwnd", t + 3 * BASE_RTT) >= before - 3 * MSS
     for key in ("flow.f.bbr_bw", "flow.f.pacing_rate"):
         assert value_at(result, key, t) == value_at(result, key, t - 1e-6)
+
     ts, bw = series(result, "flow.f.bbr_bw")
     # After recovery the receiver's delayed-ACK pairing shifts by one segment, so a sample
     # may begin at an ACK for one segment and end at an ACK for two: one segment more than
@@ -273,6 +278,22 @@ def test_a_single_loss_leaves_the_model_alone_and_cwnd_comes_back(sack):
     high = C * (1 + 1 / BDP_SEGMENTS)
     assert all(0.98 * C <= v <= high for tt, v in zip(ts, bw, strict=True) if tt > t)
     assert f.goodput_bps >= 0.95 * C
+
+
+@pytest.mark.parametrize("sack", [False, True])
+def test_recovery_is_paced_too(sack):
+    """Linux checks pacing before every retransmission (tcp_xmit_retransmit_queue's
+    tcp_pacing_check): with PRR (Linux's recovery) the fast retransmission leaves at least
+    a segment's time at the pacing rate after the new segment before it, and the next new
+    one as long after it; no burst at the start of recovery."""
+    result = run(path("bbr", duration=3.5, loss=script_loss(2500), sack=sack, recovery="prr"))
+    t, _ = first_time(result, "flow.f.retransmissions", lambda v: v >= 1)
+    rate = value_at(result, "flow.f.pacing_rate", t) / 8
+    ts, _ = series(result, "flow.f.seq")
+    before_t = max(x for x in ts if x < t)
+    after_t = min(x for x in ts if x > t)
+    assert t - before_t >= MSS / rate * (1 - 1e-9)
+    assert after_t - t >= MSS / rate * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("sack", [False, True])

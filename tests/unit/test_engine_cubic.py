@@ -12,6 +12,7 @@ estimate W_est = beta W_max + 3(1 - beta)/(1 + beta) t/RTT over the whole epoch:
 cubic region of RFC 9438 4.2 applies, not the Reno-friendly one (4.3).
 """
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -154,7 +155,10 @@ def test_reno_friendly_growth_becomes_one_segment_per_rtt_past_cwnd_prior():
 def test_after_a_timeout_the_epoch_starts_with_k_zero_at_the_current_window():
     """RFC 9438 4.8 (and Linux's bictcp_reset on TCP_CA_Loss): in the first congestion
     avoidance after a timeout, K = 0 and W_max is the window at its start, so the window
-    grows convexly from there instead of climbing back toward the pre-timeout W_max."""
+    grows convexly from there instead of climbing back toward the pre-timeout W_max.
+    Linux's reset also forgets last_max_cwnd, and with none its bictcp_update clamps cnt
+    to 20 (ns-3's TcpCubic the same): one segment per 20 acknowledged, so over a round
+    trip dW = W / 20 and W = 70 e^(t / (20 RTT)), above both cubic terms."""
     cc, st = cubic()
     st.cwnd = 100 * MSS
     st.snd_una, st.snd_max = 0, st.cwnd
@@ -167,9 +171,28 @@ def test_after_a_timeout_the_epoch_starts_with_k_zero_at_the_current_window():
     assert cc.k == 0.0
     assert cc.w_max == pytest.approx(70.0)
     # One second in: W_cubic = 70 + C t^3 and the Reno-friendly 70 + alpha t / RTT are
-    # both far below the 85+ segments a climb toward W_max = 100 would have reached.
+    # both below the clamp's 70 e^(t / 2 s), which sets the window.
     t, w = trace[-1]
-    assert w == pytest.approx(max(70 + C * t**3, 70 + ALPHA * t / 0.1), abs=0.5)
+    assert max(70 + C * t**3, 70 + ALPHA * t / 0.1) < 70 * math.exp(t / (20 * 0.1))
+    assert w == pytest.approx(70 * math.exp(t / (20 * 0.1)), rel=0.01)
+
+
+def test_the_first_epoch_grows_at_least_five_percent_per_round_trip():
+    """Leaving slow start with no loss yet (HyStart), CUBIC has no W_max: the epoch starts
+    at K = 0 from the window it has, where W_cubic = W0 + C t^3 is flat. Linux's
+    bictcp_update and ns-3's TcpCubic::Update clamp cnt (segments acknowledged per segment
+    of growth) to 20 while last_max_cwnd is 0: each window acknowledged adds W / 20, so
+    W = W0 e^(t / (20 RTT)). From 100 segments at RTT 100 ms, after 2 s: 100 e = 272,
+    where the cubic term alone gives 100 + 0.4 (2.1)^3 = 104 and Reno's friendly region
+    100 + 0.53 * 20 = 111. After a loss (W_max known) the clamp is off."""
+    cc, st = cubic()
+    st.cwnd = st.ssthresh = 100 * MSS  # HyStart's exit: ssthresh = cwnd
+    t, w = drive(cc, st, 0.1, 0.0, 2.0)[-1]
+    assert w == pytest.approx(100 * math.exp(t / (20 * 0.1)), rel=0.01)
+    cc, st = cubic()
+    lose(cc, st, 143)  # ssthresh = 0.7 * 143 = 100 segments, W_max = 143
+    t, w = drive(cc, st, 0.1, 0.0, 2.0)[-1]
+    assert w == pytest.approx(w_cubic(t + 0.1, 143), rel=0.02)  # concave, toward W_max
 
 
 def test_after_fast_retransmit_the_epoch_climbs_back_toward_w_max():

@@ -29,9 +29,12 @@ pytestmark = pytest.mark.unit
 MSS = 1460
 
 
-def reno_state(cwnd: int, ssthresh: int = INFINITE_WINDOW) -> tuple[RenoGrowth, TcpState]:
+def reno_state(
+    cwnd: int, ssthresh: int = INFINITE_WINDOW, counting: str = "acks"
+) -> tuple[RenoGrowth, TcpState]:
+    """RFC 5681's growth per ACK (`acks`) unless `counting` says Linux's (`segments`)."""
     st = TcpState(MSS, 1)
-    cc = RenoGrowth(TcpSpec(mss=MSS))
+    cc = RenoGrowth(TcpSpec(mss=MSS, ack_counting=counting))
     cc.init(st)
     st.cwnd, st.ssthresh = cwnd, ssthresh
     return cc, st
@@ -66,6 +69,56 @@ def test_congestion_avoidance_adds_about_one_smss_per_window_of_acks():
     for _ in range(10):
         cc.increase_window(st, MSS)
     assert 0.9 * MSS <= st.cwnd - 10 * MSS <= MSS
+
+
+# --- Linux's counting: every segment acknowledged (tcp_slow_start, tcp_cong_avoid_ai) ------
+
+
+@pytest.mark.parametrize("acked", [MSS, 2 * MSS, 5 * MSS, 500])
+def test_linux_slow_start_adds_everything_acknowledged(acked):
+    """tcp_slow_start: cwnd = min(cwnd + acked, ssthresh): a delayed ACK of two segments
+    adds two, so the window doubles per round trip whatever the ACK ratio."""
+    cc, st = reno_state(4 * MSS, counting="segments")
+    cc.increase_window(st, acked)
+    assert st.cwnd == 4 * MSS + acked
+
+
+def test_linux_slow_start_stops_at_ssthresh_and_carries_the_rest():
+    """cwnd 9, ssthresh 10, an ACK of 3 segments: slow start takes cwnd to 10 and returns
+    2 segments to congestion avoidance, which banks them toward the next segment (one per
+    10 acknowledged at cwnd 10); 8 more segments acknowledged add it."""
+    cc, st = reno_state(9 * MSS, ssthresh=10 * MSS, counting="segments")
+    cc.increase_window(st, 3 * MSS)
+    assert (st.cwnd, cc.cwnd_cnt) == (10 * MSS, 2 * MSS)
+    for _ in range(4):
+        cc.increase_window(st, 2 * MSS)
+    assert (st.cwnd, cc.cwnd_cnt) == (11 * MSS, 0)
+
+
+def test_linux_congestion_avoidance_adds_a_segment_per_window_acknowledged():
+    """RFC 3465 byte counting (tcp_cong_avoid_ai): at cwnd 10 the fifth delayed ACK of two
+    segments completes a window and adds one segment, where RFC 5681's SMSS^2/cwnd per ACK
+    adds half of one for the same five ACKs."""
+    cc, st = reno_state(10 * MSS, ssthresh=10 * MSS, counting="segments")
+    for _ in range(4):
+        cc.increase_window(st, 2 * MSS)
+    assert st.cwnd == 10 * MSS
+    cc.increase_window(st, 2 * MSS)
+    assert st.cwnd == 11 * MSS
+    per_ack, st2 = reno_state(10 * MSS, ssthresh=10 * MSS)
+    for _ in range(5):
+        per_ack.increase_window(st2, 2 * MSS)
+    # (each ACK adds a little less than the one before as cwnd grows: 714 B, not 730)
+    assert st2.cwnd - 10 * MSS == pytest.approx(MSS / 2, rel=0.03)
+
+
+def test_linux_credit_banked_at_a_larger_window_is_spent_gently():
+    """tcp_cong_avoid_ai: credits of snd_cwnd_cnt >= w (the window shrank since) add one
+    segment and are dropped, not a burst of several."""
+    cc, st = reno_state(4 * MSS, ssthresh=4 * MSS, counting="segments")
+    cc.cwnd_cnt = 9 * MSS
+    cc.increase_window(st, MSS)
+    assert (st.cwnd, cc.cwnd_cnt) == (5 * MSS, MSS)
 
 
 @pytest.mark.parametrize(

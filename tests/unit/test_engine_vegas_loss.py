@@ -23,7 +23,13 @@ BASE = 0.1
 
 
 def vegas(mode: str, cwnd_segments: int = 20):
-    cc = Vegas(TcpSpec(variant="vegas", vegas_loss=mode, vegas_alpha=2, vegas_beta=4))
+    # Growth per ACK (RFC 5681), so that Reno's congestion avoidance over a round's two
+    # ACKs (2 SMSS^2/cwnd) differs from Vegas's whole segment; counting segments as Linux
+    # does, Reno's round adds one segment too.
+    spec = TcpSpec(
+        variant="vegas", vegas_loss=mode, vegas_alpha=2, vegas_beta=4, ack_counting="acks"
+    )
+    cc = Vegas(spec)
     st = TcpState(MSS, 1)
     cc.init(st)
     st.cwnd = cwnd_segments * MSS

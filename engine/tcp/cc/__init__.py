@@ -1,36 +1,26 @@
-"""Congestion-control strategies, chosen by the scenario's `tcp.variant`."""
+"""Congestion-control strategies, one module per variant family; each registers its
+classes with engine.variants, the one registry, and this package imports every module in
+it, so a new variant is a new module here and nothing else."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import TYPE_CHECKING
 
-from engine.tcp.cc.base import CongestionOps, FixedWindow, RenoGrowth
-from engine.tcp.cc.bbr import Bbr
-from engine.tcp.cc.cubic import Cubic
-from engine.tcp.cc.vegas import Vegas
+from engine.tcp.cc.base import CongestionOps
+from engine.variants import variant
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec
 
-REGISTRY: dict[str, type[CongestionOps]] = {
-    "none": FixedWindow,
-    "tahoe": RenoGrowth,
-    "reno": RenoGrowth,
-    "newreno": RenoGrowth,
-    "sack": RenoGrowth,
-    "vegas": Vegas,
-    "cubic": Cubic,
-    "bbr": Bbr,
-}
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def congestion_ops(spec: TcpSpec) -> CongestionOps:
     """The strategy for `spec.variant` (a TcpSpec)."""
-    try:
-        cls = REGISTRY[spec.variant]
-    except KeyError:
-        raise NotImplementedError(f"tcp variant {spec.variant!r} is not implemented yet") from None
-    return cls(spec)
+    return variant(spec.variant)(spec)
 
 
-__all__ = ["REGISTRY", "CongestionOps", "congestion_ops"]
+__all__ = ["CongestionOps", "congestion_ops"]

@@ -27,9 +27,11 @@ cwnd's target also allows for ACK aggregation: the most data ACKed beyond what B
 explains since an epoch began (extra_acked, over 5-10 rounds, at most 100 ms of BtlBw),
 which delayed and stretched ACKs need.
 
-Not modelled: the long-term ("policer") bandwidth estimate of Linux's lt_bw, TSO-sized
-quanta (3 MSS as ns-3 has it), idle restarts (bulk transfers do not idle), and BBR
-v2/v3.
+With `tcp.bbr_lt_bw` (the default, as Linux) BBR also keeps Linux's long-term bandwidth
+estimate (`bbr_ltbw.py`): through a token-bucket policer it paces at the policed rate.
+
+Not modelled: TSO-sized quanta (3 MSS as ns-3 has it), idle restarts (bulk transfers do
+not idle), and BBR v2/v3.
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ from enum import IntEnum
 from typing import TYPE_CHECKING
 
 from engine.tcp.cc.base import CongestionOps
+from engine.tcp.cc.bbr_ltbw import LongTermBw
+from engine.tcp.minmax import WindowedMax
 from engine.tcp.state import Phase, TcpState
+from engine.variants import register
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec
@@ -76,45 +81,13 @@ class Mode(IntEnum):
     PROBE_RTT = 3
 
 
-class WindowedMax:
-    """Kathleen Nichols' windowed max (Linux lib/win_minmax.c): the best, second and third
-    best samples of a sliding window, so an update is constant time."""
-
-    __slots__ = ("s",)
-
-    def __init__(self) -> None:
-        self.s = [(0, 0.0)] * 3  # (time, value), best first
-
-    def get(self) -> float:
-        return self.s[0][1]
-
-    def reset(self, t: int, v: float) -> None:
-        self.s = [(t, v)] * 3
-
-    def update(self, win: int, t: int, v: float) -> None:
-        """minmax_running_max: add the sample `v` taken at `t`; the window is `win`."""
-        s = self.s
-        if v >= s[0][1] or t - s[2][0] > win:
-            self.reset(t, v)  # a new best, or nothing left in the window
-            return
-        if v >= s[1][1]:
-            s[2] = s[1] = (t, v)
-        elif v >= s[2][1]:
-            s[2] = (t, v)
-        dt = t - s[0][0]
-        if dt > win:
-            # The best has left the window: the others move up, the new sample is third.
-            s[0], s[1], s[2] = s[1], s[2], (t, v)
-            if t - s[0][0] > win:
-                s[0], s[1], s[2] = s[1], s[2], (t, v)
-        elif s[1][0] == s[0][0] and dt > win / 4:
-            s[2] = s[1] = (t, v)  # a quarter of the window passed: take a second choice
-        elif s[2][0] == s[1][0] and dt > win / 2:
-            s[2] = (t, v)  # half of it passed: take a third choice
-
-
 class Bbr(CongestionOps):
     name = "bbr"
+    summary = "BBR v1: paced at its estimate of the path's bandwidth; not loss-based"
+    loss_based = False
+    own_slow_start = "bbr leaves STARTUP by its own rule (three rounds without 25% more bandwidth)"
+    # The mode, BtlBw and, policed, the long-term rate in use (0 when none).
+    traces = (("bbr_state", "state"), ("bbr_bw", "bit/s"), ("bbr_lt_bw", "bit/s"))
     rate_based = True
     always_paces = True
     randomized = True
@@ -154,6 +127,10 @@ class Bbr(CongestionOps):
         self.extra_acked_rounds = 0
         self.ack_epoch_start = 0.0
         self.ack_epoch_acked = 0
+        #: Linux's policer detection (lt_bw), when `tcp.bbr_lt_bw`.
+        self.lt: LongTermBw | None = LongTermBw() if spec.bbr_lt_bw else None
+        #: The connection's delivery counters, known from the first ACK on.
+        self.rate: DeliveryRate | None = None
 
     def init(self, st: TcpState) -> None:
         self.cwnd = st.cwnd
@@ -178,11 +155,20 @@ class Bbr(CongestionOps):
     def on_state_change(self, st: TcpState, phase: Phase) -> None:
         if phase == Phase.LOSS:
             # bbr_set_state(TCP_CA_Loss): cwnd is the loss window (1 segment, from which
-            # it grows back toward the target); full-pipe detection starts over.
+            # it grows back toward the target); full-pipe detection starts over; the
+            # timeout is a lossy end of a round to the policer detection.
             self.cwnd = st.cwnd
             self.prev_phase = Phase.LOSS
             self.full_bw = 0.0
             self.round_start = True
+            if self.lt is not None and self.rate is not None:
+                self.lt.sample(self.rate, 1, False, True, self.mode == Mode.PROBE_BW)
+
+    def traced(self) -> tuple[float, ...]:
+        """The mode (numbered as Linux's enum bbr_mode), BtlBw and lt_bw in bit/s."""
+        lt = self.lt
+        policed = lt.bw * 8 if lt is not None and lt.use else 0.0
+        return (float(self.mode), self.bw.get() * 8, policed)
 
     def pacing_rate(self, st: TcpState) -> float:
         if not self.has_seen_rtt and st.srtt > 0:
@@ -192,6 +178,7 @@ class Bbr(CongestionOps):
     def cong_control(self, st: TcpState, rs: RateSample, rate: DeliveryRate, in_flight: int) -> int:
         """bbr_main: update the model and the mode, then the pacing rate and cwnd."""
         now = st.now
+        self.rate = rate
         self.delivered_time = rate.delivered_time
         self._update_bw(rs, rate)
         self._update_ack_aggregation(rs)
@@ -200,12 +187,17 @@ class Bbr(CongestionOps):
         self._check_drain(st, in_flight)
         self._update_min_rtt(rs, rate, in_flight, now)
         self._update_gains()
-        bw = self.bw.get()
+        bw = self._bw()
         self._set_pacing_rate(st, bw, self.pacing_gain)
         self._set_cwnd(st, rs, rate, in_flight, bw)
         return self.cwnd
 
     # --- the model ---------------------------------------------------------------------
+
+    def _bw(self) -> float:
+        """bbr_bw: the policed rate once a policer is detected, else BtlBw."""
+        lt = self.lt
+        return lt.bw if lt is not None and lt.use else self.bw.get()
 
     def _update_bw(self, rs: RateSample, rate: DeliveryRate) -> None:
         self.round_start = False
@@ -217,6 +209,11 @@ class Bbr(CongestionOps):
             self.round_count += 1
             self.round_start = True
             self.packet_conservation = False
+        lt = self.lt
+        if lt is not None and lt.sample(
+            rate, rs.losses, rs.app_limited, self.round_start, self.mode == Mode.PROBE_BW
+        ):
+            self._reset_probe_bw_mode()  # 48 round trips on lt_bw: probe again
         bw = rs.delivered / rs.interval
         # An application-limited sample says little about the path unless it beats the
         # estimate.
@@ -235,7 +232,7 @@ class Bbr(CongestionOps):
                 self.extra_acked_rounds = 0
                 self.extra_acked_index = i = 1 - self.extra_acked_index
                 self.extra_acked[i] = 0
-        expected = self.bw.get() * (self.delivered_time - self.ack_epoch_start)
+        expected = self._bw() * (self.delivered_time - self.ack_epoch_start)
         if (
             self.ack_epoch_acked <= expected
             or self.ack_epoch_acked + acked >= ACK_EPOCH_RESET_SEGMENTS * self.mss
@@ -254,7 +251,7 @@ class Bbr(CongestionOps):
         if not self.full_bw_reached:
             return 0.0
         extra = EXTRA_ACKED_GAIN * max(self.extra_acked)
-        most = self.bw.get() * EXTRA_ACKED_MAX_TIME
+        most = self._bw() * EXTRA_ACKED_MAX_TIME
         return extra if extra < most else most
 
     def _update_cycle_phase(self, rs: RateSample) -> None:
@@ -343,7 +340,10 @@ class Bbr(CongestionOps):
         elif mode == Mode.DRAIN:
             self.pacing_gain, self.cwnd_gain = DRAIN_GAIN, HIGH_GAIN
         elif mode == Mode.PROBE_BW:
-            self.pacing_gain, self.cwnd_gain = PACING_GAIN_CYCLE[self.cycle_index], CWND_GAIN
+            # Policed (lt_bw in use): pace at the policed rate, no probing above it.
+            lt = self.lt
+            gain = 1.0 if lt is not None and lt.use else PACING_GAIN_CYCLE[self.cycle_index]
+            self.pacing_gain, self.cwnd_gain = gain, CWND_GAIN
         else:
             self.pacing_gain = self.cwnd_gain = 1.0
 
@@ -415,3 +415,6 @@ class Bbr(CongestionOps):
         if self.mode == Mode.PROBE_RTT:
             cwnd = min(cwnd, CWND_MIN_SEGMENTS * mss)
         self.cwnd = cwnd
+
+
+register(Bbr)

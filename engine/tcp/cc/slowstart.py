@@ -23,8 +23,12 @@ with a deep buffer means a window's worth of losses. Two delay-based exits:
   Slow Start (CSS) grows cwnd at a quarter of slow start's rate for up to 5 rounds, then
   ssthresh = cwnd. A round in CSS whose minimum falls back below the baseline was a false
   alarm: slow start resumes. Used only in the first slow start; after a loss or a timeout
-  the sender falls back to standard slow start (section 4.2). Growth per ACK is the
-  engine's RFC 5681 min(N, SMSS) (the L of section 4.2 for an unpaced sender is 8).
+  the sender falls back to standard slow start (section 4.2).
+
+Growth per ACK is `tcp.ack_counting`'s: every byte the ACK acknowledges (`segments`,
+Linux's tcp_slow_start: a delayed ACK of two segments adds two, so the window doubles per
+round trip) or RFC 5681's min(N, SMSS) (`acks`: one segment per ACK, x1.5 per round trip
+with delayed ACKs). HyStart++'s CSS divides either by 4.
 
 RTT samples are taken on a microsecond clock as Linux's are, and come from every ACK of
 new data: the receiver echoes the send time of the
@@ -58,17 +62,20 @@ class SlowStart:
     #: True when the sender must pass every ACK's RTT sample (`on_sample`) in slow start.
     samples = False
 
-    def __init__(self, mss: int, paced: bool = False) -> None:
+    def __init__(self, mss: int, paced: bool = False, limit: int = 0) -> None:
         self.mss = mss
         #: The sender paces its segments (`tcp.pacing`): its ACKs come spread out.
         self.paced = paced
+        #: The most one ACK adds: SMSS (RFC 5681 eq. 2, the default) or, counting
+        #: segments as Linux does, everything it acknowledges (UNLIMITED).
+        self.limit = limit or mss
 
     def on_sample(self, st: TcpState, rtt: float) -> None:
         """An ACK of new data in slow start, with its RTT sample; before cwnd grows."""
 
     def increment(self, st: TcpState, acked: int) -> int:
         """Bytes cwnd grows by in slow start for `acked` newly acknowledged bytes."""
-        return acked if acked < self.mss else self.mss
+        return acked if acked < self.limit else self.limit
 
     def on_congestion(self, st: TcpState) -> None:
         """A loss was detected (fast retransmit or timeout)."""
@@ -86,8 +93,8 @@ class HyStart(SlowStart):
     DELAY_MIN = 0.004  # HYSTART_DELAY_MIN
     DELAY_MAX = 0.016  # HYSTART_DELAY_MAX
 
-    def __init__(self, mss: int, paced: bool = False) -> None:
-        super().__init__(mss, paced)
+    def __init__(self, mss: int, paced: bool = False, limit: int = 0) -> None:
+        super().__init__(mss, paced, limit)
         self.found = False
         self.delay_min = 0.0
         self.round_start = 0.0
@@ -139,7 +146,7 @@ class HyStart(SlowStart):
         # cubictcp_cong_avoid: a round ends when the ACK passes end_seq.
         if st.snd_una > self.end_seq:
             self._reset_round(st)
-        return acked if acked < self.mss else self.mss
+        return acked if acked < self.limit else self.limit
 
     def on_timeout(self, st: TcpState) -> None:
         self.found = False
@@ -158,8 +165,8 @@ class HyStartPlusPlus(SlowStart):
     CSS_GROWTH_DIVISOR = 4
     CSS_ROUNDS = 5
 
-    def __init__(self, mss: int, paced: bool = False) -> None:
-        super().__init__(mss, paced)
+    def __init__(self, mss: int, paced: bool = False, limit: int = 0) -> None:
+        super().__init__(mss, paced, limit)
         self.done = False  # standard slow start from now on
         self.window_end = -1
         self.last_round_min = INF
@@ -216,7 +223,7 @@ class HyStartPlusPlus(SlowStart):
             self.css_baseline = INF
 
     def increment(self, st: TcpState, acked: int) -> int:
-        grow = acked if acked < self.mss else self.mss
+        grow = acked if acked < self.limit else self.limit
         if not self.css or self.done:
             return grow
         grow += self.carry
@@ -238,12 +245,14 @@ REGISTRY: dict[str, type[SlowStart]] = {
     "hystart++": HyStartPlusPlus,
 }
 
-#: `slow_start` when the scenario leaves it out: HyStart for CUBIC as Linux's tcp_cubic
-#: (hystart=1) and ns-3's TcpCubic (HyStart true) run it; standard for the others, as
-#: Linux's Reno and ns-3's TcpNewReno, TcpVegas (which has its own gamma exit) do.
-VARIANT_DEFAULT = {"cubic": "hystart"}
+
+#: No limit on what one ACK adds in slow start (Linux's tcp_slow_start).
+UNLIMITED = 1 << 62
 
 
-def slow_start_for(spec: TcpSpec) -> SlowStart:
-    name = spec.slow_start or VARIANT_DEFAULT.get(spec.variant, "standard")
-    return REGISTRY[name](spec.mss, bool(spec.pacing))
+def slow_start_for(spec: TcpSpec, default: str) -> SlowStart:
+    """`tcp.slow_start`, or when the scenario leaves it out the variant's `default`
+    (its `default_slow_start` trait), growing as `tcp.ack_counting` says."""
+    name = spec.slow_start or default
+    limit = UNLIMITED if spec.ack_counting == "segments" else spec.mss
+    return REGISTRY[name](spec.mss, bool(spec.pacing), limit)

@@ -1,44 +1,31 @@
-"""Loss-recovery strategies, chosen by the scenario's `tcp.variant` and `tcp.sack`: what the
-sender does on duplicate ACKs and on ACKs that arrive while it is recovering. The sender
-calls them at named points (`base.NoRecovery`); the congestion strategy supplies the
-window sizes."""
+"""Loss-recovery strategies: what the sender does on duplicate ACKs and on ACKs that arrive
+while it is recovering. The sender calls them at named points (`base.NoRecovery`); the
+congestion strategy supplies the window sizes, and names the recovery it runs without SACK
+(its `recovery` trait)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
-from engine.tcp.recovery.reno import NewRenoRecovery, RenoRecovery, TahoeRecovery
+from engine.tcp.recovery.rack import RackRecovery
 from engine.tcp.recovery.sack import SackRecovery
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec
-
-REGISTRY: dict[str, type[NoRecovery]] = {
-    "none": NoRecovery,
-    "tahoe": TahoeRecovery,
-    "reno": RenoRecovery,
-    "newreno": NewRenoRecovery,
-    "sack": SackRecovery,  # NS-2's Sack1
-    "vegas": NewRenoRecovery,
-    "cubic": NewRenoRecovery,
-    "bbr": NewRenoRecovery,  # Linux's recovery under BBR's cwnd (its own loss response)
-}
+    from engine.tcp.cc.base import CongestionOps
 
 
-def recovery_for(spec: TcpSpec) -> NoRecovery:
-    """The strategy for a TcpSpec: none at all (timer only) when `fast_retransmit` is off;
-    SACK (RFC 6675) when `sack` is on, except for the fixed window of variant `none`, which
-    has no recovery; otherwise the variant's own."""
+def recovery_for(spec: TcpSpec, variant: type[CongestionOps]) -> NoRecovery:
+    """The strategy for a TcpSpec whose variant is `variant`: none at all (timer only)
+    when `fast_retransmit` is off; with SACK on and a variant that has fast recovery,
+    RACK-TLP (RFC 8985) or RFC 6675's duplicate-ACK detection as `loss_detection` says;
+    otherwise the variant's own (duplicate ACKs: RACK needs SACK, in Linux too)."""
     if not spec.fast_retransmit:
         return NoRecovery(spec)
-    if spec.sack and spec.variant != "none":
-        return SackRecovery(spec)
-    try:
-        cls = REGISTRY[spec.variant]
-    except KeyError:
-        raise NotImplementedError(f"tcp variant {spec.variant!r} is not implemented yet") from None
-    return cls(spec)
+    if variant.sack_recovery(spec):
+        return RackRecovery(spec) if spec.loss_detection == "rack" else SackRecovery(spec)
+    return variant.recovery(spec)
 
 
-__all__ = ["DUPACK_THRESHOLD", "REGISTRY", "AckUse", "NoRecovery", "Sender", "recovery_for"]
+__all__ = ["DUPACK_THRESHOLD", "AckUse", "NoRecovery", "Sender", "recovery_for"]

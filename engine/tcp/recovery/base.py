@@ -16,6 +16,7 @@ from engine.packet import Packet
 from engine.tcp.state import Phase, TcpState
 
 if TYPE_CHECKING:  # the scoreboard imports DUPACK_THRESHOLD from here
+    from engine.kernel import Kernel
     from engine.scenario import TcpSpec
     from engine.tcp.recovery.scoreboard import Scoreboard
 
@@ -25,6 +26,7 @@ DUPACK_THRESHOLD = 3  # RFC 5681 3.2 (and RFC 6675 DupThresh): the third duplica
 class Sender(Protocol):
     """What a recovery strategy may read from and ask of the sender."""
 
+    env: Kernel
     st: TcpState
     #: Duplicate ACKs in a row (reset by an ACK of new data).
     dupacks: int
@@ -36,6 +38,16 @@ class Sender(Protocol):
         it, set ssthresh and the recovery point (RFC 5681 3.2 step 2, RFC 6582 `recover`)."""
 
     def set_phase(self, phase: Phase) -> None: ...
+
+    def reduce_window(self) -> None:
+        """A loss repaired outside recovery (a tail loss probe's, RFC 8985 7.4): ssthresh
+        as for any loss, cwnd down to it (Linux's CWR)."""
+
+    def sent_by_timer(self) -> None:
+        """A strategy's own timer sent a segment (for the recorder)."""
+
+    def try_send(self) -> None:
+        """Send what the window (or, recovering, the strategy) allows now."""
 
     def exit_recovery(self) -> None:
         """cwnd = ssthresh and back to open (RFC 5681 3.2 step 6, RFC 6582, RFC 6675)."""
@@ -51,6 +63,9 @@ class Sender(Protocol):
 
     def send_new_data(self, length: int) -> None:
         """Send `length` new bytes at snd_max."""
+
+    def may_send(self) -> bool:
+        """Pacing lets a segment leave now (else the sender's pacing timer is armed)."""
 
     def new_data_length(self) -> int:
         """The next new segment's length that the application and the peer's window
@@ -75,6 +90,8 @@ class NoRecovery:
     paces_recovery = False
     #: True when the first two duplicate ACKs may release new data (RFC 3042).
     limited_transmit = False
+    #: True when the sender must report every data segment it sends (`on_sent`).
+    tracks_sends = False
     #: The SACK scoreboard, set by (and only by) strategies with `scoreboard` true; the
     #: sender reads it only then. Declared, not assigned: other strategies have none.
     board: Scoreboard
@@ -84,6 +101,15 @@ class NoRecovery:
         if not spec.limited_transmit:
             self.limited_transmit = False
 
+    def bind(self, snd: Sender) -> None:
+        """The sender this strategy serves, once it exists (for timers of its own)."""
+
+    def on_sent(self, seq: int, length: int, now: float, retransmission: bool) -> None:
+        """Only when `tracks_sends`: a data segment left the sender."""
+
+    def on_timeout(self, snd: Sender) -> None:
+        """The retransmission timer expired: go-back-N takes over until `recover`."""
+
     def on_sack(self, snd: Sender, pkt: Packet) -> None:
         """An ACK arrived, carrying SACK blocks or not (before it is processed)."""
 
@@ -91,6 +117,10 @@ class NoRecovery:
         """Send what recovery allows now (only when `paces_recovery`, in fast recovery);
         True when something was sent."""
         return False
+
+    def pipe(self, st: TcpState) -> int:
+        """Only with `scoreboard`, in recovery: the bytes believed in flight."""
+        return st.snd_max - st.snd_una
 
     def skip_sacked(self, seq: int) -> int:
         """The first byte at or after `seq` that the receiver has not SACKed."""

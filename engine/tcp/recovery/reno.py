@@ -138,7 +138,7 @@ class RenoRecovery(NoRecovery):
         assert prr is not None
         pipe = self._pipe(st)
         sent = False
-        while st.cwnd - pipe >= mss:
+        while st.cwnd - pipe >= mss and snd.may_send():
             if self.head_lost:
                 self.head_lost = False
                 length = min(mss, st.snd_max - st.snd_una)

@@ -29,6 +29,7 @@ from engine.tcp.state import Phase
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec
+    from engine.tcp.state import TcpState
 
 
 class SackRecovery(NoRecovery):
@@ -42,6 +43,8 @@ class SackRecovery(NoRecovery):
         self.board = Scoreboard(spec.mss)
         self.prr = Prr(spec.mss, spec.prr_bound == "ssrb") if spec.recovery == "prr" else None
         self.delivered = 0  # RFC 6937 DeliveredData of the ACK being processed
+        #: The first retransmission, waiting for pacing (`tcp.pacing`, BBR); -1: none.
+        self.head_pending = -1
 
     def on_sack(self, snd: Sender, pkt: Packet) -> None:
         old_una = snd.st.snd_una
@@ -62,17 +65,33 @@ class SackRecovery(NoRecovery):
         if st.snd_una < st.recover:
             return
         if snd.dupacks >= DUPACK_THRESHOLD or self.board.is_lost(st.snd_una):
-            # RFC 6675 5 step 4: RecoveryPoint = HighData; ssthresh = cwnd = FlightSize/2.
-            recover_fs = st.flight_size
-            snd.begin_fast_retransmit()
-            st.cwnd = st.ssthresh
-            snd.set_phase(Phase.RECOVERY)
-            self.board.high_rxt = st.snd_una
-            if self.prr is not None:
-                self.prr.start(recover_fs, st.ssthresh)
-                self._prr_window(snd, safe_ack=False)
-            self._retransmit(snd, st.snd_una)  # step 4.3: the first segment, at once
-            snd.restart_rto()
+            self._enter_recovery(snd)
+            self._first_retransmission(snd, st.snd_una)
+
+    def _enter_recovery(self, snd: Sender) -> None:
+        """RFC 6675 5 step 4: RecoveryPoint = HighData, HighRxt = HighACK; ssthresh =
+        cwnd = FlightSize / 2 (or PRR's window from here on)."""
+        st = snd.st
+        recover_fs = st.flight_size
+        snd.begin_fast_retransmit()
+        st.cwnd = st.ssthresh
+        snd.set_phase(Phase.RECOVERY)
+        self.board.high_rxt = st.snd_una
+        if self.prr is not None:
+            self.prr.start(recover_fs, st.ssthresh)
+            self._prr_window(snd, safe_ack=False)
+
+    def _first_retransmission(self, snd: Sender, seq: int) -> None:
+        """RFC 6675 5 step 4.3: the first segment deemed lost leaves at once whatever the
+        window, or, paced, first when pacing allows; the timer restarts with it."""
+        self.head_pending = -1 if snd.may_send() else seq
+        if self.head_pending < 0:
+            self._retransmit(snd, seq)
+        snd.restart_rto()
+
+    def pipe(self, st: TcpState) -> int:
+        """RFC 6675 SetPipe: the bytes believed in flight."""
+        return self.board.pipe(st.snd_una, st.snd_max)
 
     def on_new_ack(self, snd: Sender, acked: int) -> AckUse:
         st = snd.st
@@ -92,16 +111,24 @@ class SackRecovery(NoRecovery):
         st = snd.st
         prr = self.prr
         assert prr is not None  # PRR's window in PRR recovery only
-        pipe = self.board.pipe(st.snd_una, st.snd_max)
+        pipe = self.pipe(st)
         st.cwnd = pipe + prr.sndcnt(self.delivered, pipe, safe_ack)
 
     def transmit(self, snd: Sender) -> bool:
         """RFC 6675 5 step (C): while cwnd - pipe >= 1 SMSS, send what NextSeg() offers."""
         st = snd.st
         mss = st.mss
-        pipe = self.board.pipe(st.snd_una, st.snd_max)
+        pipe = self.pipe(st)
         sent = False
-        while st.cwnd - pipe >= mss:
+        while st.cwnd - pipe >= mss and snd.may_send():
+            head = self.head_pending
+            if head >= 0:
+                self.head_pending = -1
+                if st.snd_una <= head < st.snd_max and self.board.skip_sacked(head) == head:
+                    self._retransmit(snd, head)
+                    pipe += min(mss, st.snd_max - head)
+                    sent = True
+                    continue
             seg = self.next_seg(snd)
             if seg is None:
                 break
