@@ -31,6 +31,7 @@ from engine.packet import TCP_IP_HEADERS
 from engine.routing import Topology
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.study import StudyError, apply_changes, get_path
+from engine.variants import variant
 
 Shape = Literal["numeric", "ordered", "choice"]
 
@@ -299,7 +300,7 @@ def default_levers(scenario: Scenario, flows: list[str]) -> list[LeverSpec]:
     if any(f.tcp.snd_buf is not None for f in mine):
         out.append(LeverSpec(paths=[f"flows.{f.id}.tcp.snd_buf" for f in mine if f.tcp.snd_buf]))
     out.append(each("variant"))
-    if any(not f.tcp.sack and f.tcp.variant not in ("sack", "none") for f in mine):
+    if any(variant(f.tcp.variant).sack_would_add(f.tcp) for f in mine):
         out.append(each("sack"))
     out.append(each("initial_cwnd"))
     links = {link.id: link for link in scenario.links}

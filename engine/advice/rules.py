@@ -26,6 +26,7 @@ from engine.advice.model import Action, Change, Remedy
 from engine.net import link_wire
 from engine.packet import TCP_IP_HEADERS
 from engine.scenario import Link, Pvc
+from engine.variants import names, variant
 
 LINUX_IW = 10  # RFC 6928, Linux's initial window since 2.6.39
 LINUX_MIN_RTO = 0.2  # Linux's TCP_RTO_MIN
@@ -308,8 +309,9 @@ def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
 
 def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
     tcp = ctx.flow.tcp
+    cc = variant(tcp.variant)
     out: list[Remedy | None] = []
-    if tcp.variant not in ("sack", "none"):
+    if cc.sack_would_add(tcp):
         out.append(
             make(
                 ctx,
@@ -320,12 +322,15 @@ def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
                 raises_bound=False,
             )
         )
-    if random_loss and tcp.variant != "bbr":
+    # Random loss (line errors, not a full queue) slows a loss-based variant only; one whose
+    # rate follows its model of the path (bbr) does not slow down for it.
+    model_based = [name for name in names() if not variant(name).loss_based]
+    if random_loss and cc.loss_based and model_based:
         out.append(
             make(
                 ctx,
                 "change_variant",
-                [Change(path=tcp_path(ctx, "variant"), value="bbr", was=tcp.variant)],
+                [Change(path=tcp_path(ctx, "variant"), value=model_based[0], was=tcp.variant)],
                 "endpoint",
                 subject=ctx.flow.id,
                 raises_bound=False,
@@ -363,7 +368,7 @@ def cwnd(ctx: Context) -> list[Remedy | None]:
     if not ctx.summary.completed:
         return unfinished(ctx)
     out: list[Remedy | None] = []
-    if tcp.initial_cwnd < LINUX_IW and tcp.variant not in ("none", "bbr"):
+    if tcp.initial_cwnd < LINUX_IW and not variant(tcp.variant).own_slow_start:
         growth = 1.5 if tcp.delayed_ack.enabled else 2.0
         rounds = math.log(LINUX_IW / tcp.initial_cwnd) / math.log(growth)
         out.append(

@@ -93,6 +93,12 @@ class CongestionOps:
         return spec.sack or cls.implies_sack
 
     @classmethod
+    def sack_would_add(cls, spec: TcpSpec) -> bool:
+        """Turning `tcp.sack` on would change the flow: SACK is off and the variant has a
+        fast recovery that could use it (the advisor's remedies ask, never by name)."""
+        return not cls.sack_permitted(spec) and cls.recovery is not NoRecovery
+
+    @classmethod
     def sack_recovery(cls, spec: TcpSpec) -> bool:
         """The sender recovers by RFC 6675: SACK is on and the variant has fast recovery
         at all (a fixed window's sender only has its timer)."""
