@@ -1,4 +1,4 @@
-"""Frame Relay PVCs (engine/framerelay.py), each test tied to the mechanism's definition.
+"""Frame Relay PVCs (engine/framerelay/), each test tied to the mechanism's definition.
 
 Topology: h1 -[lan1]- r1 =[a1]= sw =[a2]= r2 -[lan2]- h2, with optionally h3 -[lan3]- r3
 =[a3]= sw; the `a*` links are Frame Relay (8 bytes of framing), `sw` is an fr_switch. CIR,

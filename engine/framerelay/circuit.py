@@ -1,0 +1,49 @@
+"""One PVC (`Circuit`): its two directions, the per-PVC counters, their summary and series,
+and the residual-error stream."""
+
+from __future__ import annotations
+
+from simpy import Environment
+
+from engine.framerelay.pvc import PvcDirection
+from engine.net import stream
+from engine.recorder import Trace
+from engine.result import PvcSummary
+from engine.scenario import Pvc
+
+
+class Circuit:
+    """One PVC: its two directions, the per-PVC counters and the residual-error stream."""
+
+    def __init__(self, env: Environment, pvc: Pvc, seed: int):
+        self.pvc = pvc
+        self.id = pvc.id
+        self.frames = self.de_marked = self.de_dropped = self.excess_dropped = 0
+        self.fecn_marked = self.becn_marked = self.shaper_dropped = 0
+        self.exited = self.errored = 0
+        self.de_trace = Trace("frames")
+        rate = pvc.residual_error_rate
+        self.error_random = stream(seed, f"pvc:{pvc.id}:errors").random if rate > 0 else None
+        self.forward = PvcDirection(env, self, forward=True)
+        self.reverse = PvcDirection(env, self, forward=False)
+        self.forward.opposite = self.reverse
+        self.reverse.opposite = self.forward
+
+    def summary(self) -> PvcSummary:
+        return PvcSummary(
+            frames=self.frames,
+            de_marked=self.de_marked,
+            de_dropped=self.de_dropped,
+            excess_dropped=self.excess_dropped,
+            fecn_marked=self.fecn_marked,
+            becn_marked=self.becn_marked,
+            residual_error_rate=self.errored / self.exited if self.exited else 0.0,
+            shaper_dropped=self.shaper_dropped,
+        )
+
+    def series(self) -> dict[str, Trace]:
+        out = {f"pvc.{self.id}.de_marked": self.de_trace}
+        for direction, suffix in ((self.forward, ""), (self.reverse, "_reverse")):
+            if direction.shaper is not None:
+                out[f"pvc.{self.id}.rate{suffix}"] = direction.shaper.trace
+        return out
