@@ -229,7 +229,16 @@ def _advice(
             f"Send buffer {tcp.snd_buf:,} B caps the flight below the bandwidth-delay "
             f"product ({bdp:,.0f} B): raise snd_buf to at least {math.ceil(bdp):,} B."
         )
-    if name == "link_capacity" and link.resource.startswith("pvc:"):
+    if name == "link_capacity" and link.kind == "shaper":
+        where = f"on PVC {link.resource[4:]}" if link.resource.startswith("pvc:") else ""
+        return (
+            f"The traffic shaper {where or link.resource[7:]} ({_rate(link.capacity_bps)} "
+            f"of payload at its rate, {share} for this flow over its transfer) is the "
+            "limit: packets wait in its queue, not on the path. Shape at a higher rate (a "
+            "PVC shaped to cir + be / Tc of its contract passes the policer without a "
+            "discard), or the transfer stays this slow."
+        )
+    if name == "link_capacity" and link.kind == "contract":
         return (
             f"The PVC's traffic contract ({link.resource[4:]}: "
             f"{_rate(link.capacity_bps)} of payload in the long run, {share} for this "

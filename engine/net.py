@@ -181,6 +181,9 @@ class DropTail:
     `limit_bytes` counts the wire bytes of the waiting packets the same way.
     """
 
+    #: A packet finding nothing waiting joins without asking (a port may skip the call).
+    admits_when_idle = True
+
     def __init__(self, limit_packets: int | None, limit_bytes: int | None):
         self.limit_packets = limit_packets
         self.limit_bytes = limit_bytes
@@ -209,6 +212,7 @@ class Red(DropTail):
     """
 
     MEAN_PACKET_BITS = 500 * 8
+    admits_when_idle = False  # RED's average must see every arrival
 
     def __init__(self, spec: QueueSpec, rng: random.Random):
         super().__init__(spec.limit_packets, spec.limit_bytes)
@@ -315,8 +319,8 @@ class Egress:
         self.link_id = link.id
         self.src, self.dst = src, dst
         self.key = f"{link.id}:{src}>{dst}"
-        self.rate = float(link.rate)
-        self.delay = float(link.delay)
+        self.rate = link.rate_from(src)
+        self.delay = link.delay_from(src)
         self.encap = link.encap
         self.overhead = link.overhead_bytes
         self.use_queue(queue)
@@ -341,7 +345,8 @@ class Egress:
         self.queue = queue
         # A packet-limited DropTail takes any packet when none is waiting: its verdict is
         # known without asking it (RED, or Frame Relay's queue, must see every arrival).
-        self.admits_idle = type(queue) is DropTail and (queue.limit_packets or 0) >= 1
+        idle = getattr(queue, "admits_when_idle", False)
+        self.admits_idle = idle is True and (queue.limit_packets or 0) >= 1
 
     def wire(self, ip_size: int) -> int:
         return self._framing(ip_size)[0]
@@ -360,6 +365,12 @@ class Egress:
         while w and w[0][0] <= now:
             self.queued_bytes -= w.popleft()[1]
         return len(w)
+
+    def next_start(self) -> float:
+        """When the first waiting packet starts its transmission (the port's busy end if
+        none waits); `waiting(now)` has trimmed the queue."""
+        w = self._waiting
+        return w[0][0] if w else self.busy_until
 
     def accept(self, pkt: Packet) -> None:
         """A packet arrives at this port from the node it leaves."""

@@ -22,6 +22,7 @@ from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
+from engine.host import attach_small_queues, hold_back
 from engine.kernel import SLICES, Kernel
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.packet import Path
@@ -35,6 +36,7 @@ from engine.result import (
     UdpFlowSummary,
 )
 from engine.scenario import Scenario
+from engine.shaping import interface_shapers, splice
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
 
@@ -67,11 +69,15 @@ class Network:
                         link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
                     )
                 queue = make_queue(link.queue_of(direction), seed, name + ":queue")
-                table = framing.setdefault((link.encap, link.overhead_bytes, float(link.rate)), {})
+                rate = link.rate_from(src)
+                table = framing.setdefault((link.encap, link.overhead_bytes, rate), {})
                 port = Egress(env, link, src, dst, queue, loss, table)
                 port.probe = LinkProbe(port)
                 self.ports[(link.id, src, dst)] = port
+        pushing = {n.id for n in scenario.nodes if n.kind == "host" and n.egress == "backpressure"}
+        hold_back(pushing, self.ports)
         links = {link.id: link for link in scenario.links}
+        self.shapers = interface_shapers(env, self.ports, links)
         self.taps = attach(scenario.capture, self.ports, links) if scenario.capture else []
         fr = scenario.frame_relay
         self.frame_relay = FrameRelay(env, scenario, seed, self.ports) if fr and fr.pvcs else None
@@ -91,6 +97,9 @@ class Network:
             if flow.finite:
                 self.pending.add(flow.id)
             flow.schedule()
+        if pushing:
+            senders = [f.sender for f in self.flows if isinstance(f, TcpFlow)]
+            attach_small_queues(env, pushing, senders)
         self.usage = {f.id: FlowUsage(env, f) for f in self.flows if isinstance(f, TcpFlow)}
         self.goodput = {
             f.id: Trace("bit/s", rate=True) for f in self.flows if isinstance(f, TcpFlow)
@@ -108,10 +117,12 @@ class Network:
         hops = self.topology.route(src, dst)
         if not hops:
             raise ValueError(f"no route from {src} to {dst}")
-        ports = tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
+        path: Path = tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
         if self.frame_relay is not None:
-            return self.frame_relay.wrap(self.topology, hops, ports)
-        return ports
+            path = self.frame_relay.wrap(self.topology, hops, path)
+        if self.shapers:
+            path = splice(path, self.shapers)
+        return path
 
     def _flow_done(self, flow: Flow) -> None:
         usage = self.usage.get(flow.id)
@@ -191,23 +202,8 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     end = env.now
     net.sampler.flush()
     flows: dict[str, TcpFlowSummary | UdpFlowSummary] = {f.id: f.summary(end) for f in net.flows}
-    links: dict[str, LinkSummary] = {}
     series: dict[str, Series] = {}
-    for port in net.ports.values():
-        links[port.key] = LinkSummary(
-            packets=port.packets,
-            bytes=port.bytes,
-            drops=port.drops,
-            error_drops=port.error_drops,
-            utilization=port.busy_time(end) / end if end > 0 else 0.0,
-            queue_mean=port.queue_wait_total(end) / end if end > 0 else 0.0,
-            queue_max=port.queue_max,
-            queue_delay_mean=port.wait_total / port.packets if port.packets else 0.0,
-        )
-        assert port.probe is not None
-        for key, trace in port.probe.series().items():
-            if len(trace.t):
-                series[key] = trace.series()
+    links = _links(net, end, series)
     for f in net.flows:
         if isinstance(f, TcpFlow):
             for key, trace in f.probe.series().items():
@@ -218,7 +214,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
                 series[f"flow.{f.id}.goodput_bps"] = g.series()
     pvcs = {}
     if net.frame_relay is not None:
-        pvcs = net.frame_relay.summaries()
+        pvcs = net.frame_relay.summaries(end)
         for key, trace in net.frame_relay.series().items():
             if len(trace.t):
                 series[key] = trace.series()
@@ -259,3 +255,29 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         )
         result._pcaps[(spec.link, spec.direction)] = data
     return result
+
+
+def _links(net: Network, end: float, series: dict[str, Series]) -> dict[str, LinkSummary]:
+    """Each port's summary, and its series (and its shaper's) added to `series`."""
+    links: dict[str, LinkSummary] = {}
+    for port in net.ports.values():
+        shaper = net.shapers.get(port.key)
+        links[port.key] = LinkSummary(
+            packets=port.packets,
+            bytes=port.bytes,
+            drops=port.drops,
+            error_drops=port.error_drops,
+            utilization=port.busy_time(end) / end if end > 0 else 0.0,
+            queue_mean=port.queue_wait_total(end) / end if end > 0 else 0.0,
+            queue_max=port.queue_max,
+            queue_delay_mean=port.wait_total / port.packets if port.packets else 0.0,
+            shaper=shaper.summary(end) if shaper is not None else None,
+        )
+        assert port.probe is not None
+        traces = port.probe.series()
+        if shaper is not None:
+            traces.update(shaper.series(port.probe.prefix, "shaper_queue_packets", "shaper_delay"))
+        for key, trace in traces.items():
+            if len(trace.t):
+                series[key] = trace.series()
+    return links

@@ -1,5 +1,5 @@
 """Frame Relay PVCs: ingress policing (CIR, Bc, Be), DE-first discard and FECN/BECN marking
-in the switches, BECN-adaptive shaping, residual frame errors, and their counters.
+in the switches, shaping (BECN-adaptive or not), residual frame errors, and their counters.
 
 Built only when the scenario has a `frame_relay` section with at least one PVC; otherwise
 nothing here exists and the packet path is untouched (zero cost). One module per job:
@@ -8,7 +8,7 @@ nothing here exists and the packet path is untouched (zero cost). One module per
 - `circuit`: one PVC, its counters, summary and series (`Circuit`);
 - `pvc`: the hops a PVC adds to a path: entry, policer, exit (`PvcDirection`, ...);
 - `policing`: the contract's counting disciplines (`TokenBucket`, `IntervalPolicer`);
-- `shaping`: BECN-adaptive shaping at the entry router (`Shaper`);
+- `shaping`: a PVC's shaper (engine/shaping.py's) and its BECN adaptation;
 - `switch`: a switch port's DE discard and FECN/BECN marking (`FrQueue`, `CycleAverage`).
 """
 
@@ -16,10 +16,11 @@ from engine.framerelay.circuit import Circuit
 from engine.framerelay.cloud import FrameRelay
 from engine.framerelay.policing import IntervalPolicer, TokenBucket
 from engine.framerelay.pvc import PvcDirection, PvcExit, PvcIngress
-from engine.framerelay.shaping import Shaper
+from engine.framerelay.shaping import BecnAdaptation, pvc_shaper
 from engine.framerelay.switch import CycleAverage, FrQueue
 
 __all__ = [
+    "BecnAdaptation",
     "Circuit",
     "CycleAverage",
     "FrQueue",
@@ -28,6 +29,6 @@ __all__ = [
     "PvcDirection",
     "PvcExit",
     "PvcIngress",
-    "Shaper",
     "TokenBucket",
+    "pvc_shaper",
 ]

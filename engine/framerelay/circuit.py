@@ -19,9 +19,10 @@ class Circuit:
         self.pvc = pvc
         self.id = pvc.id
         self.frames = self.de_marked = self.de_dropped = self.excess_dropped = 0
-        self.fecn_marked = self.becn_marked = self.shaper_dropped = 0
+        self.fecn_marked = self.becn_marked = 0
         self.exited = self.errored = 0
         self.de_trace = Trace("frames")
+        self.discard_trace = Trace("frames")  # the policer's discards, cumulative
         rate = pvc.residual_error_rate
         self.error_random = stream(seed, f"pvc:{pvc.id}:errors").random if rate > 0 else None
         self.forward = PvcDirection(env, self, forward=True)
@@ -29,7 +30,8 @@ class Circuit:
         self.forward.opposite = self.reverse
         self.reverse.opposite = self.forward
 
-    def summary(self) -> PvcSummary:
+    def summary(self, end: float) -> PvcSummary:
+        shapers = [d.shaper for d in (self.forward, self.reverse)]
         return PvcSummary(
             frames=self.frames,
             de_marked=self.de_marked,
@@ -38,12 +40,21 @@ class Circuit:
             fecn_marked=self.fecn_marked,
             becn_marked=self.becn_marked,
             residual_error_rate=self.errored / self.exited if self.exited else 0.0,
-            shaper_dropped=self.shaper_dropped,
+            shaper_dropped=sum(s.dropped for s in shapers if s is not None),
+            shaper=shapers[0].summary(end) if shapers[0] is not None else None,
+            shaper_reverse=shapers[1].summary(end) if shapers[1] is not None else None,
         )
 
     def series(self) -> dict[str, Trace]:
-        out = {f"pvc.{self.id}.de_marked": self.de_trace}
+        """`pvc.<id>.de_marked`, `.discards`, and per shaped direction (suffix `_reverse`
+        for the reverse one) `.queue_packets`, `.queue_delay` and, when it adapts, `.rate`."""
+        prefix = f"pvc.{self.id}."
+        out = {prefix + "de_marked": self.de_trace, prefix + "discards": self.discard_trace}
         for direction, suffix in ((self.forward, ""), (self.reverse, "_reverse")):
-            if direction.shaper is not None:
-                out[f"pvc.{self.id}.rate{suffix}"] = direction.shaper.trace
+            shaper = direction.shaper
+            if shaper is None:
+                continue
+            out.update(shaper.series(prefix, "queue_packets" + suffix, "queue_delay" + suffix))
+            if shaper.rate_trace is not None:
+                out[prefix + "rate" + suffix] = shaper.rate_trace
         return out

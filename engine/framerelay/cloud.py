@@ -60,8 +60,8 @@ class FrameRelay:
             *ports[last:],
         )
 
-    def summaries(self) -> dict[str, PvcSummary]:
-        return {cid: c.summary() for cid, c in self.circuits.items()}
+    def summaries(self, end: float) -> dict[str, PvcSummary]:
+        return {cid: c.summary(end) for cid, c in self.circuits.items()}
 
     def series(self) -> dict[str, Trace]:
         out: dict[str, Trace] = {}

@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING
 from simpy import Environment
 
 from engine.framerelay.policing import DISCARD, EXCESS, IntervalPolicer, TokenBucket
-from engine.framerelay.shaping import Shaper
-from engine.kernel import Call
+from engine.framerelay.shaping import pvc_shaper
 from engine.net import Egress
 from engine.packet import Packet
 
@@ -38,8 +37,8 @@ if TYPE_CHECKING:
 
 
 class PvcDirection:
-    """The entry hop of one PVC direction at its entry router (the optional BECN shaper),
-    and, through `ingress`, its policer at the network's edge."""
+    """The entry hop of one PVC direction at its entry router (the optional shaper), and,
+    through `ingress`, its policer at the network's edge."""
 
     __slots__ = (
         "env",
@@ -75,10 +74,7 @@ class PvcDirection:
         self.long_run_rate = cir + be * cir / bc  # frame bit/s: CIR plus Be per Tc
         self.admitted_bits = 0  # frame bits let through (committed or DE), for engine/usage
         self.first_port: Egress | None = None
-        self.shaper: Shaper | None = None
-        if pvc.becn_shaping:
-            floor = float(pvc.min_cir) if pvc.min_cir is not None else cir / 2
-            self.shaper = Shaper(cir, floor, bc / cir, bc + be)
+        self.shaper = pvc_shaper(env, pvc)
 
     def tokens(self, now: float) -> float:
         return self.policer.tokens(now)
@@ -90,14 +86,8 @@ class PvcDirection:
         """Size the shaper's queue like the entry port's queue (first port seen wins)."""
         if self.first_port is None:
             self.first_port = port
-        if (
-            self.shaper is not None
-            and self.shaper.limit_packets is None
-            and self.shaper.limit_bytes is None
-        ):
-            queue = port.queue
-            self.shaper.limit_packets = queue.limit_packets
-            self.shaper.limit_bytes = queue.limit_bytes
+        if self.shaper is not None:
+            self.shaper.size_like(port)
 
     def accept(self, pkt: Packet) -> None:
         """A frame enters the PVC at its entry router, heading for the access link."""
@@ -105,20 +95,11 @@ class PvcDirection:
         pkt.hop += 1
         pkt.pvc = self
         shaper = self.shaper
-        if shaper is None:
-            pkt.path[pkt.hop].accept(pkt)
-            return
-        env = self.env
-        now = env._now
         port = pkt.path[pkt.hop]
-        release = shaper.release_time(port.wire(pkt.size) * 8, now)
-        if release is None:
-            self.circuit.shaper_dropped += 1
-            pkt.flow.dropped(pkt)
-        elif release > now:
-            Call(env, release - now, port.accept, pkt)
-        else:
+        if shaper is None:
             port.accept(pkt)
+        else:
+            shaper.send(pkt, port.wire(pkt.size) * 8)
 
 
 class _PvcHop:
@@ -146,7 +127,9 @@ class PvcIngress(_PvcHop):
         now = direction.env._now
         verdict = direction.policer.police(bits, now)
         if verdict == DISCARD:
-            direction.circuit.excess_dropped += 1
+            circuit = direction.circuit
+            circuit.excess_dropped += 1
+            circuit.discard_trace.add(now, circuit.excess_dropped)
             pkt.flow.dropped(pkt)
             return
         if verdict == EXCESS and not pkt.de:

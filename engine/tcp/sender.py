@@ -19,6 +19,7 @@ from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
 if TYPE_CHECKING:  # the recorder's probe, attached by the flow
     from engine.flows import TcpFlow
+    from engine.host import SmallQueue
     from engine.kernel import Kernel
     from engine.recorder import TcpProbe
     from engine.scenario import TcpSpec
@@ -65,6 +66,8 @@ class TcpSender:
         "pace_timer",
         "next_release",
         "ss_samples",
+        "local",
+        "cwr_high",
     )
 
     def __init__(
@@ -115,6 +118,10 @@ class TcpSender:
         self.pacing = bool(spec.pacing) or cc.always_paces
         self.pace_timer = Timer(env, self.try_send) if self.pacing else None
         self.next_release = 0.0
+        # This sender's share of its host's interface when the host pushes back
+        # (engine/host.py, `egress: backpressure`); None when it drops like a router.
+        self.local: SmallQueue | None = None
+        self.cwr_high = 0  # local congestion answered until snd_una reaches this
 
     # --- application side -------------------------------------------------------------
 
@@ -196,6 +203,9 @@ class TcpSender:
             if self.pacing and self.env.now < self.next_release:
                 self._hold()
                 break
+            local = self.local
+            if local is not None and not local.room(int(length)):
+                break  # the data waits in the socket: the host's interface wakes us
             self._send_data(st.snd_nxt, int(length))
             st.snd_nxt += int(length)
             if st.snd_nxt > st.snd_max:
@@ -232,6 +242,9 @@ class TcpSender:
         if self.pacing:
             self._pace(length, now)
         self.path[0].accept(pkt)
+        local = self.local
+        if local is not None:
+            local.sent(pkt.size)
 
     def _pace(self, length: int, now: float) -> None:
         """The next segment may leave `length` / rate after this one (Linux's earliest
@@ -276,7 +289,12 @@ class TcpSender:
             return 0
         length = int(min(st.mss, self.limit - st.snd_max))
         window = self.rwnd if self.rwnd < self.snd_buf else self.snd_buf
-        return length if st.snd_max + length <= st.snd_una + window else 0
+        if st.snd_max + length > st.snd_una + window:
+            return 0
+        local = self.local
+        if local is not None and not local.room(length):
+            return 0  # new data waits in the socket in recovery too (engine/host.py)
+        return length
 
     def begin_fast_retransmit(self) -> None:
         self.fast_retransmits += 1
@@ -314,6 +332,21 @@ class TcpSender:
         st.cwnd = st.ssthresh
         self.set_phase(Phase.OPEN)
         self.cc.on_recovery_exit(st)
+
+    def local_congestion(self) -> None:
+        """The host's own interface had no room for a segment (engine/host.py): Linux's
+        tcp_enter_cwr on NET_XMIT_DROP, once per window. ssthresh from the variant, cwnd
+        down to it at once; `recover` is untouched, so a loss found meanwhile is still
+        fast-retransmitted. BBR's window ignores it, as Linux's cong_control does."""
+        st = self.st
+        if st.phase != Phase.OPEN or st.snd_una < self.cwr_high or self.cc.rate_based:
+            return
+        self.cwr_high = st.snd_max
+        self.cc.on_congestion_event(st)
+        self.cc.slow_start.on_congestion(st)
+        st.ssthresh = self.cc.ssthresh_after_loss(st)
+        if st.cwnd > st.ssthresh:
+            st.cwnd = st.ssthresh
 
     def restart_rto(self) -> None:
         self.timer.start(self.rtt.rto)
