@@ -181,12 +181,11 @@ class DropTail:
     `limit_bytes` counts the wire bytes of the waiting packets the same way.
     """
 
-    #: A packet finding nothing waiting joins without asking (a port may skip the call).
-    admits_when_idle = True
-
     def __init__(self, limit_packets: int | None, limit_bytes: int | None):
         self.limit_packets = limit_packets
         self.limit_bytes = limit_bytes
+        # A packet finding nothing waiting joins without asking (a port may skip the call).
+        self.admits_when_idle = True
 
     def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
         """Whether `pkt` (`wire` bytes) may join the `waiting` packets queued at `port`."""
@@ -212,10 +211,10 @@ class Red(DropTail):
     """
 
     MEAN_PACKET_BITS = 500 * 8
-    admits_when_idle = False  # RED's average must see every arrival
 
     def __init__(self, spec: QueueSpec, rng: random.Random):
         super().__init__(spec.limit_packets, spec.limit_bytes)
+        self.admits_when_idle = False  # RED's average must see every arrival
         self.min_th, self.max_th = spec.min_th, spec.max_th
         self.max_p, self.weight, self.gentle = spec.max_p, spec.weight, spec.gentle
         self.forced_th = 2 * spec.max_th if spec.gentle else spec.max_th

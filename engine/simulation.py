@@ -45,6 +45,31 @@ class SimulationCancelled(Exception):
     """`should_stop()` returned True; the run was abandoned between two slices."""
 
 
+def _ports(env: Kernel, scenario: Scenario, seed: int) -> dict[tuple[str, str, str], Egress]:
+    """One port per link direction, by (link, from, to), each with its probe."""
+    ports: dict[tuple[str, str, str], Egress] = {}
+    framing: dict[tuple[str, int | None, float], dict[int, tuple[int, float]]] = {}
+    for link in scenario.links:
+        sides: tuple[tuple[str, str, Literal["a_to_b", "b_to_a"]], ...] = (
+            (link.a, link.b, "a_to_b"),
+            (link.b, link.a, "b_to_a"),
+        )
+        for src, dst, direction in sides:
+            name = f"link:{link.id}:{src}>{dst}"
+            loss = None
+            if link.loss.direction in (direction, "both"):
+                loss = make_loss(
+                    link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
+                )
+            queue = make_queue(link.queue_of(direction), seed, name + ":queue")
+            rate = link.rate_from(src)
+            table = framing.setdefault((link.encap, link.overhead_bytes, rate), {})
+            port = Egress(env, link, src, dst, queue, loss, table)
+            port.probe = LinkProbe(port)
+            ports[(link.id, src, dst)] = port
+    return ports
+
+
 class Network:
     """The built model: ports per link direction, flows, probes."""
 
@@ -54,26 +79,7 @@ class Network:
         self.seed = seed
         self.topology = routing.Topology(scenario)  # one per run: every path asks it
         self.warnings: list[str] = list(scenario.warnings(self.topology))
-        self.ports: dict[tuple[str, str, str], Egress] = {}
-        framing: dict[tuple[str, int | None, float], dict[int, tuple[int, float]]] = {}
-        for link in scenario.links:
-            sides: tuple[tuple[str, str, Literal["a_to_b", "b_to_a"]], ...] = (
-                (link.a, link.b, "a_to_b"),
-                (link.b, link.a, "b_to_a"),
-            )
-            for src, dst, direction in sides:
-                name = f"link:{link.id}:{src}>{dst}"
-                loss = None
-                if link.loss.direction in (direction, "both"):
-                    loss = make_loss(
-                        link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
-                    )
-                queue = make_queue(link.queue_of(direction), seed, name + ":queue")
-                rate = link.rate_from(src)
-                table = framing.setdefault((link.encap, link.overhead_bytes, rate), {})
-                port = Egress(env, link, src, dst, queue, loss, table)
-                port.probe = LinkProbe(port)
-                self.ports[(link.id, src, dst)] = port
+        self.ports = _ports(env, scenario, seed)
         pushing = {n.id for n in scenario.nodes if n.kind == "host" and n.egress == "backpressure"}
         hold_back(pushing, self.ports)
         links = {link.id: link for link in scenario.links}

@@ -252,15 +252,14 @@ class Scenario(_Model):
     def canonical_json(self) -> str:
         """What is simulated: sorted, compact JSON of SI numbers without name, description,
         seed, and without the fields that simulate what their absence did (`_AS_BEFORE`)."""
-        exclude: dict[str, Any] = {"name": True, "description": True, "seed": True}
+        exclude = {"name", "description", "seed"}
         if not self.capture:
-            exclude["capture"] = True  # so scenarios from before captures keep their hash
-        for field, items in (("nodes", self.nodes), ("links", self.links)):
-            exclude[field] = _as_before(items, _AS_BEFORE[field])
-        if self.frame_relay is not None:
-            pvcs = _as_before(self.frame_relay.pvcs, _AS_BEFORE["pvcs"])
-            exclude["frame_relay"] = {"pvcs": pvcs}
+            exclude.add("capture")  # so scenarios from before captures keep their hash
         data = self.model_dump(mode="json", exclude=exclude)
+        _drop_as_before(data["nodes"], _AS_BEFORE["nodes"])
+        _drop_as_before(data["links"], _AS_BEFORE["links"])
+        if data["frame_relay"] is not None:
+            _drop_as_before(data["frame_relay"]["pvcs"], _AS_BEFORE["pvcs"])
         return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     def scenario_hash(self) -> str:
@@ -288,14 +287,12 @@ _AS_BEFORE: dict[str, dict[str, tuple[Any, ...]]] = {
 }
 
 
-def _as_before(items: Iterable[Any], fields: dict[str, tuple[Any, ...]]) -> dict[int, set[str]]:
-    """Per item index, the `fields` whose value is one that simulates as before."""
-    out: dict[int, set[str]] = {}
-    for index, item in enumerate(items):
-        same = {name for name, values in fields.items() if getattr(item, name) in values}
-        if same:
-            out[index] = same
-    return out
+def _drop_as_before(items: list[dict[str, Any]], fields: dict[str, tuple[Any, ...]]) -> None:
+    """Remove from each dumped item the `fields` whose value simulates as before."""
+    for item in items:
+        for name, values in fields.items():
+            if item[name] in values:
+                del item[name]
 
 
 def _check_unique(

@@ -195,4 +195,11 @@ def _pvc_warnings(topology: Topology, pvc: Pvc, largest: tuple[int, str, str] | 
             )
     if pvc.min_cir is not None and not pvc.becn_shaping:
         found.append(f"{path}.min_cir has no effect without becn_shaping")
+    admitted = pvc.cir + pvc.be * pvc.cir / pvc.bc
+    if pvc.shaping is not None and pvc.shaping.rate is not None and pvc.shaping.rate > admitted:
+        found.append(
+            f"{path}.shaping.rate {format_rate(pvc.shaping.rate)} exceeds what the contract "
+            f"admits in the long run (cir + be / Tc = {format_rate(admitted)}): the policer "
+            "discards the excess"
+        )
     return found

@@ -181,3 +181,10 @@ def test_bad_shaping_is_refused_at_its_field(where: str, spec: dict, loc: tuple)
     with pytest.raises(ValidationError) as caught:
         Scenario.model_validate(data)
     assert loc in [tuple(e["loc"]) for e in caught.value.errors()]
+
+
+def test_shaping_above_what_the_contract_admits_is_warned():
+    """cir + be / Tc = 256 + 32 / 0.125 = 512 kb/s: a shaper at 600 kb/s feeds the policer
+    more than it admits in the long run; at 512 kb/s it does not."""
+    assert any("512 kbit/s" in w for w in backup(1000, shaping={"rate": 600e3}).warnings())
+    assert not any("shaping" in w for w in backup(1000, shaping={"rate": 512e3}).warnings())
