@@ -44,6 +44,10 @@ _.jitter  # engine/result.py: TcpFlowSummary, UdpFlowSummary
 _.application_bps  # engine/result.py: FlowDiagnosis
 _.dlci  # engine/scenario/network.py: Pvc (checked unique by the document, shown in captures)
 _.bottleneck_rate_bps  # engine/analysis/paths.py: PathFacts, in the dry run's facts (as_dict)
+_.ack_clock_bps  # engine/analysis/paths.py: PathFacts, in the dry run's facts (as_dict)
+_.rate_bps  # engine/result.py: ShaperSummary
+_.delay_max  # engine/result.py: ShaperSummary
+_.shaper_reverse  # engine/result.py: PvcSummary
 
 # Read by Python's import system: engine/native.py's finder and the specs it returns.
 _.find_spec

@@ -138,7 +138,7 @@ def attach(
         if spec.direction in ("b_to_a", "both"):
             ways.append((link.b, link.a))
         for src, dst in ways:
-            ports[(link.id, src, dst)].tap = TapPoint(tap, src != at, float(link.delay))
+            ports[(link.id, src, dst)].tap = TapPoint(tap, src != at, link.delay_from(src))
         taps.append(tap)
     return taps
 

@@ -184,6 +184,8 @@ class DropTail:
     def __init__(self, limit_packets: int | None, limit_bytes: int | None):
         self.limit_packets = limit_packets
         self.limit_bytes = limit_bytes
+        # A packet finding nothing waiting joins without asking (a port may skip the call).
+        self.admits_when_idle = True
 
     def admit(self, port: Egress, waiting: int, wire: int, now: float, pkt: Packet) -> bool:
         """Whether `pkt` (`wire` bytes) may join the `waiting` packets queued at `port`."""
@@ -212,6 +214,7 @@ class Red(DropTail):
 
     def __init__(self, spec: QueueSpec, rng: random.Random):
         super().__init__(spec.limit_packets, spec.limit_bytes)
+        self.admits_when_idle = False  # RED's average must see every arrival
         self.min_th, self.max_th = spec.min_th, spec.max_th
         self.max_p, self.weight, self.gentle = spec.max_p, spec.weight, spec.gentle
         self.forced_th = 2 * spec.max_th if spec.gentle else spec.max_th
@@ -315,8 +318,8 @@ class Egress:
         self.link_id = link.id
         self.src, self.dst = src, dst
         self.key = f"{link.id}:{src}>{dst}"
-        self.rate = float(link.rate)
-        self.delay = float(link.delay)
+        self.rate = link.rate_from(src)
+        self.delay = link.delay_from(src)
         self.encap = link.encap
         self.overhead = link.overhead_bytes
         self.use_queue(queue)
@@ -341,7 +344,8 @@ class Egress:
         self.queue = queue
         # A packet-limited DropTail takes any packet when none is waiting: its verdict is
         # known without asking it (RED, or Frame Relay's queue, must see every arrival).
-        self.admits_idle = type(queue) is DropTail and (queue.limit_packets or 0) >= 1
+        idle = getattr(queue, "admits_when_idle", False)
+        self.admits_idle = idle is True and (queue.limit_packets or 0) >= 1
 
     def wire(self, ip_size: int) -> int:
         return self._framing(ip_size)[0]
@@ -360,6 +364,12 @@ class Egress:
         while w and w[0][0] <= now:
             self.queued_bytes -= w.popleft()[1]
         return len(w)
+
+    def next_start(self) -> float:
+        """When the first waiting packet starts its transmission (the port's busy end if
+        none waits); `waiting(now)` has trimmed the queue."""
+        w = self._waiting
+        return w[0][0] if w else self.busy_until
 
     def accept(self, pkt: Packet) -> None:
         """A packet arrives at this port from the node it leaves."""

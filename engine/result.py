@@ -69,6 +69,19 @@ class UdpFlowSummary(_Model):
 FlowSummary = Annotated[TcpFlowSummary | UdpFlowSummary, Field(discriminator="kind")]
 
 
+class ShaperSummary(_Model):
+    """A traffic shaper's queue: the frames it held back, for how long, and what it lost."""
+
+    rate_bps: float = Field(description="The shaped rate, frame bits per second")
+    frames: int = Field(description="Frames it let through")
+    delayed: int = Field(description="Frames that waited in its queue")
+    dropped: int = Field(description="Frames lost to its full queue")
+    queue_max: int = Field(description="Most frames waiting at once")
+    queue_mean: float = Field(description="Time-average frames waiting")
+    delay_mean: float = Field(description="Mean wait per frame let through, s")
+    delay_max: float = Field(description="Longest wait, s")
+
+
 class LinkSummary(_Model):
     packets: int = Field(description="Packets transmitted")
     bytes: int = Field(description="Bytes transmitted on the wire, framing included")
@@ -78,6 +91,9 @@ class LinkSummary(_Model):
     queue_mean: float = Field(description="Time-average packets waiting")
     queue_max: int
     queue_delay_mean: float = Field(description="Mean wait before transmission starts, s")
+    shaper: ShaperSummary | None = Field(
+        default=None, description="The interface's traffic shaper, ahead of its queue"
+    )
 
 
 class PvcSummary(_Model):
@@ -88,7 +104,13 @@ class PvcSummary(_Model):
     fecn_marked: int
     becn_marked: int
     residual_error_rate: float = Field(description="Measured: frames errored / frames exiting")
-    shaper_dropped: int = Field(default=0, description="Frames lost to a full BECN shaper queue")
+    shaper_dropped: int = Field(default=0, description="Frames lost to a full shaper queue")
+    shaper: ShaperSummary | None = Field(
+        default=None, description="The forward direction's shaper at its entry router"
+    )
+    shaper_reverse: ShaperSummary | None = Field(
+        default=None, description="The reverse direction's shaper"
+    )
 
 
 class Bounds(_Model):
@@ -130,7 +152,8 @@ class Diagnosis(_Model):
     bottleneck: str | None = Field(
         default=None,
         description="The resource of `bounds.link_bps`: a link direction "
-        "'<link>:<from>><to>' or 'pvc:<id>'",
+        "'<link>:<from>><to>', a PVC 'pvc:<id>' (its contract or its shaper), or an "
+        "interface's shaper 'shaper:<link>:<from>><to>'",
     )
     remedies: list[Remedy] = Field(
         default_factory=list,

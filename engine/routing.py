@@ -246,9 +246,21 @@ class Topology:
         """The first link with the smallest MTU on the path."""
         return min(self.links_on(hops), key=lambda link: link.mtu)
 
-    def bottleneck(self, hops: list[Hop]) -> Link:
-        """The first link with the lowest rate on the path."""
-        return min(self.links_on(hops), key=lambda link: link.rate)
+    def bottleneck(self, hops: list[Hop]) -> tuple[Link, float]:
+        """The first link with the lowest rate in the path's direction, and that rate."""
+        if not hops:
+            raise ValueError("an empty path has no links")
+        rates = [(self._links[hop.link_id].rate_from(hop.src), i) for i, hop in enumerate(hops)]
+        rate, i = min(rates)
+        return self._links[hops[i].link_id], rate
+
+    def round_trip_delay(self, hops: list[Hop]) -> float:
+        """Propagation delay out along `hops` and back over the same links, s."""
+        return sum(
+            self._links[hop.link_id].delay_from(hop.src)
+            + self._links[hop.link_id].delay_from(hop.dst)
+            for hop in hops
+        )
 
     def pvc_span(self, hops: list[Hop]) -> PvcSpan | None:
         """The PVC carrying the path and which of its hops it carries, or None."""
@@ -293,8 +305,8 @@ def path_mtu(scenario: Scenario, hops: list[Hop]) -> int:
 
 
 def bottleneck_link(scenario: Scenario, hops: list[Hop]) -> Link:
-    """Return the first link with the lowest rate on the path."""
-    return Topology(scenario).bottleneck(hops)
+    """Return the first link with the lowest rate in the path's direction."""
+    return Topology(scenario).bottleneck(hops)[0]
 
 
 def pvc_span(scenario: Scenario, hops: list[Hop]) -> PvcSpan | None:

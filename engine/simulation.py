@@ -22,6 +22,7 @@ from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
+from engine.host import attach_small_queues, hold_back
 from engine.kernel import SLICES, Kernel
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.packet import Path
@@ -35,12 +36,38 @@ from engine.result import (
     UdpFlowSummary,
 )
 from engine.scenario import Scenario
+from engine.shaping import interface_shapers, splice
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
 
 
 class SimulationCancelled(Exception):
     """`should_stop()` returned True; the run was abandoned between two slices."""
+
+
+def _ports(env: Kernel, scenario: Scenario, seed: int) -> dict[tuple[str, str, str], Egress]:
+    """One port per link direction, by (link, from, to), each with its probe."""
+    ports: dict[tuple[str, str, str], Egress] = {}
+    framing: dict[tuple[str, int | None, float], dict[int, tuple[int, float]]] = {}
+    for link in scenario.links:
+        sides: tuple[tuple[str, str, Literal["a_to_b", "b_to_a"]], ...] = (
+            (link.a, link.b, "a_to_b"),
+            (link.b, link.a, "b_to_a"),
+        )
+        for src, dst, direction in sides:
+            name = f"link:{link.id}:{src}>{dst}"
+            loss = None
+            if link.loss.direction in (direction, "both"):
+                loss = make_loss(
+                    link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
+                )
+            queue = make_queue(link.queue_of(direction), seed, name + ":queue")
+            rate = link.rate_from(src)
+            table = framing.setdefault((link.encap, link.overhead_bytes, rate), {})
+            port = Egress(env, link, src, dst, queue, loss, table)
+            port.probe = LinkProbe(port)
+            ports[(link.id, src, dst)] = port
+    return ports
 
 
 class Network:
@@ -52,26 +79,11 @@ class Network:
         self.seed = seed
         self.topology = routing.Topology(scenario)  # one per run: every path asks it
         self.warnings: list[str] = list(scenario.warnings(self.topology))
-        self.ports: dict[tuple[str, str, str], Egress] = {}
-        framing: dict[tuple[str, int | None, float], dict[int, tuple[int, float]]] = {}
-        for link in scenario.links:
-            sides: tuple[tuple[str, str, Literal["a_to_b", "b_to_a"]], ...] = (
-                (link.a, link.b, "a_to_b"),
-                (link.b, link.a, "b_to_a"),
-            )
-            for src, dst, direction in sides:
-                name = f"link:{link.id}:{src}>{dst}"
-                loss = None
-                if link.loss.direction in (direction, "both"):
-                    loss = make_loss(
-                        link.loss, stream(seed, name + ":loss"), link.encap, link.overhead_bytes
-                    )
-                queue = make_queue(link.queue_of(direction), seed, name + ":queue")
-                table = framing.setdefault((link.encap, link.overhead_bytes, float(link.rate)), {})
-                port = Egress(env, link, src, dst, queue, loss, table)
-                port.probe = LinkProbe(port)
-                self.ports[(link.id, src, dst)] = port
+        self.ports = _ports(env, scenario, seed)
+        pushing = {n.id for n in scenario.nodes if n.kind == "host" and n.egress == "backpressure"}
+        hold_back(pushing, self.ports)
         links = {link.id: link for link in scenario.links}
+        self.shapers = interface_shapers(env, self.ports, links)
         self.taps = attach(scenario.capture, self.ports, links) if scenario.capture else []
         fr = scenario.frame_relay
         self.frame_relay = FrameRelay(env, scenario, seed, self.ports) if fr and fr.pvcs else None
@@ -91,6 +103,9 @@ class Network:
             if flow.finite:
                 self.pending.add(flow.id)
             flow.schedule()
+        if pushing:
+            senders = [f.sender for f in self.flows if isinstance(f, TcpFlow)]
+            attach_small_queues(env, pushing, senders)
         self.usage = {f.id: FlowUsage(env, f) for f in self.flows if isinstance(f, TcpFlow)}
         self.goodput = {
             f.id: Trace("bit/s", rate=True) for f in self.flows if isinstance(f, TcpFlow)
@@ -108,10 +123,12 @@ class Network:
         hops = self.topology.route(src, dst)
         if not hops:
             raise ValueError(f"no route from {src} to {dst}")
-        ports = tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
+        path: Path = tuple(self.ports[(h.link_id, h.src, h.dst)] for h in hops)
         if self.frame_relay is not None:
-            return self.frame_relay.wrap(self.topology, hops, ports)
-        return ports
+            path = self.frame_relay.wrap(self.topology, hops, path)
+        if self.shapers:
+            path = splice(path, self.shapers)
+        return path
 
     def _flow_done(self, flow: Flow) -> None:
         usage = self.usage.get(flow.id)
@@ -191,23 +208,8 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     end = env.now
     net.sampler.flush()
     flows: dict[str, TcpFlowSummary | UdpFlowSummary] = {f.id: f.summary(end) for f in net.flows}
-    links: dict[str, LinkSummary] = {}
     series: dict[str, Series] = {}
-    for port in net.ports.values():
-        links[port.key] = LinkSummary(
-            packets=port.packets,
-            bytes=port.bytes,
-            drops=port.drops,
-            error_drops=port.error_drops,
-            utilization=port.busy_time(end) / end if end > 0 else 0.0,
-            queue_mean=port.queue_wait_total(end) / end if end > 0 else 0.0,
-            queue_max=port.queue_max,
-            queue_delay_mean=port.wait_total / port.packets if port.packets else 0.0,
-        )
-        assert port.probe is not None
-        for key, trace in port.probe.series().items():
-            if len(trace.t):
-                series[key] = trace.series()
+    links = _links(net, end, series)
     for f in net.flows:
         if isinstance(f, TcpFlow):
             for key, trace in f.probe.series().items():
@@ -218,7 +220,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
                 series[f"flow.{f.id}.goodput_bps"] = g.series()
     pvcs = {}
     if net.frame_relay is not None:
-        pvcs = net.frame_relay.summaries()
+        pvcs = net.frame_relay.summaries(end)
         for key, trace in net.frame_relay.series().items():
             if len(trace.t):
                 series[key] = trace.series()
@@ -260,3 +262,29 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         )
         result._pcaps[(spec.link, spec.direction)] = data
     return result
+
+
+def _links(net: Network, end: float, series: dict[str, Series]) -> dict[str, LinkSummary]:
+    """Each port's summary, and its series (and its shaper's) added to `series`."""
+    links: dict[str, LinkSummary] = {}
+    for port in net.ports.values():
+        shaper = net.shapers.get(port.key)
+        links[port.key] = LinkSummary(
+            packets=port.packets,
+            bytes=port.bytes,
+            drops=port.drops,
+            error_drops=port.error_drops,
+            utilization=port.busy_time(end) / end if end > 0 else 0.0,
+            queue_mean=port.queue_wait_total(end) / end if end > 0 else 0.0,
+            queue_max=port.queue_max,
+            queue_delay_mean=port.wait_total / port.packets if port.packets else 0.0,
+            shaper=shaper.summary(end) if shaper is not None else None,
+        )
+        assert port.probe is not None
+        traces = port.probe.series()
+        if shaper is not None:
+            traces.update(shaper.series(port.probe.prefix, "shaper_queue_packets", "shaper_delay"))
+        for key, trace in traces.items():
+            if len(trace.t):
+                series[key] = trace.series()
+    return links

@@ -16,6 +16,8 @@ levels are read at the flow's start and at its end. Over that window:
 - a PVC direction admitted A frame bits, at most own of them the flow's; the contract let
   through at most the tokens in the buckets at the start plus what they earned during the
   window (see `PvcDirection.allowance`), and the flow got what the others left of it;
+- a shaper (a PVC's or an interface's) is read the same way: the frame bits it let
+  through, and what its bucket and rate allowed (`Shaper.allowance`);
 - a flow that stops sending at `stop` still delivers what was in flight: its window ends
   at `stop` and those late bits are added to each bound as they are.
 
@@ -23,19 +25,20 @@ Both are true upper bounds whatever the flows did: the property test
 (tests/unit/test_diagnosis_properties.py) checks them against generated scenarios.
 
 Cost: one snapshot per flow at its start (an event only for flows starting after 0) and
-one at its end, each reading the ports and PVC directions on its path; nothing per packet
-beyond a PVC direction's admitted-bits counter.
+one at its end, each reading the ports, PVC directions and shapers on its path; nothing per
+packet beyond a PVC direction's and a shaper's counter of the bits it let through.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from engine.framerelay import PvcDirection
 from engine.kernel import Later
 from engine.net import Egress
-from engine.packet import TCP_IP_HEADERS
+from engine.packet import TCP_IP_HEADERS, Path
+from engine.shaping import Shaper
 
 if TYPE_CHECKING:
     from engine.flows import TcpFlow
@@ -47,51 +50,64 @@ if TYPE_CHECKING:
 class Share:
     """What one resource on a flow's path could have carried of its payload while it ran."""
 
-    resource: str  # a port key "<link>:<from>><to>", or "pvc:<id>"
+    resource: str  # a port key "<link>:<from>><to>", "pvc:<id>", "shaper:<port key>"
     bound_bps: float  # payload bit/s over the flow's active time, at most
     capacity_bps: float  # the same for the flow alone on the resource
     others_fraction: float  # share of the resource the other traffic took meanwhile
+    kind: Literal["port", "contract", "shaper"] = "port"  # what the resource is
+
+
+class _Meter(NamedTuple):
+    """A resource that counts the frame bits it lets through: a PVC direction's contract or
+    a shaper."""
+
+    resource: str
+    kind: Literal["contract", "shaper"]
+    gate: PvcDirection | Shaper
+    port: Egress  # the port whose framing its bits count
+    rate: float  # its long-run frame bit rate
 
 
 class _Snapshot:
-    __slots__ = ("time", "busy", "admitted", "delivered")
+    __slots__ = ("time", "busy", "passed", "delivered")
 
-    def __init__(self, time: float, busy: list[float], admitted: list[float], delivered: int):
+    def __init__(self, time: float, busy: list[float], passed: list[int], delivered: int):
         self.time = time
         self.busy = busy
-        self.admitted = admitted
+        self.passed = passed  # frame bits each meter let through so far
         self.delivered = delivered
 
 
 class FlowUsage:
-    """The ports and PVC directions of one TCP flow's data path, read at its start and end."""
+    """The ports, PVC directions and shapers of one TCP flow's data path, read at its start
+    and end."""
 
     def __init__(self, env: Kernel, flow: TcpFlow):
         self.env = env
         self.flow = flow
         path = flow.sender.path
         self.ports = [hop for hop in path if isinstance(hop, Egress)]
-        self.pvcs = [hop for hop in path if isinstance(hop, PvcDirection)]
+        self.meters = _meters(path)
         self.start: _Snapshot | None = None
         self.end: _Snapshot | None = None
         self.allowance_at_start: list[float] = []
         if flow.start <= 0:
             self.start = self._read()
-            self.allowance_at_start = [d.tokens(0.0) for d in self.pvcs]
+            self.allowance_at_start = [m.gate.tokens(0.0) for m in self.meters]
         else:
             Later(env, flow.start, self._on_start, None)
 
     def _on_start(self, _: None) -> None:
         self.start = self._read()
         now = self.env._now
-        self.allowance_at_start = [d.tokens(now) for d in self.pvcs]
+        self.allowance_at_start = [m.gate.tokens(now) for m in self.meters]
 
     def _read(self) -> _Snapshot:
         now = self.env._now
         return _Snapshot(
             now,
             [p.busy_time(now) for p in self.ports],
-            [d.admitted_bits for d in self.pvcs],
+            [_passed(m.gate) for m in self.meters],
             self.flow.delivered_bytes,
         )
 
@@ -132,21 +148,40 @@ class FlowUsage:
                     others_fraction=others / window,
                 )
             )
-        for i, direction in enumerate(self.pvcs):
-            first = direction.first_port
-            assert first is not None  # set when the PVC's path is spliced
-            wire = first.wire(size)
-            bits = wire * 8
-            admitted = last.admitted[i] - start.admitted[i]
-            others = max(0.0, admitted - own_packets * bits)
-            allowed = direction.allowance(start.time, last.time, self.allowance_at_start[i])
+        for i, meter in enumerate(self.meters):
+            wire = meter.port.wire(size)
+            passed = last.passed[i] - start.passed[i]
+            others = max(0.0, passed - own_packets * wire * 8)
+            allowed = meter.gate.allowance(start.time, last.time, self.allowance_at_start[i])
             ratio = mss / wire
             out.append(
                 Share(
-                    resource=f"pvc:{direction.circuit.id}",
+                    resource=meter.resource,
                     bound_bps=(max(0.0, allowed - others) * ratio + late) / active,
-                    capacity_bps=direction.long_run_rate * ratio,
+                    capacity_bps=meter.rate * ratio,
                     others_fraction=others / allowed if allowed > 0 else 0.0,
+                    kind=meter.kind,
                 )
             )
         return out
+
+
+def _meters(path: Path) -> list[_Meter]:
+    """The PVC contracts and shapers on `path`, in order."""
+    out = []
+    for hop in path:
+        if isinstance(hop, PvcDirection):
+            port = hop.first_port
+            assert port is not None  # set when the PVC's path is spliced
+            name = f"pvc:{hop.circuit.id}"
+            out.append(_Meter(name, "contract", hop, port, hop.long_run_rate))
+            if hop.shaper is not None:
+                out.append(_Meter(name, "shaper", hop.shaper, port, hop.shaper.ceiling))
+        elif isinstance(hop, Shaper):
+            assert hop.port is not None  # an interface shaper's
+            out.append(_Meter(hop.key, "shaper", hop, hop.port, hop.ceiling))
+    return out
+
+
+def _passed(gate: PvcDirection | Shaper) -> int:
+    return gate.admitted_bits if isinstance(gate, PvcDirection) else gate.passed_bits

@@ -64,6 +64,8 @@ MODULES = [
     "net.py",
     "recorder.py",
     "flows.py",
+    "host.py",  # a backpressure sender asks it before and after every data segment
+    "shaping.py",  # a shaped port's every packet
     "tcp/**/*.py",  # the whole TCP stack: its strategies subclass each other's bases
 ]
 #: Modules the globs match that stay interpreted (none today).

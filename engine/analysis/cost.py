@@ -259,7 +259,7 @@ def estimate_into(
             for hop in hops:
                 link = links[hop.link_id]
                 wire = link_wire(link, size)
-                through = min(through, link.rate * active / (8 * wire))
+                through = min(through, link.rate_from(hop.src) * active / (8 * wire))
                 events += through
                 through *= 1.0 - _loss(link, hop, wire).mean
         facts[f.id].est_packets = _count(packets)

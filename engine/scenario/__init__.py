@@ -9,7 +9,8 @@ After validation every quantity is an SI number (seconds, bytes, bit/s; see
 engine.units), so a scenario dumps, hashes and round-trips the same however it was written.
 
 One job per module: `common` (limits, ids, the error collector, the base model),
-`network` (nodes, links, Frame Relay), `tcp` (the TCP stack's options), `flows` (what runs,
+`network` (nodes, links), `shaping` (router traffic shaping), `framerelay` (switches,
+PVCs), `tcp` (the TCP stack's options), `flows` (what runs,
 and captures), `document` (`Scenario`, its cross-checks and identity), `warnings`
 (advisories), `files` (JSON and YAML).
 """
@@ -25,15 +26,9 @@ from engine.scenario.common import (
 from engine.scenario.document import Scenario
 from engine.scenario.files import ScenarioFormatError, load_scenario
 from engine.scenario.flows import CaptureSpec, Flow, TcpBulkFlow, UdpCbrFlow
-from engine.scenario.network import (
-    FrameRelaySpec,
-    FrSwitchSpec,
-    Link,
-    LossSpec,
-    Node,
-    Pvc,
-    QueueSpec,
-)
+from engine.scenario.framerelay import FrameRelaySpec, FrSwitchSpec, Pvc
+from engine.scenario.network import Link, LossSpec, Node, QueueSpec
+from engine.scenario.shaping import ShapingSpec
 from engine.scenario.tcp import DelayedAckSpec, TcpSpec
 
 __all__ = [
@@ -55,6 +50,7 @@ __all__ = [
     "QueueSpec",
     "Scenario",
     "ScenarioFormatError",
+    "ShapingSpec",
     "TcpBulkFlow",
     "TcpSpec",
     "UdpCbrFlow",

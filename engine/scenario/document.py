@@ -31,7 +31,8 @@ from engine.scenario.common import (
     _Model,
 )
 from engine.scenario.flows import CaptureSpec, Flow, TcpBulkFlow
-from engine.scenario.network import FrameRelaySpec, Link, Node
+from engine.scenario.framerelay import FrameRelaySpec
+from engine.scenario.network import Link, Node
 from engine.scenario.warnings import scenario_warnings
 from engine.units import format_duration
 
@@ -95,6 +96,16 @@ class Scenario(_Model):
                     f"link {link.id!r} connects node {link.a!r} to itself",
                     link.b,
                 )
+            for end, field in (("a", "shaping_a_to_b"), ("b", "shaping_b_to_a")):
+                shaped = nodes.get(getattr(link, end))
+                if getattr(link, field) is not None and shaped and shaped.kind == "host":
+                    errors.add(
+                        ("links", index, field),
+                        "field_not_allowed",
+                        f"{shaped.id!r} is a host: traffic shaping is a router's (a host holds "
+                        "its data back in the socket, see nodes[].egress)",
+                        None,
+                    )
         # Routes are only meaningful on a sound topology; otherwise report the topology alone.
         topology = Topology(self) if len(errors.lines) == before_topology else None
         if self.frame_relay is not None:
@@ -239,11 +250,16 @@ class Scenario(_Model):
                     )
 
     def canonical_json(self) -> str:
-        """What is simulated: sorted, compact JSON of SI numbers without name, description, seed."""
+        """What is simulated: sorted, compact JSON of SI numbers without name, description,
+        seed, and without the fields that simulate what their absence did (`_AS_BEFORE`)."""
         exclude = {"name", "description", "seed"}
         if not self.capture:
             exclude.add("capture")  # so scenarios from before captures keep their hash
         data = self.model_dump(mode="json", exclude=exclude)
+        _drop_as_before(data["nodes"], _AS_BEFORE["nodes"])
+        _drop_as_before(data["links"], _AS_BEFORE["links"])
+        if data["frame_relay"] is not None:
+            _drop_as_before(data["frame_relay"]["pvcs"], _AS_BEFORE["pvcs"])
         return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     def scenario_hash(self) -> str:
@@ -254,6 +270,29 @@ class Scenario(_Model):
         """Legal but suspicious settings, and what the engine will do about them; pass the
         scenario's `Topology` when the caller has one (engine.scenario.warnings)."""
         return scenario_warnings(self, topology)
+
+
+# Fields added after scenarios were first stored, with the values at which they simulate
+# what a scenario without them did: left out of the identity at those values, so that such
+# a scenario keeps its hash (and its cached results) while one that uses them does not.
+_AS_BEFORE: dict[str, dict[str, tuple[Any, ...]]] = {
+    "nodes": {"egress": (None, "drop")},
+    "links": {
+        "rate_b_to_a": (None,),
+        "delay_b_to_a": (None,),
+        "shaping_a_to_b": (None,),
+        "shaping_b_to_a": (None,),
+    },
+    "pvcs": {"shaping": (None,)},
+}
+
+
+def _drop_as_before(items: list[dict[str, Any]], fields: dict[str, tuple[Any, ...]]) -> None:
+    """Remove from each dumped item the `fields` whose value simulates as before."""
+    for item in items:
+        for name, values in fields.items():
+            if item[name] in values:
+                del item[name]
 
 
 def _check_unique(

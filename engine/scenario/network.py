@@ -1,4 +1,4 @@
-"""Nodes, links (queues, loss, framing) and Frame Relay (switches, PVCs)."""
+"""Nodes and links: queues, loss, framing, rates and delays per direction, shapers."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from pydantic import (
 )
 
 from engine.scenario.common import (
-    MAX_INT,
-    MAX_ITEMS,
     Count,
     Id,
     PositiveByteSize,
@@ -21,7 +19,11 @@ from engine.scenario.common import (
     _Errors,
     _Model,
 )
-from engine.units import Bits, Duration, format_rate
+from engine.scenario.shaping import ShapingSpec
+from engine.units import Duration
+
+Direction = Literal["a_to_b", "b_to_a"]
+"""One direction of a link: from its `a` end to its `b` end, or back."""
 
 
 class Node(_Model):
@@ -29,6 +31,35 @@ class Node(_Model):
 
     id: Id
     kind: Literal["host", "router", "fr_switch"]
+    egress: Literal["backpressure", "drop"] | None = None
+    """Hosts only (null elsewhere; a host's null becomes `backpressure`): what the host's
+    own interfaces do when its TCP senders outrun them.
+    `backpressure` (Linux, the default): data waits in the socket and nothing of a TCP
+    connection is dropped at the host's own interface. A sender keeps at most ~1 ms of
+    its pacing rate, and at least two packets, in the interface (TCP Small Queues; at most
+    4 MB unless paced); it sends no new segment while the interface's queue is full and
+    takes that as local congestion (Linux's tcp_enter_cwr): ssthresh from the variant, cwnd
+    down to it, once per window. UDP datagrams beyond the queue are still dropped.
+    `drop`: the interface's queue drops what does not fit, as a router's does (ns-2's
+    hosts: a DropTail queue on every link). Routers and switches always drop."""
+
+    @model_validator(mode="after")
+    def _check(self) -> Node:
+        """`egress` is a host's (a router forwards: it has no sockets to hold data back);
+        a host's defaults to backpressure."""
+        if self.kind == "host":
+            if self.egress is None:
+                self.egress = "backpressure"  # here, so that a router's stays null
+        elif self.egress is not None:
+            errors = _Errors("Node")
+            errors.add(
+                ("egress",),
+                "field_not_allowed",
+                f"egress applies to hosts only, not to a {self.kind}: its queues drop",
+                self.egress,
+            )
+            errors.raise_if_any()
+        return self
 
 
 class QueueSpec(_Model):
@@ -158,9 +189,16 @@ class Link(_Model):
     a: str
     b: str
     rate: PositiveRate
-    """Line rate of each direction."""
+    """Line rate from `a` to `b`, and from `b` to `a` unless rate_b_to_a replaces it."""
+    rate_b_to_a: PositiveRate | None = None
+    """Line rate from `b` to `a` in place of `rate`: an asymmetric link (ADSL, cable, a
+    satellite return channel); None keeps `rate`."""
     delay: Duration = 0.0
-    """One-way propagation delay."""
+    """One-way propagation delay from `a` to `b`, and from `b` to `a` unless delay_b_to_a
+    replaces it."""
+    delay_b_to_a: Duration | None = None
+    """One-way propagation delay from `b` to `a` in place of `delay` (e.g. a terrestrial
+    return path beside a satellite downlink); None keeps `delay`."""
     encap: Literal["ethernet", "ppp", "hdlc", "frame_relay", "atm_aal5", "mpls", "none"] = (
         "ethernet"
     )
@@ -182,96 +220,53 @@ class Link(_Model):
     """The egress queue at `b` (packets toward `a`) in place of `queue`; None keeps `queue`:
     e.g. RED on the data direction and a plain DropTail for the ACKs."""
     loss: LossSpec = Field(default_factory=LossSpec)
+    shaping_a_to_b: ShapingSpec | None = None
+    """Traffic shaping of the packets leaving `a` toward `b` (a router's interface); its
+    rate is required, and it cannot adapt (BECN is a PVC's)."""
+    shaping_b_to_a: ShapingSpec | None = None
+    """Traffic shaping of the packets leaving `b` toward `a`, as shaping_a_to_b."""
 
-    def queue_of(self, direction: Literal["a_to_b", "b_to_a"]) -> QueueSpec:
+    @model_validator(mode="after")
+    def _check_shaping(self) -> Link:
+        """An interface shaper has a rate of its own and a fixed one."""
+        errors = _Errors("Link")
+        for field in ("shaping_a_to_b", "shaping_b_to_a"):
+            spec: ShapingSpec | None = getattr(self, field)
+            if spec is None:
+                continue
+            if spec.rate is None:
+                errors.add((field, "rate"), "missing", "a link's shaper needs its rate", None)
+            if spec.adaptive != "none":
+                errors.add(
+                    (field, "adaptive"),
+                    "field_not_allowed",
+                    "adaptive shaping follows a PVC's BECN: shape the PVC instead",
+                    spec.adaptive,
+                )
+        errors.raise_if_any()
+        return self
+
+    def shaping_of(self, direction: Direction) -> ShapingSpec | None:
+        """The shaper of one direction of the link, if any."""
+        return self.shaping_a_to_b if direction == "a_to_b" else self.shaping_b_to_a
+
+    def queue_of(self, direction: Direction) -> QueueSpec:
         """The queue of one direction of the link."""
         own = self.queue_a_to_b if direction == "a_to_b" else self.queue_b_to_a
         return own if own is not None else self.queue
 
+    def direction_from(self, node: str) -> Direction:
+        """The direction of the link that leaves `node` (one of its two ends)."""
+        return "a_to_b" if node == self.a else "b_to_a"
 
-class FrSwitchSpec(_Model):
-    """Congestion behaviour of every Frame Relay switch, as fractions of queue capacity."""
+    def rate_from(self, node: str) -> float:
+        """Line rate of the direction leaving `node`, bit/s."""
+        if node != self.a and self.rate_b_to_a is not None:
+            return float(self.rate_b_to_a)
+        return float(self.rate)
 
-    congestion_threshold: float = Field(default=0.5, gt=0, le=1)
-    """Queue fill above which frames are marked FECN (forward) and BECN (backward)."""
-    de_discard_threshold: float = Field(default=0.75, gt=0, le=1)
-    """Queue fill above which frames marked DE (discard eligible) are dropped first."""
-    congestion_measure: Literal["cycle_average", "instantaneous"] = "cycle_average"
-    """The queue fill that FECN/BECN marking judges. `cycle_average`: as ANSI T1.618 Annex
-    A has it, the queue length (the frame being sent included) averaged over the previous
-    regeneration cycle (a busy period and the idle period after it) and the current one.
-    `instantaneous`: the frames waiting when the frame arrives. DE discard always judges
-    the instantaneous fill (it protects the buffer)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> FrSwitchSpec:
-        """Congestion marking starts no later than DE discard."""
-        errors = _Errors("FrSwitchSpec")
-        if self.congestion_threshold > self.de_discard_threshold:
-            errors.add(
-                ("de_discard_threshold",),
-                "invalid_range",
-                f"de_discard_threshold {self.de_discard_threshold:g} must be at least "
-                f"congestion_threshold {self.congestion_threshold:g}",
-                self.de_discard_threshold,
-            )
-        errors.raise_if_any()
-        return self
-
-
-class Pvc(_Model):
-    """A permanent virtual circuit between two routers across the Frame Relay cloud."""
-
-    id: Id
-    dlci: int = Field(ge=16, le=1007)
-    """Data link connection identifier (16-1007 are the user DLCIs)."""
-    src: str
-    """Router at the PVC's forward entry."""
-    dst: str
-    """Router at the PVC's forward exit."""
-    cir: PositiveRate
-    """Committed information rate."""
-    bc: Annotated[Bits, Field(le=MAX_INT)] | None = Field(default=None, gt=0)
-    """Committed burst in bits per interval Tc = bc / cir (a plain number is bits, or a
-    size with a unit: "64kbit", "8kB"); default cir x 1 s."""
-    be: Annotated[Bits, Field(le=MAX_INT)] = Field(default=0, ge=0)
-    """Excess burst in bits per Tc, as bc: sent marked DE; beyond bc + be frames are dropped."""
-    policing: Literal["token_bucket", "interval"] = "token_bucket"
-    """How the network's ingress (the first switch, as frames arrive from the access link)
-    counts Bc and Be. `token_bucket`: two continuous buckets (depth bc refilled at cir,
-    depth be refilled at be / Tc), leftover tokens carry over, so the long-run rate is
-    cir + be / Tc for any frame size. `interval`: fixed consecutive Tc windows from t = 0,
-    the first bc bits of whole frames committed, the next be bits DE, counts reset each
-    window; a part of bc or be smaller than the next frame is lost, so the long-run rate
-    is lower unless bc and be are whole numbers of frames."""
-    becn_shaping: bool = False
-    """Shape to CIR at the entry router, as Cisco IOS adaptive shaping does: the rate steps
-    down by 0.75 on BECN (at most once per Tc) toward min_cir; after 16 Tc without BECN it
-    steps back up by (bc + be) / 16 per Tc until it is back at cir."""
-    min_cir: PositiveRate | None = None
-    """Floor of BECN shaping; None means cir / 2."""
-    residual_error_rate: float = Field(default=0.0, ge=0, lt=1)
-    """Probability that a frame is corrupted inside the cloud."""
-
-    @model_validator(mode="after")
-    def _check(self) -> Pvc:
-        """Default bc to one second of CIR; min_cir cannot exceed cir."""
-        errors = _Errors("Pvc")
-        if self.min_cir is not None and self.min_cir > self.cir:
-            errors.add(
-                ("min_cir",),
-                "invalid_range",
-                f"min_cir {format_rate(self.min_cir)} exceeds cir {format_rate(self.cir)}",
-                self.min_cir,
-            )
-        errors.raise_if_any()
-        if self.bc is None:
-            self.bc = max(1, round(self.cir))  # Tc = 1 s, the usual default
-        return self
-
-
-class FrameRelaySpec(_Model):
-    """Frame Relay switching behaviour and the PVCs across the cloud."""
-
-    switch: FrSwitchSpec = Field(default_factory=FrSwitchSpec)
-    pvcs: list[Pvc] = Field(default_factory=list, max_length=MAX_ITEMS)
+    def delay_from(self, node: str) -> float:
+        """One-way propagation delay of the direction leaving `node`, s."""
+        if node != self.a and self.delay_b_to_a is not None:
+            return float(self.delay_b_to_a)
+        return float(self.delay)

@@ -10,7 +10,8 @@ from engine.net import link_wire
 from engine.packet import MAX_SCALED_WINDOW, MAX_UNSCALED_WINDOW, TCP_IP_HEADERS, UDP_IP_HEADERS
 from engine.routing import Hop, Topology
 from engine.scenario.flows import TcpBulkFlow, UdpCbrFlow
-from engine.scenario.network import Link, Pvc
+from engine.scenario.framerelay import Pvc
+from engine.scenario.network import Link
 from engine.scenario.tcp import TcpSpec
 from engine.tcp.receiver import effective_window
 from engine.units import format_duration, format_rate, format_size
@@ -77,11 +78,11 @@ def _flow_warnings(
         if flow.bytes is not None and hops:
             found.extend(_completion_warnings(scenario, path, flow, topology, hops))
     elif hops:
-        bottleneck = topology.bottleneck(hops)
-        if flow.rate > bottleneck.rate:
+        bottleneck, rate = topology.bottleneck(hops)
+        if flow.rate > rate:
             found.append(
                 f"{path}.rate {format_rate(flow.rate)} exceeds the bottleneck "
-                f"{format_rate(bottleneck.rate)} (link {bottleneck.id}): "
+                f"{format_rate(rate)} (link {bottleneck.id}): "
                 "its queue will overflow"
             )
         link = topology.narrowest(hops)
@@ -99,11 +100,11 @@ def _completion_warnings(
 ) -> list[str]:
     """Warn when even an ideal sender cannot move `flow.bytes` before the run ends."""
     assert flow.bytes is not None
-    bottleneck = topology.bottleneck(hops)
-    rtt = 2 * sum(link.delay for link in topology.links_on(hops))
+    bottleneck, rate = topology.bottleneck(hops)
+    rtt = topology.round_trip_delay(hops)
     window = effective_window(flow.tcp)
-    transfer = flow.bytes * 8 / bottleneck.rate
-    limits = f"bottleneck {format_rate(bottleneck.rate)} on link {bottleneck.id}"
+    transfer = flow.bytes * 8 / rate
+    limits = f"bottleneck {format_rate(rate)} on link {bottleneck.id}"
     if rtt > 0:
         # At most one window per round trip, and the last byte still needs half an RTT.
         transfer = max(transfer, flow.bytes / window * rtt) + rtt / 2
@@ -189,12 +190,19 @@ def _pvc_warnings(topology: Topology, pvc: Pvc, largest: tuple[int, str, str] | 
         )
     hops = topology.route(pvc.src, pvc.dst)
     if hops:
-        bottleneck = topology.bottleneck(hops)
-        if pvc.cir > bottleneck.rate:
+        bottleneck, rate = topology.bottleneck(hops)
+        if pvc.cir > rate:
             found.append(
                 f"{path}.cir {format_rate(pvc.cir)} exceeds the rate of link {bottleneck.id} "
-                f"({format_rate(bottleneck.rate)}) on its path"
+                f"({format_rate(rate)}) on its path"
             )
     if pvc.min_cir is not None and not pvc.becn_shaping:
         found.append(f"{path}.min_cir has no effect without becn_shaping")
+    admitted = pvc.cir + pvc.be * pvc.cir / pvc.bc
+    if pvc.shaping is not None and pvc.shaping.rate is not None and pvc.shaping.rate > admitted:
+        found.append(
+            f"{path}.shaping.rate {format_rate(pvc.shaping.rate)} exceeds what the contract "
+            f"admits in the long run (cir + be / Tc = {format_rate(admitted)}): the policer "
+            "discards the excess"
+        )
     return found

@@ -21,6 +21,7 @@ from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
 if TYPE_CHECKING:  # the recorder's probe, attached by the flow
     from engine.flows import TcpFlow
+    from engine.host import SmallQueue
     from engine.kernel import Kernel
     from engine.recorder import TcpProbe
     from engine.scenario import TcpSpec
@@ -61,6 +62,8 @@ class TcpSender:
         "pacing",
         "pacer",
         "ss_samples",
+        "local",
+        "cwr_high",
     )
 
     def __init__(
@@ -110,6 +113,10 @@ class TcpSender:
         self.pacing = bool(spec.pacing) or cc.always_paces
         self.pacer = Pacer(env, self.try_send) if self.pacing else None
         recovery.bind(self)
+        # This sender's share of its host's interface when the host pushes back
+        # (engine/host.py, `egress: backpressure`); None when it drops like a router.
+        self.local: SmallQueue | None = None
+        self.cwr_high = 0  # local congestion answered until snd_una reaches this
 
     # --- application side -------------------------------------------------------------
 
@@ -191,6 +198,9 @@ class TcpSender:
             pacer = self.pacer
             if pacer is not None and pacer.holds():
                 break
+            local = self.local
+            if local is not None and not local.room(int(length)):
+                break  # the data waits in the socket: the host's interface wakes us
             self._send_data(st.snd_nxt, int(length))
             st.snd_nxt += int(length)
             if st.snd_nxt > st.snd_max:
@@ -230,6 +240,9 @@ class TcpSender:
         if self.recovery.tracks_sends:
             self.recovery.on_sent(seq, length, now, seq < self.st.snd_max)
         self.path[0].accept(pkt)
+        local = self.local
+        if local is not None:
+            local.sent(pkt.size)
 
     def in_flight(self) -> int:
         return in_flight(self)  # engine.tcp.flight
@@ -251,7 +264,12 @@ class TcpSender:
             return 0
         length = int(min(st.mss, self.limit - st.snd_max))
         window = self.rwnd if self.rwnd < self.snd_buf else self.snd_buf
-        return length if st.snd_max + length <= st.snd_una + window else 0
+        if st.snd_max + length > st.snd_una + window:
+            return 0
+        local = self.local
+        if local is not None and not local.room(length):
+            return 0  # new data waits in the socket in recovery too (engine/host.py)
+        return length
 
     def begin_fast_retransmit(self) -> None:
         self.fast_retransmits += 1
@@ -298,6 +316,21 @@ class TcpSender:
         st.cwnd = st.ssthresh
         self.set_phase(Phase.OPEN)
         self.cc.on_recovery_exit(st)
+
+    def local_congestion(self) -> None:
+        """The host's own interface had no room for a segment (engine/host.py): Linux's
+        tcp_enter_cwr on NET_XMIT_DROP, once per window. ssthresh from the variant, cwnd
+        down to it at once; `recover` is untouched, so a loss found meanwhile is still
+        fast-retransmitted. BBR's window ignores it, as Linux's cong_control does."""
+        st = self.st
+        if st.phase != Phase.OPEN or st.snd_una < self.cwr_high or self.cc.rate_based:
+            return
+        self.cwr_high = st.snd_max
+        self.cc.on_congestion_event(st)
+        self.cc.slow_start.on_congestion(st)
+        st.ssthresh = self.cc.ssthresh_after_loss(st)
+        if st.cwnd > st.ssthresh:
+            st.cwnd = st.ssthresh
 
     def restart_rto(self) -> None:
         self.timer.start(self.rtt.rto)

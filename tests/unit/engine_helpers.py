@@ -20,6 +20,11 @@ from engine.result import Result
 from engine.simulation import Network
 
 IP_TCP = 40  # IPv4 + TCP headers, no options (engine/packet.py TCP_IP_HEADERS)
+#: The builders' hosts queue at their own interface like a router (`egress: drop`): the
+#: textbook scenarios here make a host's link the bottleneck and its queue the one that
+#: overflows. Linux hosts' backpressure (the engine's default) is tested in
+#: test_engine_host.py.
+HOSTS = {"kind": "host", "egress": "drop"}
 IP_UDP = 28
 
 
@@ -87,12 +92,13 @@ def one_link(
     seed: int = 1,
     **scenario_fields: Any,
 ) -> Scenario:
-    """Host `h1` to host `h2` over link `wan`; data flows a_to_b (h1 -> h2)."""
+    """Host `h1` to host `h2` over link `wan`; data flows a_to_b (h1 -> h2). The queue at
+    h1 is the textbook bottleneck queue, which drops (`egress: drop`, see `HOSTS`)."""
     d: dict[str, Any] = {
         "name": "engine-test",
         "seed": seed,
         "duration": duration,
-        "nodes": [{"id": "h1", "kind": "host"}, {"id": "h2", "kind": "host"}],
+        "nodes": [{"id": "h1", **HOSTS}, {"id": "h2", **HOSTS}],
         "links": [
             link(
                 "wan",
@@ -131,8 +137,10 @@ def dumbbell(
         "seed": seed,
         "duration": duration,
         "nodes": [
-            {"id": n, "kind": k}
-            for n, k in (("h1", "host"), ("r1", "router"), ("r2", "router"), ("h2", "host"))
+            {"id": "h1", **HOSTS},
+            {"id": "r1", "kind": "router"},
+            {"id": "r2", "kind": "router"},
+            {"id": "h2", **HOSTS},
         ],
         "links": [
             link("lan1", "h1", "r1", rate=access_rate, delay=access_delay, encap="ethernet"),

@@ -1,8 +1,8 @@
 """The diagnosis is never wrong about what was possible: on generated small scenarios
 (flows that overlap or not, start apart, of any size, over lossy or clean links, with
-cross traffic and Frame Relay PVCs that police), every bound it reports is at least the
-goodput the flow achieved, and losses that are the PVC policer's are not blamed on the
-links (hypothesis).
+cross traffic, Frame Relay PVCs that police or shape, interface shapers, asymmetric links,
+hosts that push back or drop), every bound it reports is at least the goodput the flow
+achieved, and losses that are the PVC policer's are not blamed on the links (hypothesis).
 
 Rounding: the bounds are computed from the same floating-point counters as the goodput,
 so they may only fall short by relative 1e-9.
@@ -46,6 +46,28 @@ def check_policing_attributed(result) -> None:
             assert "PVC p" in d.advice and "Bc" in d.advice and "CIR" in d.advice
 
 
+def shaper(draw, rate: float, *, adaptive: bool = False) -> dict[str, Any]:
+    """A shaper at a fraction of `rate`, with a bucket of none to a few frames."""
+    spec: dict[str, Any] = {
+        "rate": draw(st.sampled_from([0.3, 0.7, 1.5])) * rate,
+        "bc": draw(st.sampled_from([0, 4000, 40_000])),
+        "be": draw(st.sampled_from([0, 12_000])),
+    }
+    if adaptive and spec["bc"] and draw(st.booleans()):
+        spec["adaptive"] = "becn"
+    return spec
+
+
+def pvc_shaping(draw, cir: float) -> dict[str, Any]:
+    """None, the legacy `becn_shaping`, or a shaper at any rate (adaptive or not)."""
+    kind = draw(st.sampled_from(["none", "becn", "shaping"]))
+    if kind == "becn":
+        return {"becn_shaping": True}
+    if kind == "shaping":
+        return {"shaping": shaper(draw, cir, adaptive=True)}
+    return {}
+
+
 @st.composite
 def scenarios(draw) -> Scenario:
     """h1 -[lan1]- r1 -[wan]- r2 -[lan2]- h2, or the same through an fr_switch with a PVC."""
@@ -61,6 +83,7 @@ def scenarios(draw) -> Scenario:
             "rate": draw(st.sampled_from([0.005, 0.02, 0.05])),
             "direction": "a_to_b",
         }
+    egress = draw(st.sampled_from(["backpressure", "drop"]))
     nodes = [("h1", "host"), ("r1", "router"), ("r2", "router"), ("h2", "host")]
     links = [link("lan1", "h1", "r1", rate=10e6, delay=0.0001, encap="ethernet")]
     if fr:
@@ -92,6 +115,11 @@ def scenarios(draw) -> Scenario:
             )
         )
     links.append(link("lan2", "r2", "h2", rate=10e6, delay=0.0001, encap="ethernet"))
+    wan = links[1]
+    if draw(st.booleans()):
+        wan["rate_b_to_a"] = draw(st.sampled_from([0.1, 0.5, 2.0])) * wan_rate
+    if not fr and draw(st.booleans()):
+        wan["shaping_a_to_b"] = shaper(draw, wan_rate)
     flows: list[dict[str, Any]] = []
     for i in range(draw(st.integers(min_value=1, max_value=3))):
         tcp = tcp_opts(
@@ -128,7 +156,9 @@ def scenarios(draw) -> Scenario:
     d: dict[str, Any] = {
         "name": "diagnosis-property",
         "duration": 30.0,
-        "nodes": [{"id": n, "kind": k} for n, k in nodes],
+        "nodes": [
+            {"id": n, "kind": k, **({"egress": egress} if k == "host" else {})} for n, k in nodes
+        ],
         "links": links,
         "flows": flows,
     }
@@ -145,7 +175,7 @@ def scenarios(draw) -> Scenario:
                     "bc": draw(st.sampled_from([0.05, 0.25, 1.0])) * cir,
                     "be": draw(st.sampled_from([0.0, 0.5])) * cir,
                     "policing": draw(st.sampled_from(["token_bucket", "interval"])),
-                    "becn_shaping": draw(st.booleans()),
+                    **pvc_shaping(draw, cir),
                 }
             ],
             "switch": {

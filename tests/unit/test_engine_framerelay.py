@@ -1,4 +1,4 @@
-"""Frame Relay PVCs (engine/framerelay.py), each test tied to the mechanism's definition.
+"""Frame Relay PVCs (engine/framerelay/), each test tied to the mechanism's definition.
 
 Topology: h1 -[lan1]- r1 =[a1]= sw =[a2]= r2 -[lan2]- h2, with optionally h3 -[lan3]- r3
 =[a3]= sw; the `a*` links are Frame Relay (8 bytes of framing), `sw` is an fr_switch. CIR,
@@ -15,7 +15,7 @@ from engine_helpers import link, tcp_opts
 
 from engine import Scenario, simulate
 from engine.framerelay import CycleAverage, FrQueue, PvcDirection, PvcExit, PvcIngress
-from engine.net import DropTail, Egress
+from engine.net import Egress
 from engine.result import Result
 from engine.simulation import Network
 
@@ -448,7 +448,7 @@ def test_without_pvcs_the_path_is_bare_ports():
     net = Network(Scenario.model_validate(d), 1)
     assert net.frame_relay is None
     assert all(type(h) is Egress for h in net._path("h1", "h2"))
-    assert all(type(port.queue) is DropTail for port in net.ports.values())
+    assert not any(isinstance(port.queue, FrQueue) for port in net.ports.values())
 
 
 def test_a_pvc_at_port_speed_changes_nothing_in_the_riverbed_lab():
