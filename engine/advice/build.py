@@ -128,7 +128,7 @@ def _verdict(
         room = effect.goodput_bps > achieved * ROOM
         return room, None if room else "bound_unchanged"
     before = ctx.model.bound()
-    touched = set().union(*(_TOUCHES.get(c.path.split(".")[-1], set()) for c in changes))
+    touched = set().union(*(_touches(c.path) for c in changes))
     if before.limit in touched and effect.goodput_bps > max(achieved, before.goodput_bps) * ROOM:
         return True, None
     return False, "bound_unchanged"
@@ -147,6 +147,15 @@ _TOUCHES: dict[str, set[str]] = {
     "bc": {"pvc"},
     "becn_shaping": {"pvc"},
 }
+
+
+def _touches(path: str) -> set[str]:
+    """The bounds a change of `path` moves: a shaper's settings (`….shaping.rate`,
+    `links.<id>.shaping_a_to_b.bc`) move the shaper's, whatever their last name says."""
+    parts = path.split(".")
+    if any(p == "shaping" or p.startswith("shaping_") for p in parts[:-1]):
+        return {"shaper"}
+    return _TOUCHES.get(parts[-1], set())
 
 
 # --- shared pieces ----------------------------------------------------------------------------
@@ -209,8 +218,9 @@ def queue_packets(ctx: Context, bdp: float, window: float = 0.0) -> int:
 
 
 def is_port(resource: str) -> bool:
-    """A link direction '<link>:<from>><to>', not a PVC 'pvc:<id>'."""
-    return ":" in resource and not resource.startswith("pvc:")
+    """A link direction '<link>:<from>><to>', not a PVC 'pvc:<id>' nor an interface's shaper
+    'shaper:<link>:<from>><to>'."""
+    return ":" in resource and not resource.startswith(("pvc:", "shaper:"))
 
 
 def upgrade(ctx: Context, resource: str) -> list[Change]:

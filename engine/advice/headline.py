@@ -60,6 +60,14 @@ def _send_buffer(ctx: Context) -> str:
 
 def _capacity(ctx: Context) -> str:
     share = ctx.share
+    if share.kind == "shaper":
+        where = share.resource.removeprefix("shaper:")
+        where = f"PVC {where[4:]}" if where.startswith("pvc:") else where
+        return (
+            f"The traffic shaper of {where} ({rate(share.capacity_bps)} of payload at its "
+            f"rate, {rate(share.bound_bps)} for this flow over its transfer) is the limit: "
+            "packets wait in its queue, not on the path."
+        )
     if share.resource.startswith("pvc:"):
         return (
             f"The PVC's traffic contract ({share.resource[4:]}: {rate(share.capacity_bps)} of "

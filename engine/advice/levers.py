@@ -14,12 +14,11 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.advice.model import CostClass
-from engine.scenario import TcpSpec
 from engine.units import LINE_RATES, format_rate, parse_bits, parse_duration, parse_rate, parse_size
 
 Kind = Literal[
@@ -145,7 +144,6 @@ class LeverType:
 
 
 _ID = r"[A-Za-z0-9_][A-Za-z0-9_\-]*"
-VARIANTS: tuple[str, ...] = get_args(TcpSpec.model_fields["variant"].annotation)
 
 
 def _t(pattern: str, kind: Kind, cost: CostClass, label: str, **kw: Any) -> LeverType:
@@ -174,6 +172,15 @@ CATALOGUE: tuple[LeverType, ...] = (
     _t(rf"^frame_relay\.pvcs\.{_ID}\.shaping\.rate$", "rate", "shaping", "shaping", step=8e3),
     _t(
         rf"^frame_relay\.pvcs\.{_ID}\.shaping\.bc$",
+        "bits",
+        "shaping",
+        "shaper Bc",
+        searchable=False,
+    ),
+    # An interface's shaper (`Link.shaping_a_to_b`): a router's configuration, as a PVC's.
+    _t(rf"^links\.{_ID}\.shaping_(a_to_b|b_to_a)\.rate$", "rate", "shaping", "shaping", step=8e3),
+    _t(
+        rf"^links\.{_ID}\.shaping_(a_to_b|b_to_a)\.bc$",
         "bits",
         "shaping",
         "shaper Bc",

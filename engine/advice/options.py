@@ -17,7 +17,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine.advice.levers import (
-    VARIANTS,
     CostTable,
     LeverType,
     ladder_for,
@@ -31,7 +30,7 @@ from engine.packet import TCP_IP_HEADERS
 from engine.routing import Topology
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.study import StudyError, apply_changes, get_path
-from engine.variants import variant
+from engine.variants import names, variant
 
 Shape = Literal["numeric", "ordered", "choice"]
 
@@ -73,9 +72,10 @@ class LeverSpec(BaseModel):
             kinds.add(t.label)
         if len(kinds) > 1:
             raise ValueError(f"paths moved together must be the same setting, got {sorted(kinds)}")
-        unknown = [v for v in self.values or [] if kinds == {"variant"} and v not in VARIANTS]
+        known = names()
+        unknown = [v for v in self.values or [] if kinds == {"variant"} and v not in known]
         if unknown:
-            raise ValueError(f"values: {unknown} are not variants ({', '.join(VARIANTS)})")
+            raise ValueError(f"values: {unknown} are not variants ({', '.join(known)})")
         return self
 
     @classmethod

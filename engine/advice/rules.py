@@ -99,7 +99,9 @@ def window(ctx: Context) -> list[Remedy | None]:
 def capacity(ctx: Context) -> list[Remedy | None]:
     out: list[Remedy | None] = []
     resource = ctx.share.resource
-    if resource.startswith("pvc:") and ctx.facts.pvc is not None:
+    if ctx.share.kind == "shaper":
+        out += _shaper(ctx, resource)
+    elif resource.startswith("pvc:") and ctx.facts.pvc is not None:
         out += _contract(ctx, _pvc(ctx))
     elif is_port(resource):
         changes = upgrade(ctx, resource)
@@ -115,6 +117,22 @@ def capacity(ctx: Context) -> list[Remedy | None]:
     if ctx.share.others_fraction >= words.BUSY_OTHERS:
         out.append(not_ours(ctx, resource, others=ctx.share.others_fraction))
     return out
+
+
+def _shaper(ctx: Context, resource: str) -> list[Remedy | None]:
+    """The router's own shaper binds: shape at a higher rate. On a PVC, at the contract's
+    rate (CIR + Be/Tc: the policer then discards nothing), and the contract itself; on an
+    interface, at the port's rate, where the shaper no longer holds anything back."""
+    if resource.startswith("pvc:") and ctx.facts.pvc is not None:
+        pvc = _pvc(ctx)
+        return [_shape(ctx, pvc, {}), *_contract(ctx, pvc)]
+    port = resource.removeprefix("shaper:")
+    link, direction = port_direction(ctx, port)
+    shaper = link.shaping_a_to_b if direction == "a_to_b" else link.shaping_b_to_a
+    rate = link.rate_from(link.a if direction == "a_to_b" else link.b)
+    was = shaper.rate if shaper is not None else None
+    change = Change(path=f"links.{link.id}.shaping_{direction}.rate", value=rate, was=was)
+    return [make(ctx, "shape", [change], "shaping", subject=resource)]
 
 
 def _pvc(ctx: Context) -> Pvc:
@@ -232,30 +250,23 @@ def policing(ctx: Context) -> list[Remedy | None]:
 
 def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:
     """Shaping at the entry router, at a rate that helps: the contract's own, CIR + Be/Tc
-    (at most the port), so that the bursts wait in the shaper instead of being discarded.
-    Where the scenario language cannot shape at any rate yet (`Pvc.shaping`, issue 25
-    item 5), the only shaper is BECN shaping to the CIR, which helps only when the CIR is
-    above what the flow gets now (the verdict says so)."""
+    (at most the port), with the contract's Bc, so that the bursts wait in the shaper
+    instead of being discarded. Never shaping to the CIR alone: below what a policed flow
+    gets, it makes the transfer slower (issue 23's first case, +64%)."""
     base = f"frame_relay.pvcs.{pvc.id}"
-    if "shaping" not in type(pvc).model_fields:
-        change = Change(path=f"{base}.becn_shaping", value=True, was=pvc.becn_shaping)
-        return make(
-            ctx,
-            "shape",
-            [change],
-            "shaping",
-            subject=f"pvc:{pvc.id}",
-            raises_bound=False,
-            figures=figures,
-        )
     assert pvc.bc is not None
     contract = min(_port_rate(ctx, pvc), pvc.cir + pvc.be * pvc.cir / pvc.bc)
     rate = math.floor(contract / 8e3) * 8e3  # below the contract, never above it
-    shaper = getattr(pvc, "shaping", None)
+    shaper = pvc.shaping
+    now = shaper.rate if shaper is not None and shaper.rate is not None else None
+    if now is None and (pvc.becn_shaping or shaper is not None):
+        now = pvc.cir  # BECN shaping, and a shaper without a rate, run at the CIR
+    if now is not None and now >= rate:
+        return None  # already shaped at the contract's rate or above
     changes = [
-        Change(path=f"{base}.shaping.rate", value=rate, was=getattr(shaper, "rate", None)),
+        Change(path=f"{base}.shaping.rate", value=rate, was=shaper.rate if shaper else None),
         # Bursts no deeper than the contract's committed burst pass the policer.
-        Change(path=f"{base}.shaping.bc", value=pvc.bc, was=getattr(shaper, "bc", None)),
+        Change(path=f"{base}.shaping.bc", value=pvc.bc, was=shaper.bc if shaper else None),
     ]
     if pvc.becn_shaping:
         changes.append(Change(path=f"{base}.becn_shaping", value=False, was=True))

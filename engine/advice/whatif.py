@@ -24,6 +24,7 @@ from engine.advice.levers import parse_value
 from engine.net import link_wire
 from engine.packet import TCP_IP_HEADERS
 from engine.scenario import Link, Pvc, QueueSpec, Scenario, TcpBulkFlow, TcpSpec
+from engine.scenario.shaping import ShapingSpec
 from engine.tcp.receiver import effective_window
 
 SLACK = 0.02  # relative margin before a bound counts as ruling a target out
@@ -118,14 +119,21 @@ class PathModel:
         window = effective_window(tcp)
         seg = size if window >= payload else window + TCP_IP_HEADERS
         one_way = 0.0
-        best: tuple[float, str, _Hop] | None = None
+        best: tuple[float, str, _Hop, str, float] | None = None
         for hop in self.hops:
             link = links.get(hop.link.id, hop.link)
             rate, delay = _way(link, hop.direction)
             one_way += delay + link_wire(link, seg) * 8 / rate
-            capacity = rate * payload / link_wire(link, size)
+            frame_share = payload / link_wire(link, size)
+            capacity, limit, resource, burst = rate * frame_share, "link", hop.key, 0.0
+            shaping = link.shaping_a_to_b if hop.direction == "a_to_b" else link.shaping_b_to_a
+            if shaping is not None and shaping.rate is not None:
+                shaped = shaping.rate * frame_share  # an interface's shaper (issue 25.5)
+                if shaped < capacity:
+                    capacity, limit, resource = shaped, "shaper", f"shaper:{hop.key}"
+                    burst = (shaping.committed(shaping.rate) + shaping.be) * frame_share
             if best is None or capacity < best[0]:
-                best = (capacity, hop.key, hop)
+                best = (capacity, resource, hop, limit, burst)
         assert best is not None  # a model has at least one hop
         ack_way = 0.0
         for h in self.back:
@@ -133,9 +141,7 @@ class PathModel:
             rate, delay = _way(link, h.direction)
             ack_way += delay + link_wire(link, TCP_IP_HEADERS) * 8 / rate
         rtt = one_way + ack_way
-        capacity, resource, tight = best
-        limit = "link"
-        burst = 0.0
+        capacity, resource, tight, limit, burst = best
         if pvc is not None and self.pvc_first is not None:
             first = links.get(self.hops[self.pvc_first].link.id, self.hops[self.pvc_first].link)
             wire = link_wire(first, size)
@@ -285,7 +291,9 @@ def _set(link: Link, field: list[str], value: Any) -> Link:
     """A copy of the link with one field changed, or one field of one of its queues."""
     if len(field) == 1:
         return link.model_copy(update={field[0]: value})
-    queue = getattr(link, field[0]) or QueueSpec()
+    queue = getattr(link, field[0]) or (
+        ShapingSpec() if field[0].startswith("shaping") else QueueSpec()
+    )
     update = {field[1]: value}
     other = {"limit_packets": "limit_bytes", "limit_bytes": "limit_packets"}.get(field[1])
     if other is not None:

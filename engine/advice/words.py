@@ -91,6 +91,9 @@ def _why(r: Remedy) -> str:
     if r.action == "shape" and any(c.path.endswith(".shaping.rate") for c in r.changes):
         text = "at the entry router, at the contract's rate (CIR + Be/Tc, at most the port), "
         text += "so that the bursts wait in the shaper and the policer discards nothing"
+    if r.action == "shape" and any(".shaping_" in c.path for c in r.changes):
+        text = "at the router's interface, to the port's rate, so that it no longer holds the "
+        text += "flow back"
     if r.action == "upgrade_link" and any(c.path.endswith(".rcv_buf") for c in r.changes):
         text += ", with a window that covers its bandwidth-delay product"
     try:

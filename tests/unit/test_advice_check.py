@@ -5,9 +5,13 @@ What the physics says, and the check must measure: the policer discards TCP's bu
 since Bc + Be = 64 kbit is half the 16 KiB window's 131 kbit. Raising Be until Bc + Be
 covers the window lets the bursts through (marked DE), and the 768 kbit/s port becomes the
 limit: 1460 / 1508 x 768 kbit/s = 744 kbit/s of payload, at least 2 MB x 8 / 744 kbit/s =
-21.5 s. Shaping to the CIR caps the PVC at 256 kbit/s x 1460/1508 = 248 kbit/s, below the
-~400 kbit/s the flow gets policed: at least 64.5 s, slower than doing nothing. A remedy
-measured worse must be reported worse and never recommended.
+21.5 s. Shaping at the router at the contract's own rate, CIR + Be/Tc = 256 + 32 x 256/32 =
+512 kbit/s of frames with the contract's Bc, lets no burst reach the policer beyond what it
+admits: 1460 / 1508 x 512 kbit/s = 496 kbit/s of payload, at least 32.3 s less the bucket.
+Shaping to the CIR (BECN shaping, what the old advice said) caps the PVC at 256 kbit/s x
+1460/1508 = 248 kbit/s, below the ~400 kbit/s the flow gets policed: at least 64.5 s,
+slower than doing nothing. A remedy measured worse must be reported worse and never
+recommended.
 """
 
 from __future__ import annotations
@@ -54,12 +58,36 @@ def test_raising_be_to_cover_the_window_lets_the_port_set_the_pace(report):
     assert be.after.mean < 0.7 * report.base.mean
 
 
-def test_shaping_to_the_cir_is_measured_worse_and_never_recommended(report):
+def test_shaping_at_the_contracts_rate_passes_the_policer(report):
     shape = next(i for i in report.items if i.remedy.action == "shape")
-    assert not shape.remedy.helps and shape.remedy.why_not == "lowers_bound"
-    assert shape.after.mean >= NBYTES * 8 / CIR_PAYLOAD * (1 - 1e-9)
-    assert shape.verdict == "worse" and not shape.recommended and shape.pct > 0
-    assert "worse: not recommended" in shape.text
+    rates = [c.value for c in shape.remedy.changes if c.path.endswith(".shaping.rate")]
+    assert rates == [512_000]  # CIR + Be/Tc of frame bits, below the 768 kbit/s port
+    assert shape.remedy.helps and shape.verdict == "better"
+    bucket = 32_000 * FRAME_SHARE  # the shaper's Bc leaves at once
+    assert shape.after.mean >= (NBYTES * 8 - bucket) / (512e3 * FRAME_SHARE) * (1 - 1e-9)
+    assert shape.after.mean < report.base.mean
+
+
+def test_shaping_to_the_cir_is_measured_worse_and_never_chosen():
+    """The old advice, BECN shaping to the CIR, offered to the advisor as a lever: it is
+    simulated, measured slower than doing nothing (the CIR's 248 kbit/s of payload), and
+    rejected; it is never a fix."""
+    from engine.advice.options import LeverSpec
+    from engine.advice.request import AdviceRequest
+    from engine.advice.search import Advisor
+    from engine.advice.target import Target
+
+    scenario = apply_changes(load_scenario(EXAMPLE), {"flows.backup.bytes": NBYTES})
+    target = Target.parse(f"backup.completion_time<={NBYTES * 8 / (2 * CIR_PAYLOAD):.1f}s")
+    lever = LeverSpec.parse("frame_relay.pvcs.p1.becn_shaping")
+    request = AdviceRequest(target=target, levers=[lever])
+    advisor = Advisor(scenario, request)
+    result = drive(scenario, advisor).report
+    assert result.finished and not result.fixes and result.reachable is False
+    (rejected,) = result.rejected
+    assert rejected.measured is not None and result.base is not None
+    assert rejected.measured.mean >= NBYTES * 8 / CIR_PAYLOAD * (1 - 1e-9)
+    assert rejected.measured.mean > result.base.mean  # worse than doing nothing
 
 
 def test_no_recommended_remedy_makes_it_slower(report):

@@ -85,8 +85,15 @@ def test_no_remedy_proposes_what_the_scenario_already_has(scenario: Scenario) ->
                 assert not _same(get_path(data, c.path), c.path, c.value), (fid, r.action, c)
             if r.action == "enable_sack":
                 assert not tcp.sack and tcp.variant != "sack", (fid, r)
-            if r.action == "shape":
-                assert not pvcs[r.subject.split(":")[1]].becn_shaping, (fid, r)
+            if r.action == "shape" and r.subject and r.subject.startswith("pvc:"):
+                # A shaper at a rate the PVC is not shaped at already (BECN shaping and a
+                # shaper without a rate run at the CIR).
+                pvc = pvcs[r.subject.split(":")[1]]
+                shaped = pvc.shaping.rate if pvc.shaping and pvc.shaping.rate else None
+                if shaped is None and (pvc.becn_shaping or pvc.shaping):
+                    shaped = pvc.cir
+                (rate,) = [c.value for c in r.changes if c.path.endswith(".shaping.rate")]
+                assert shaped is None or rate > shaped, (fid, r)
             if r.helps and r.predicted is not None and r.predicted.goodput_bps is not None:
                 assert r.predicted.goodput_bps > achieved, (fid, r)
             if not r.helps:

@@ -95,9 +95,16 @@ def test_losses_to_the_pvc_policer_are_attributed_to_its_contract():
         "Be 0 bit",
         "Tc 125 ms",
         f"discarded {p.excess_dropped:,} frames",
-        "becn_shaping",
     ):
         assert words in d.advice
+    # With Be = 0 the contract's rate is the CIR: shape there, with the contract's Bc, and
+    # the policer lets every frame through.
+    (shape,) = [r for r in d.remedies if r.action == "shape"]
+    changes = {c.path: c.value for c in shape.changes}
+    assert changes == {
+        "frame_relay.pvcs.p.shaping.rate": 256e3,
+        "frame_relay.pvcs.p.shaping.bc": 32000,
+    }
     assert "remove the loss" not in d.advice
 
 
