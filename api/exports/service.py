@@ -11,7 +11,6 @@ import hashlib
 import io
 import uuid
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,9 +25,10 @@ from api.comparison.report import METRICS
 from api.exceptions import Conflict
 from api.runs import service as runs
 from api.sweeps import service as sweeps
+from store import results as stored_results
 from store.codec import decode
 from store.models import Run, RunStatus
-from store.runs import ResultRepository
+from store.results import ResultRepository
 from store.sweeps import SweepRepository
 
 RUN_FORMAT = "tcpfr-run-export/1"
@@ -53,7 +53,7 @@ class RunBundle:
     request: dict[str, Any]
     result: dict[str, Any]
     series: list[SeriesRows] = field(default_factory=list)
-    captures: list[tuple[str, str, bytes]] = field(default_factory=list)  # deflated pcaps
+    captures: list[tuple[str, str, str, bytes]] = field(default_factory=list)  # packed pcaps
 
 
 @dataclass
@@ -103,9 +103,11 @@ def gather_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> 
         run=_run_meta(run),
         # The canonical scenario (SI numbers) and the seed: POST /v1/runs accepts it as it is.
         request={"scenario": run.scenario, "seed": run.seed},
-        result=runs.result_document(result),
+        result=stored_results.document(result),
         series=[SeriesRows(r.key, r.unit, r.codec, r.t, r.v) for r in (rows[k] for k in keys)],
-        captures=[(c.link, c.direction, c.data) for c in repo.capture_files(run.result_run_id)],
+        captures=[
+            (c.link, c.direction, c.codec, c.data) for c in repo.capture_files(run.result_run_id)
+        ],
     )
 
 
@@ -136,7 +138,7 @@ def gather_sweep(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
                 "parameters": point.get("parameters", {}),
                 "error": run.error
                 and {"type": run.error.get("type"), "message": run.error.get("message")},
-                "result": runs.result_document(result) if result is not None else None,
+                "result": stored_results.document(result) if result is not None else None,
             }
         )
     return SweepBundle(
@@ -236,8 +238,8 @@ def build_run(bundle: RunBundle) -> bytes:
         "series.csv": _csv(table),
         "series.parquet": _parquet(table),
     }
-    for link, direction, deflated in bundle.captures:  # zlib, as store/models.RunCapture
-        files[f"captures/{link}-{direction}.pcap"] = zlib.decompress(deflated)
+    for link, direction, codec, data in bundle.captures:
+        files[f"captures/{link}-{direction}.pcap"] = stored_results.pcap(codec, data)
     manifest = {
         "format": RUN_FORMAT,
         **bundle.run,

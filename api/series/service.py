@@ -16,7 +16,7 @@ from api.runs import service as runs
 from api.series import downsample
 from store.codec import decode
 from store.models import Run, RunStatus
-from store.runs import ResultRepository
+from store.results import ResultRepository
 
 Array = npt.NDArray[np.float64]
 
