@@ -7,7 +7,9 @@ attached a component pays one `is None` test.
 Memory is bounded: a change-driven trace keeps at most `cap` points (on overflow it drops
 every other point and doubles its minimum spacing); a sampled rate series averages
 adjacent pairs instead, so its integral is preserved; delay statistics keep a fixed-size
-reservoir for the percentiles and exact running sums for the means.
+reservoir for the percentiles and exact running sums for the means. The caps come from
+the run's `PointBudget`, so that the run as a whole holds a bounded number of points
+however many series it has.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 
 from engine.net import stream
-from engine.result import Series
+from engine.result import Series, Thinning
 
 if TYPE_CHECKING:  # the port, the flows and the sender import this module
     from engine.flows import TcpFlow
@@ -28,14 +30,52 @@ if TYPE_CHECKING:  # the port, the flows and the sender import this module
     from engine.tcp.cc.bbr import Bbr
     from engine.tcp.sender import TcpSender
 
-TRACE_CAP = 20_000
+TRACE_CAP = 20_000  # the most points one series holds
 RESERVOIR = 50_000
+#: The most points all the series of one run hold together (engine.analysis.memory says
+#: what they cost a worker). It leaves every preset, scale case and seed study as they
+#: were (the thousand-flow case's 15,009 series need 2.1 M of it).
+POINT_BUDGET = 4_000_000
+FIRST_CAP = 64  # a series' first share of the budget, doubled as it fills
+MIN_CAP = 16  # the least share, when a run has more series than FIRST_CAP each allows
+
+
+class PointBudget:
+    """The points of one run's series, shared out: each series (`attach`) starts with a
+    small share and doubles it, up to TRACE_CAP, each time it fills while the budget has
+    room; a series whose share cannot grow thins instead. The shares never add up to more
+    than `total` (unless the run has more than total / MIN_CAP series), so a run holds a
+    bounded number of points whatever its duration, sample_interval or flows.
+
+    Growing is asked for only when a series is full, where thinning was already decided:
+    the per-packet path pays nothing. A run that stays within the budget thins each series
+    exactly where a fixed TRACE_CAP did."""
+
+    __slots__ = ("free", "first")
+
+    def __init__(self, total: int = POINT_BUDGET, series: int = 1):
+        self.free = total
+        self.first = max(MIN_CAP, min(FIRST_CAP, total // max(series, 1)))
+
+    def attach(self, trace: Trace) -> Trace:
+        trace.budget = self
+        trace.cap = self.first
+        self.free -= self.first
+        return trace
+
+    def grow(self, cap: int) -> int:
+        """A full series' new cap: doubled when the budget has room, else as it was."""
+        more = min(cap * 2, TRACE_CAP) - cap
+        if more <= 0 or more > self.free:
+            return cap
+        self.free -= more
+        return cap + more
 
 
 class Trace:
     """A change-driven series: a point when the value changes, at most `cap` points."""
 
-    __slots__ = ("unit", "t", "v", "cap", "min_dt", "last_v", "rate")
+    __slots__ = ("unit", "t", "v", "cap", "min_dt", "last_v", "rate", "budget", "halvings")
 
     def __init__(self, unit: str, cap: int = TRACE_CAP, rate: bool = False):
         self.unit = unit
@@ -45,6 +85,8 @@ class Trace:
         self.min_dt = 0.0
         self.last_v: float | None = None
         self.rate = rate
+        self.budget: PointBudget | None = None  # set by PointBudget.attach
+        self.halvings = 0
 
     def add(self, t: float, v: float) -> None:
         if v == self.last_v:
@@ -57,14 +99,14 @@ class Trace:
         ts.append(t)
         self.v.append(v)
         if len(ts) >= self.cap:
-            self._thin()
+            self._full()
 
     def sample(self, t: float, v: float) -> None:
         """A sampled value (rate series): always recorded, thinned by pair averages."""
         self.t.append(t)
         self.v.append(v)
         if len(self.t) >= self.cap:
-            self._thin()
+            self._full()
 
     def sample_block(self, t: np.ndarray, v: np.ndarray) -> None:
         """`sample()` for each (t[i], v[i]) in turn, a run of points at a time."""
@@ -75,9 +117,19 @@ class Trace:
             self.v.frombytes(v[i : i + k].tobytes())
             i += k
             if len(self.t) >= self.cap:
-                self._thin()
+                self._full()
+
+    def _full(self) -> None:
+        """At the cap: a larger share of the run's budget, or else thinned."""
+        if self.budget is not None and self.cap < TRACE_CAP:
+            grown = self.budget.grow(self.cap)
+            if grown > self.cap:
+                self.cap = grown
+                return
+        self._thin()
 
     def _thin(self) -> None:
+        self.halvings += 1
         if self.rate:
             n = len(self.v) // 2 * 2
             v = np.frombuffer(self.v, dtype=np.float64)[:n].reshape(-1, 2).mean(axis=1)
@@ -93,7 +145,19 @@ class Trace:
     def series(self) -> Series:
         # Not validated again: the lists are the floats this trace recorded (a run of a
         # thousand flows has tens of thousands of series).
-        return Series.model_construct(unit=self.unit, t=self.t.tolist(), v=self.v.tolist())
+        series = Series.model_construct(unit=self.unit, t=self.t.tolist(), v=self.v.tolist())
+        if self.halvings:
+            series.thinned(self.thinning())
+        return series
+
+    def thinning(self) -> Thinning:
+        """How this series was kept within its cap."""
+        return Thinning(
+            method="pair_mean" if self.rate else "every_other",
+            halvings=self.halvings,
+            cap=self.cap,
+            min_spacing=None if self.rate else self.min_dt,
+        )
 
 
 class DelayStats:
@@ -182,6 +246,7 @@ class TcpProbe:
         "_rto",
         "_retransmissions",
         "_bbr",
+        "budget",
     )
     #: The sender's strategy when it is rate-based (BBR's), set by `start` with the BBR
     #: traces and read only when they are set.
@@ -217,6 +282,8 @@ class TcpProbe:
         self.pacing_rate: Trace | None = None  # set by `start` when the sender paces
         self.bbr_state: Trace | None = None
         self.bbr_bw: Trace | None = None
+        # The run's budget, for the traces `start` adds (simulate() attaches the rest).
+        self.budget: PointBudget | None = None
 
     def effective_cwnd(self, snd: TcpSender) -> int:
         return snd.window() if not snd.cc.limits_window else snd.st.cwnd
@@ -227,11 +294,15 @@ class TcpProbe:
         self.cwnd_max = self._cwnd_now
         self.cwnd.add(snd.env.now, self._cwnd_now)
         if snd.pacing:
-            self.pacing_rate = Trace("bit/s")
+            self.pacing_rate = self._late_trace("bit/s")
         if snd.cc.rate_based:
-            self.bbr_state = Trace("state")
-            self.bbr_bw = Trace("bit/s")
+            self.bbr_state = self._late_trace("state")
+            self.bbr_bw = self._late_trace("bit/s")
             self._bbr = cast("Bbr", snd.cc)  # the one rate-based strategy
+
+    def _late_trace(self, unit: str) -> Trace:
+        trace = Trace(unit)
+        return trace if self.budget is None else self.budget.attach(trace)
 
     def on_send(self, snd: TcpSender) -> None:
         now = snd.env.now

@@ -70,6 +70,7 @@ class PackedSeries:
     t_end: float | None
     t: bytes
     v: bytes
+    thinning: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,7 @@ class PackedResult:
                 codec=CODEC,
                 t=s.t,
                 v=s.v,
+                thinning=s.thinning,
             )
             for s in self.series
         ]
@@ -156,6 +158,7 @@ def _pack_series(key: str, series: Series) -> PackedSeries:
         t_end=t[-1] if t else None,
         t=encode(t),
         v=encode(series.v),
+        thinning=None if series.thinning is None else series.thinning.model_dump(),
     )
 
 
@@ -247,15 +250,20 @@ class ResultRepository:
 
     def series_index(
         self, run_id: uuid.UUID
-    ) -> Sequence[tuple[str, str, int, float | None, float | None]]:
+    ) -> Sequence[tuple[str, str, int, float | None, float | None, dict[str, Any] | None]]:
         stmt = (
             select(
-                RunSeries.key, RunSeries.unit, RunSeries.length, RunSeries.t_start, RunSeries.t_end
+                RunSeries.key,
+                RunSeries.unit,
+                RunSeries.length,
+                RunSeries.t_start,
+                RunSeries.t_end,
+                RunSeries.thinning,
             )
             .where(RunSeries.run_id == run_id)
             .order_by(RunSeries.key)
         )
-        return [tuple(row) for row in self.session.execute(stmt).all()]  # type: ignore[misc]
+        return [tuple(row) for row in self.session.execute(stmt).all()]
 
     def series(self, run_id: uuid.UUID, keys: Sequence[str]) -> dict[str, RunSeries]:
         stmt = select(RunSeries).where(RunSeries.run_id == run_id, RunSeries.key.in_(keys))
