@@ -47,6 +47,14 @@ class Settings(BaseSettings):
     # longer than db_pool_timeout for a free connection is a 503 with Retry-After.
     db_pool_size: int = Field(default=10, ge=1)
     db_pool_timeout: float = Field(default=10.0, gt=0)
+    # Workers and the reconciler on PostgreSQL. A machine lost mid-transaction (power, a
+    # pulled cable) sends nothing: its session would sit idle in its transaction, holding
+    # its row locks, for the hours TCP takes to give up; the server ends such a session
+    # after this many seconds. (None of our transactions waits on its client that long.)
+    db_idle_in_transaction_timeout: float = Field(default=60.0, gt=0)
+    # Seconds of silence before a connection probes its peer (then 3 probes, a third of it
+    # apart): a database host gone without a word is noticed within twice this.
+    db_keepalive: float = Field(default=30.0, ge=1)
 
     # Per-tenant limits (README, "Limits"). Requests, in the notation of the `limits`
     # library: "100/second;3000/minute" (every window must hold); empty: none, the embedded
