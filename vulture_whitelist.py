@@ -16,6 +16,8 @@ _.cache_ok  # store/types.py: SQLAlchemy's TypeDecorator: safe to cache statemen
 _.process_bind_param  # store/types.py: SQLAlchemy calls it on every value written
 _.process_result_value  # store/types.py: SQLAlchemy calls it on every value read
 _.include  # worker/celery_app.py: Celery imports `app.conf.include` at worker start
+_._memory_ceiling  # worker/celery_app.py: Celery calls it in each new pool process (a signal)
+_.worker_max_memory_per_child  # worker/celery_app.py: Celery reads it after each task
 _.compress_type  # api/exports/service.py: zipfile reads ZipInfo's fields in writestr
 _.external_attr  # api/exports/service.py: zipfile writes it as the files' permissions
 

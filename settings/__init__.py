@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, ByteSize, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -80,6 +80,10 @@ class Settings(BaseSettings):
     # a 422 before anything is stored: 500M is ~20 min of one worker at ~400k events/s,
     # inside the default soft time limit, which stops whatever the estimate missed.
     max_events_per_run: int = Field(default=500_000_000, ge=1)
+    # A worker's memory for one run: a run estimated over it is refused with a 422 (its
+    # estimate, engine.analysis.memory, errs high), and a worker stops a run that grows past
+    # it (an rlimit on the pool process: the run fails saying so). Bytes, or "1GiB".
+    max_run_memory: ByteSize = Field(default=ByteSize(1 << 30), ge=128 << 20)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)  # a larger request body is a 413
 
     # Server-Sent Events (/v1/runs/{id}/stream, /v1/sweeps/{id}/stream): each open stream is

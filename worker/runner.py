@@ -23,6 +23,7 @@ from store.db import database_unavailable, make_engine, make_sessionmaker, sessi
 from store.models import RunStatus
 from store.results import ResultRepository, pack
 from store.runs import RunRepository
+from worker.memory import RunOverMemory
 
 if TYPE_CHECKING:  # the engine itself is imported when a run starts (see Runner.run)
     from engine.result import Result
@@ -120,27 +121,44 @@ class Runner:
             except engine.SimulationCancelled:
                 return self._finish(run_id, task_id, RunStatus.cancelled, beat=beat)
             except Exception as exc:
-                # SoftTimeLimitExceeded lands here too: a run over its time limit fails,
-                # saying so in words (Celery's exception carries no message).
-                log.exception("run %s failed", run_id)
-                message = str(exc) or type(exc).__name__
-                if type(exc).__name__ == "SoftTimeLimitExceeded":
-                    message = (
-                        "the simulation exceeded the time limit of "
-                        f"{self.settings.task_soft_time_limit:g} s and was stopped "
-                        "(TCPFR_TASK_SOFT_TIME_LIMIT); POST /v1/scenarios/validate estimates "
-                        "a scenario's cost"
-                    )
-                error = {
-                    "type": type(exc).__name__,
-                    "message": message,
-                    "traceback": traceback.format_exc(limit=20)[-4000:],
-                }
-                return self._finish(run_id, task_id, RunStatus.failed, error=error, beat=beat)
+                return self._failed(run_id, task_id, exc, beat)
             # The heartbeat goes on while the result is stored, retries included: the run
             # stays visibly alive, so the reconciler does not hand it to another worker.
             beat.report(1.0)
-            return self._store(run_id, task_id, result, beat=beat)
+            try:
+                return self._store(run_id, task_id, result, beat=beat)
+            except MemoryError as exc:  # packing it for the database took the rest
+                del result
+                return self._failed(run_id, task_id, exc, beat)
+
+    def _failed(
+        self, run_id: uuid.UUID, task_id: str, exc: BaseException, beat: Heartbeat
+    ) -> RunStatus | None:
+        """The run failed: recorded with its reason in words, never tried again."""
+        # SoftTimeLimitExceeded lands here too: a run over its time limit fails, saying
+        # so in words (Celery's exception carries no message); as does a run past its
+        # memory ceiling (worker.memory: any allocation in it may be the one refused).
+        trace = "".join(traceback.format_exception(exc, limit=20))[-4000:]
+        log.error("run %s failed: %s\n%s", run_id, type(exc).__name__, trace)
+        # The frames of the failed simulation hold all it built: let them go before the
+        # failure is written (after a MemoryError that memory is what writing needs).
+        traceback.clear_frames(exc.__traceback__)
+        if isinstance(exc, MemoryError) and not isinstance(exc, RunOverMemory):
+            exc = RunOverMemory(self.settings.max_run_memory)
+        message = str(exc) or type(exc).__name__
+        if type(exc).__name__ == "SoftTimeLimitExceeded":
+            message = (
+                "the simulation exceeded the time limit of "
+                f"{self.settings.task_soft_time_limit:g} s and was stopped "
+                "(TCPFR_TASK_SOFT_TIME_LIMIT); POST /v1/scenarios/validate estimates "
+                "a scenario's cost"
+            )
+        error = {
+            "type": type(exc).__name__,
+            "message": message,
+            "traceback": trace,
+        }
+        return self._finish(run_id, task_id, RunStatus.failed, error=error, beat=beat)
 
     def _persist(
         self, run_id: uuid.UUID, write: Callable[[Session, int], T], beat: Heartbeat | None
