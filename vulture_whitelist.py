@@ -18,8 +18,9 @@ _.process_result_value  # store/types.py: SQLAlchemy calls it on every value rea
 _.include  # worker/celery_app.py: Celery imports `app.conf.include` at worker start
 _._memory_ceiling  # worker/celery_app.py: Celery calls it in each new pool process (a signal)
 _.worker_max_memory_per_child  # worker/celery_app.py: Celery reads it after each task
-_.compress_type  # api/exports/service.py: zipfile reads ZipInfo's fields in writestr
-_.external_attr  # api/exports/service.py: zipfile writes it as the files' permissions
+_.compress_type  # api/exports/zipstream.py: zipfile reads ZipInfo's fields when it opens one
+_.external_attr  # api/exports/zipstream.py: zipfile writes it as the files' permissions
+_.closed  # api/exports/zipstream.py: Arrow reads Member.closed before writing to it
 
 # Fields serialised to JSON (API responses, the Result, scenario documents) and never read
 # by name in Python: pydantic reads them from the class.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -196,9 +196,27 @@ def capture_summaries(row: RunResult) -> list[dict[str, Any]]:
 
 def pcap(codec: str, data: bytes) -> bytes:
     """A stored capture's libpcap file (CPU work: call it off the event loop)."""
+    return b"".join(pcap_pieces(codec, data))
+
+
+#: How much of a capture's file `pcap_pieces` inflates at once.
+PCAP_PIECE = 1 << 20
+
+
+def pcap_pieces(codec: str, data: bytes) -> Iterator[bytes]:
+    """A stored capture's libpcap file, a piece at a time (a file is up to 64 MiB)."""
     if codec != CAPTURE_CODEC:
         raise UnknownCodec(f"unknown capture codec {codec!r}")
-    return zlib.decompress(data)
+    inflate = zlib.decompressobj()
+    rest = memoryview(data)
+    while rest or not inflate.eof:
+        piece = inflate.decompress(rest, PCAP_PIECE)
+        rest = memoryview(inflate.unconsumed_tail)
+        if not piece and not rest:
+            break
+        yield piece
+    if tail := inflate.flush():
+        yield tail
 
 
 class ResultRepository:
@@ -230,15 +248,6 @@ class ResultRepository:
             .order_by(RunCapture.link, RunCapture.direction)
         )
         return [tuple(row) for row in self.session.execute(stmt).all()]  # type: ignore[misc]
-
-    def capture_files(self, run_id: uuid.UUID) -> Sequence[RunCapture]:
-        """Every capture of the run, files included, by link."""
-        stmt = (
-            select(RunCapture)
-            .where(RunCapture.run_id == run_id)
-            .order_by(RunCapture.link, RunCapture.direction)
-        )
-        return self.session.scalars(stmt, execution_options={BINARY_RESULTS: True}).all()
 
     def capture(self, run_id: uuid.UUID, link: str, direction: str) -> RunCapture | None:
         stmt = select(RunCapture).where(
