@@ -102,21 +102,28 @@ def reconcile_once(
             # and the next pass tries this one again.
             log.warning("run %s: its row is locked; taken back on a later pass", run.id)
 
+    _send(sessions, celery, to_send, done)
+    if done.sent or done.failed:
+        log.info(
+            "reconciler: %d sent, %d taken back, %d failed", done.sent, done.requeued, done.failed
+        )
+    return done
+
+
+def _send(
+    sessions: sessionmaker[Session], celery: Celery, to_send: dict[Run, str | None], done: Pass
+) -> None:
+    """Send each run again, recording why (None: its `requeued` event says)."""
     for run, why in to_send.items():
         try:
             send_run(celery, run.id)
         except Exception:
             # It stays queued and unsent: the next pass tries again.
             log.warning("reconciler could not reach the broker", exc_info=True)
-            break
+            return
         with session_scope(sessions) as session:
             if RunRepository(session).mark_enqueued(run.id, by="reconciler", reason=why):
                 done.sent += 1
-    if done.sent or done.failed:
-        log.info(
-            "reconciler: %d sent, %d taken back, %d failed", done.sent, done.requeued, done.failed
-        )
-    return done
 
 
 #: Seconds a pass waits for a run's row lock before leaving that run to the next pass.

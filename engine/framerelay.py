@@ -76,9 +76,9 @@ from engine import routing
 from engine.kernel import Call
 from engine.net import Discipline, Egress, stream
 from engine.packet import Packet, Path
-from engine.recorder import Trace
 from engine.result import PvcSummary
 from engine.scenario import FrSwitchSpec, Pvc, Scenario
+from engine.trace import Trace
 
 STEP_DOWN = 0.75  # rate multiplier per BECN step (Cisco adaptive shaping)
 QUIET_INTERVALS = 16  # Tc intervals without BECN before the rate steps back up

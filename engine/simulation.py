@@ -25,7 +25,7 @@ from engine.framerelay import FrameRelay
 from engine.kernel import SLICES, Kernel
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.packet import Path
-from engine.recorder import LinkProbe, PointBudget, RateSampler, Trace
+from engine.recorder import LinkProbe, RateSampler
 from engine.result import (
     CaptureSummary,
     LinkSummary,
@@ -35,6 +35,7 @@ from engine.result import (
     UdpFlowSummary,
 )
 from engine.scenario import Scenario
+from engine.trace import PointBudget, Trace
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
 

@@ -34,6 +34,7 @@ MODULES = [
     "engine/packet.py",
     "engine/net.py",
     "engine/recorder.py",
+    "engine/trace.py",  # Trace.add: a call per ACK and per packet queued
     "engine/flows.py",
     "engine/tcp/state.py",
     "engine/tcp/sender.py",

@@ -12,9 +12,10 @@ import math
 from typing import Any
 
 from engine.analysis.paths import PathFacts
-from engine.recorder import MIN_CAP, POINT_BUDGET, RESERVOIR, TRACE_CAP
+from engine.recorder import RESERVOIR
 from engine.scenario import Scenario, TcpBulkFlow
-from engine.tcp.cc import REGISTRY
+from engine.tcp.cc import congestion_ops
+from engine.trace import MIN_CAP, POINT_BUDGET, TRACE_CAP
 
 MIB = 1 << 20
 #: A worker's process with the engine, the database driver and Celery loaded, at rest.
@@ -55,14 +56,19 @@ def series_points(
     series = 3 * 2 * len(scenario.links)
     points = 2 * len(scenario.links) * (_points(beats) + 2 * QUIET_POINTS)
     waiting: dict[str, float] = {}
+    # A strategy's traits, read from an instance: compiled (mypyc), its class holds none.
+    traits: dict[str, tuple[bool, bool]] = {}
     for flow in scenario.flows:
         f = facts[flow.id]
         waiting[f.bottleneck] = waiting.get(f.bottleneck, 0.0) + 2 * f.est_packets
         if not isinstance(flow, TcpBulkFlow):
             continue
-        cc = REGISTRY[flow.tcp.variant]
-        paced = bool(flow.tcp.pacing) or cc.always_paces
-        busy = TCP_BUSY_TRACES + paced + (PACING_TRACES - 1) * cc.rate_based
+        if flow.tcp.variant not in traits:
+            cc = congestion_ops(flow.tcp)
+            traits[flow.tcp.variant] = (cc.always_paces, cc.rate_based)
+        always_paces, rate_based = traits[flow.tcp.variant]
+        paced = bool(flow.tcp.pacing) or always_paces
+        busy = TCP_BUSY_TRACES + paced + (PACING_TRACES - 1) * rate_based
         ack_every = flow.tcp.delayed_ack.count if flow.tcp.delayed_ack.enabled else 1
         segments = f.est_packets * ack_every / (ack_every + 1)  # est_packets: data and ACKs
         series += busy + TCP_QUIET_TRACES + 1  # and its goodput

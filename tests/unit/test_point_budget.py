@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from engine import Scenario, simulate
-from engine.recorder import FIRST_CAP, MIN_CAP, POINT_BUDGET, TRACE_CAP, PointBudget, Trace
+from engine.trace import FIRST_CAP, MIN_CAP, POINT_BUDGET, TRACE_CAP, PointBudget, Trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from engine_scale import flows_dumbbell  # noqa: E402
