@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -119,11 +120,12 @@ def main() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    data = tempfile.mkdtemp(prefix="tcpfr-export-bench-")
     env = {
         **os.environ,
         "DATABASE_URL": url,
         "PORT": str(port),
-        "TCPFR_DATA_DIR": tempfile.mkdtemp(prefix="tcpfr-export-bench-"),
+        "TCPFR_DATA_DIR": data,
         "TCPFR_RECONCILE_INTERVAL": "0",
         "TCPFR_LOG_LEVEL": "WARNING",
     }
@@ -166,6 +168,7 @@ def main() -> None:
             api.wait(timeout=30)
         with psycopg.connect(PG_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

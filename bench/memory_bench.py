@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -139,6 +140,7 @@ def main() -> None:
     finally:
         serve.terminate()
         serve.wait(timeout=60)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":
