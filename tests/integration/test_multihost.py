@@ -18,6 +18,7 @@ so the whole module takes a couple of minutes. Its figures are printed (`pytest 
 from __future__ import annotations
 
 import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -184,16 +185,19 @@ def deployment() -> Iterator[Deployment]:
     # Not under pytest's tmp_path (private to root): the postgres user reads its cluster's
     # directory below it.
     tmp = Path(tempfile.mkdtemp(prefix="tcpfr-hosts-"))
-    with lan(["server", "w1", "w2"], tmp) as net:
-        server = net.hosts["server"]
-        with private_services(
-            host=server.address, netns=server.netns, clients=f"{net.subnet}.0/24"
-        ) as (pg, rd):
-            stack = _serve(net, pg, rd, tmp)
-            try:
-                yield stack
-            finally:
-                stack.stack.stop()
+    try:
+        with lan(["server", "w1", "w2"], tmp) as net:
+            server = net.hosts["server"]
+            with private_services(
+                host=server.address, netns=server.netns, clients=f"{net.subnet}.0/24"
+            ) as (pg, rd):
+                stack = _serve(net, pg, rd, tmp)
+                try:
+                    yield stack
+                finally:
+                    stack.stack.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _serve(net: Lan, pg: PrivatePostgres, rd: PrivateRedis, tmp: Path) -> Deployment:
