@@ -16,8 +16,11 @@ _.cache_ok  # store/types.py: SQLAlchemy's TypeDecorator: safe to cache statemen
 _.process_bind_param  # store/types.py: SQLAlchemy calls it on every value written
 _.process_result_value  # store/types.py: SQLAlchemy calls it on every value read
 _.include  # worker/celery_app.py: Celery imports `app.conf.include` at worker start
-_.compress_type  # api/exports/service.py: zipfile reads ZipInfo's fields in writestr
-_.external_attr  # api/exports/service.py: zipfile writes it as the files' permissions
+_._memory_ceiling  # worker/celery_app.py: Celery calls it in each new pool process (a signal)
+_.worker_max_memory_per_child  # worker/celery_app.py: Celery reads it after each task
+_.compress_type  # api/exports/zipstream.py: zipfile reads ZipInfo's fields when it opens one
+_.external_attr  # api/exports/zipstream.py: zipfile writes it as the files' permissions
+_.closed  # api/exports/zipstream.py: Arrow reads Member.closed before writing to it
 
 # Fields serialised to JSON (API responses, the Result, scenario documents) and never read
 # by name in Python: pydantic reads them from the class.
@@ -29,6 +32,7 @@ _.instance  # api/responses.py and client/models.py: Problem (RFC 9457)
 _.href  # api/runs/schemas.py and client/models.py: CaptureOut
 _.units  # api/series/schemas.py: Frame
 _.cost_classes  # engine/advice/reports.py: Fix (the advice report)
+_.min_spacing  # engine/result.py and client/models.py: Thinning
 _.to_simulate  # api/sweeps/schemas.py: SweepCost
 _.cpu_seconds  # api/sweeps/schemas.py: SweepCost
 _.speed_basis  # api/sweeps/schemas.py: SweepCost

@@ -157,18 +157,22 @@ async def _pydantic_validation(request: Request, exc: Exception) -> ProblemRespo
 
 
 def allowed_methods(app: Any, path: str) -> list[str]:
-    """Every method some route of this path answers (Starlette's own 405 names only the
-    first route that matched the path), HEAD with GET, and OPTIONS, which we answer."""
+    """Every method the resource at this path answers (Starlette's own 405 names only the
+    first route that matched the path), HEAD with GET, and OPTIONS, which we answer. A
+    template with fewer parameters names the path more closely and is that resource alone:
+    `/v1/scenarios/validate` is the validator, not a scenario whose id is 'validate'."""
     table = getattr(app.state, "allow_table", None)
     if table is None:
         table = [
-            (compile_path(template)[0], {m.upper() for m in ops})
+            (compile_path(template)[0], template.count("{"), {m.upper() for m in ops})
             for template, ops in app.openapi().get("paths", {}).items()
         ]
         app.state.allow_table = table
+    matching = [(params, ops) for regex, params, ops in table if regex.match(path)]
+    closest = min((params for params, _ in matching), default=0)
     methods: set[str] = set()
-    for regex, ops in table:
-        if regex.match(path):
+    for params, ops in matching:
+        if params == closest:
             methods |= ops
     if "GET" in methods:
         methods.add("HEAD")

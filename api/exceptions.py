@@ -86,19 +86,23 @@ class UnsupportedMediaType(TcpfrError):
     slug = "unsupported-media-type"
 
 
-class TooManyRequests(TcpfrError):
-    """A per-tenant limit (request rate, runs queued or running at once) is reached."""
-
-    status = 429
-    title = "Too many requests"
-    slug = "too-many-requests"
+class _RetryLater(TcpfrError):
+    """Refused for now: `Retry-After` says in how many seconds to ask again."""
 
     def __init__(self, detail: str, *, retry_after: int, **extra: Any) -> None:
         super().__init__(detail, retry_after=retry_after, **extra)
         self.headers = {"Retry-After": str(retry_after)}  # type: ignore[misc]
 
 
-class ServiceUnavailable(TcpfrError):
+class TooManyRequests(_RetryLater):
+    """A per-tenant limit (request rate, runs queued or running at once) is reached."""
+
+    status = 429
+    title = "Too many requests"
+    slug = "too-many-requests"
+
+
+class ServiceUnavailable(_RetryLater):
     status = 503
     title = "Service unavailable"
     slug = "service-unavailable"

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from messaging import queue_depth, send_run
 from settings import Settings
-from store.db import database_unavailable, session_scope
+from store.db import database_unavailable, lock_timed_out, session_scope, wait_for_locks
 from store.models import Run, RunStatus
 from store.run_events import EventKind
 from store.runs import RunRepository
@@ -92,39 +92,72 @@ def reconcile_once(
             for r in unclaimed
         ),
     ]:
-        with session_scope(sessions) as session:
-            runs = RunRepository(session)
-            if max(run.attempts, requeues[run.id]) >= settings.max_attempts:
-                error = _budget_error(run, requeues[run.id], settings)
-                guard = (
-                    [Run.heartbeat_at == run.heartbeat_at]
-                    if run.status is RunStatus.running
-                    else [Run.enqueued_at == run.enqueued_at]
-                )
-                if runs.fail(run.id, error=error, where=[*guard, Run.attempts == run.attempts]):
-                    done.failed += 1
-                    log.warning("run %s failed: %s", run.id, error["message"])
-                continue
-            if runs.requeue(run, reason=reason, run_lease=settings.run_lease):
-                done.requeued += 1
-                to_send[run] = None
-                log.info("run %s taken back (%s)", run.id, reason)
+        try:
+            _take_back(sessions, run, reason, requeues[run.id], settings, done, to_send)
+        except Exception as exc:
+            if not lock_timed_out(exc):
+                raise
+            # Its row is locked by a session whose machine is gone (its transaction ends
+            # at the server's idle-in-transaction timeout): the others go on meanwhile,
+            # and the next pass tries this one again.
+            log.warning("run %s: its row is locked; taken back on a later pass", run.id)
 
+    _send(sessions, celery, to_send, done)
+    if done.sent or done.failed:
+        log.info(
+            "reconciler: %d sent, %d taken back, %d failed", done.sent, done.requeued, done.failed
+        )
+    return done
+
+
+def _send(
+    sessions: sessionmaker[Session], celery: Celery, to_send: dict[Run, str | None], done: Pass
+) -> None:
+    """Send each run again, recording why (None: its `requeued` event says)."""
     for run, why in to_send.items():
         try:
             send_run(celery, run.id)
         except Exception:
             # It stays queued and unsent: the next pass tries again.
             log.warning("reconciler could not reach the broker", exc_info=True)
-            break
+            return
         with session_scope(sessions) as session:
             if RunRepository(session).mark_enqueued(run.id, by="reconciler", reason=why):
                 done.sent += 1
-    if done.sent or done.failed:
-        log.info(
-            "reconciler: %d sent, %d taken back, %d failed", done.sent, done.requeued, done.failed
-        )
-    return done
+
+
+#: Seconds a pass waits for a run's row lock before leaving that run to the next pass.
+LOCK_WAIT = 2.0
+
+
+def _take_back(
+    sessions: sessionmaker[Session],
+    run: Run,
+    reason: str,
+    requeues: int,
+    settings: Settings,
+    done: Pass,
+    to_send: dict[Run, str | None],
+) -> None:
+    """Requeue one stale run to be sent again, or fail it past its retry budget."""
+    with session_scope(sessions) as session:
+        wait_for_locks(session, LOCK_WAIT)
+        runs = RunRepository(session)
+        if max(run.attempts, requeues) >= settings.max_attempts:
+            error = _budget_error(run, requeues, settings)
+            guard = (
+                [Run.heartbeat_at == run.heartbeat_at]
+                if run.status is RunStatus.running
+                else [Run.enqueued_at == run.enqueued_at]
+            )
+            if runs.fail(run.id, error=error, where=[*guard, Run.attempts == run.attempts]):
+                done.failed += 1
+                log.warning("run %s failed: %s", run.id, error["message"])
+            return
+        if runs.requeue(run, reason=reason, run_lease=settings.run_lease):
+            done.requeued += 1
+            to_send[run] = None
+            log.info("run %s taken back (%s)", run.id, reason)
 
 
 async def reconcile_forever(

@@ -27,6 +27,25 @@ class OrjsonResponse(JSONResponse):
 class ProblemResponse(OrjsonResponse):
     media_type = "application/problem+json"
 
+    def render(self, content: Any) -> bytes:
+        # A problem repeats figures from the request (a sweep's run count, a value out of
+        # range), and a client may send an integer beyond 64 bits, which orjson refuses:
+        # such a figure is sent as its decimal text, so a refusal never becomes a 500.
+        try:
+            return render_json(content)
+        except orjson.JSONEncodeError:
+            return render_json(_wide_ints_as_text(content))
+
+
+def _wide_ints_as_text(value: Any) -> Any:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, dict):
+        return {k: _wide_ints_as_text(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_wide_ints_as_text(v) for v in value]
+    return value
+
 
 class FieldError(BaseModel):
     loc: list[str | int] = Field(description="Path of the offending value, as Pydantic gives it")

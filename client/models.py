@@ -128,6 +128,14 @@ class RunOut(_Doc):
     captures: list[CaptureOut] | None = None  # packet captures, once succeeded
 
 
+class Thinning(_Doc):
+    OPENAPI = "Thinning"
+    method: Literal["every_other", "pair_mean"]
+    halvings: int
+    cap: int
+    min_spacing: float | None
+
+
 class SeriesInfo(_Doc):
     OPENAPI = "SeriesInfo"
     key: str
@@ -135,6 +143,7 @@ class SeriesInfo(_Doc):
     length: int
     t_start: float | None
     t_end: float | None
+    thinning: Thinning | None = None
 
 
 class SeriesIndex(_Doc):
@@ -228,6 +237,7 @@ MODELS: list[type[_Doc]] = [
     RunSummary,
     CaptureOut,
     RunOut,
+    Thinning,
     SeriesInfo,
     SeriesIndex,
     SeriesData,

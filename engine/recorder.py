@@ -4,10 +4,9 @@ reads the counters on a beat for the rate series, and each flow keeps its `Delay
 They turn those calls into bounded time-series and summary statistics. With no probe
 attached a component pays one `is None` test.
 
-Memory is bounded: a change-driven trace keeps at most `cap` points (on overflow it drops
-every other point and doubles its minimum spacing); a sampled rate series averages
-adjacent pairs instead, so its integral is preserved; delay statistics keep a fixed-size
-reservoir for the percentiles and exact running sums for the means.
+Memory is bounded: each series is a `Trace` (engine.trace), capped by its share of the
+run's point budget; delay statistics keep a fixed-size reservoir for the percentiles and
+exact running sums for the means.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.net import stream
-from engine.result import Series
+from engine.trace import PointBudget, Trace
 
 if TYPE_CHECKING:  # the port, the flows and the sender import this module
     from engine.flows import TcpFlow
@@ -28,72 +27,7 @@ if TYPE_CHECKING:  # the port, the flows and the sender import this module
     from engine.tcp.cc import CongestionOps
     from engine.tcp.sender import TcpSender
 
-TRACE_CAP = 20_000
 RESERVOIR = 50_000
-
-
-class Trace:
-    """A change-driven series: a point when the value changes, at most `cap` points."""
-
-    __slots__ = ("unit", "t", "v", "cap", "min_dt", "last_v", "rate")
-
-    def __init__(self, unit: str, cap: int = TRACE_CAP, rate: bool = False):
-        self.unit = unit
-        self.t = array("d")
-        self.v = array("d")
-        self.cap = cap
-        self.min_dt = 0.0
-        self.last_v: float | None = None
-        self.rate = rate
-
-    def add(self, t: float, v: float) -> None:
-        if v == self.last_v:
-            return
-        self.last_v = v
-        ts = self.t
-        if ts and t - ts[-1] < self.min_dt:
-            self.v[-1] = v  # within the current resolution: keep the latest value
-            return
-        ts.append(t)
-        self.v.append(v)
-        if len(ts) >= self.cap:
-            self._thin()
-
-    def sample(self, t: float, v: float) -> None:
-        """A sampled value (rate series): always recorded, thinned by pair averages."""
-        self.t.append(t)
-        self.v.append(v)
-        if len(self.t) >= self.cap:
-            self._thin()
-
-    def sample_block(self, t: np.ndarray, v: np.ndarray) -> None:
-        """`sample()` for each (t[i], v[i]) in turn, a run of points at a time."""
-        i, n = 0, len(t)
-        while i < n:
-            k = min(self.cap - len(self.t), n - i)
-            self.t.frombytes(t[i : i + k].tobytes())
-            self.v.frombytes(v[i : i + k].tobytes())
-            i += k
-            if len(self.t) >= self.cap:
-                self._thin()
-
-    def _thin(self) -> None:
-        if self.rate:
-            n = len(self.v) // 2 * 2
-            v = np.frombuffer(self.v, dtype=np.float64)[:n].reshape(-1, 2).mean(axis=1)
-            t = np.frombuffer(self.t, dtype=np.float64)[1:n:2]
-            self.v = array("d", v.tobytes())
-            self.t = array("d", t.tobytes())
-        else:
-            self.t = self.t[::2]
-            self.v = self.v[::2]
-            span = self.t[-1] - self.t[0] if len(self.t) > 1 else 0.0
-            self.min_dt = max(self.min_dt * 2, span / self.cap)
-
-    def series(self) -> Series:
-        # Not validated again: the lists are the floats this trace recorded (a run of a
-        # thousand flows has tens of thousands of series).
-        return Series.model_construct(unit=self.unit, t=self.t.tolist(), v=self.v.tolist())
 
 
 class DelayStats:
@@ -182,6 +116,7 @@ class TcpProbe:
         "_retransmissions",
         "cc_traces",
         "_cc",
+        "budget",
     )
     #: The sender's strategy when it names traces of its own, set by `start` with them
     #: and read only when there are some.
@@ -217,6 +152,8 @@ class TcpProbe:
         self.pacing_rate: Trace | None = None  # set by `start` when the sender paces
         #: The congestion control's own traces (its `traces`), in its order.
         self.cc_traces: dict[str, Trace] = {}
+        # The run's budget, for the traces `start` adds (simulate() attaches the rest).
+        self.budget: PointBudget | None = None
 
     def effective_cwnd(self, snd: TcpSender) -> int:
         return snd.window() if not snd.cc.limits_window else snd.st.cwnd
@@ -227,10 +164,14 @@ class TcpProbe:
         self.cwnd_max = self._cwnd_now
         self.cwnd.add(snd.env.now, self._cwnd_now)
         if snd.pacing:
-            self.pacing_rate = Trace("bit/s")
+            self.pacing_rate = self._late_trace("bit/s")
         if snd.cc.traces:
-            self.cc_traces = {name: Trace(unit) for name, unit in snd.cc.traces}
+            self.cc_traces = {name: self._late_trace(unit) for name, unit in snd.cc.traces}
             self._cc = snd.cc
+
+    def _late_trace(self, unit: str) -> Trace:
+        trace = Trace(unit)
+        return trace if self.budget is None else self.budget.attach(trace)
 
     def on_send(self, snd: TcpSender) -> None:
         now = snd.env.now

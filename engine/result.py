@@ -163,10 +163,35 @@ class Diagnosis(_Model):
     advice: str
 
 
+class Thinning(_Model):
+    """How a series was kept within its share of the run's point budget (engine.recorder):
+    each halving kept every other point of a change-driven series (and doubled the least
+    spacing between its points), or replaced each pair of a sampled rate series by its mean
+    (so its integral is kept)."""
+
+    method: Literal["every_other", "pair_mean"]
+    halvings: int = Field(description="Times the series was halved")
+    cap: int = Field(description="Its share of the run's points when it was last halved")
+    min_spacing: float | None = Field(
+        description="A change-driven series: changes closer than this were merged, s"
+    )
+
+
 class Series(_Model):
     unit: str
     t: list[float]
     v: list[float]
+    # How the recorder thinned it (None: every point it recorded). Beside the document,
+    # not in it, as a Result's capture files are: the worker stores it with the series,
+    # and the series' figures and every stored Result stay what they were.
+    _thinning: Thinning | None = PrivateAttr(default=None)
+
+    @property
+    def thinning(self) -> Thinning | None:
+        return self._thinning
+
+    def thinned(self, how: Thinning) -> None:
+        self._thinning = how
 
 
 class CaptureSummary(_Model):

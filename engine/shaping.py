@@ -32,8 +32,8 @@ from simpy import Environment
 from engine.kernel import Call
 from engine.net import Egress
 from engine.packet import Packet, Path
-from engine.recorder import Trace
 from engine.result import ShaperSummary
+from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.framerelay.shaping import BecnAdaptation

@@ -26,7 +26,7 @@ from engine.host import attach_small_queues, hold_back
 from engine.kernel import SLICES, Kernel
 from engine.net import Egress, make_loss, make_queue, stream
 from engine.packet import Path
-from engine.recorder import LinkProbe, RateSampler, Trace
+from engine.recorder import LinkProbe, RateSampler
 from engine.result import (
     CaptureSummary,
     LinkSummary,
@@ -37,6 +37,7 @@ from engine.result import (
 )
 from engine.scenario import Scenario
 from engine.shaping import interface_shapers, splice
+from engine.trace import PointBudget, Trace
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
 
@@ -118,6 +119,27 @@ class Network:
             list(self.ports.values()),
         )
         env.process(self._sampler(float(scenario.sample_interval)))
+        self.budget = self._share_points(tcp)
+
+    def _share_points(self, tcp: list[TcpFlow]) -> PointBudget:
+        """Every series of the run draws its points from one budget (engine.recorder)."""
+        traces = [
+            t for port in self.ports.values() if port.probe for t in port.probe.series().values()
+        ]
+        for f in tcp:
+            traces += f.probe.series().values()
+        traces += self.goodput.values()
+        if self.frame_relay is not None:
+            traces += self.frame_relay.series().values()
+        for shaper in self.shapers.values():
+            traces += shaper.series("", "queue", "delay").values()
+        # A paced or BBR sender adds up to three traces when it starts.
+        budget = PointBudget(series=len(traces) + 3 * len(tcp))
+        for trace in traces:
+            budget.attach(trace)
+        for f in tcp:
+            f.probe.budget = budget
+        return budget
 
     def _path(self, src: str, dst: str) -> Path:
         hops = self.topology.route(src, dst)

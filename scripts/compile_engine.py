@@ -63,6 +63,7 @@ MODULES = [
     "packet.py",
     "net.py",
     "recorder.py",
+    "trace.py",  # Trace.add: a call per ACK and per packet queued
     "flows.py",
     "host.py",  # a backpressure sender asks it before and after every data segment
     "shaping.py",  # a shaped port's every packet

@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, ByteSize, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -47,6 +47,14 @@ class Settings(BaseSettings):
     # longer than db_pool_timeout for a free connection is a 503 with Retry-After.
     db_pool_size: int = Field(default=10, ge=1)
     db_pool_timeout: float = Field(default=10.0, gt=0)
+    # Workers and the reconciler on PostgreSQL. A machine lost mid-transaction (power, a
+    # pulled cable) sends nothing: its session would sit idle in its transaction, holding
+    # its row locks, for the hours TCP takes to give up; the server ends such a session
+    # after this many seconds. (None of our transactions waits on its client that long.)
+    db_idle_in_transaction_timeout: float = Field(default=60.0, gt=0)
+    # Seconds of silence before a connection probes its peer (then 3 probes, a third of it
+    # apart): a database host gone without a word is noticed within twice this.
+    db_keepalive: float = Field(default=30.0, ge=1)
 
     # Per-tenant limits (README, "Limits"). Requests, in the notation of the `limits`
     # library: "100/second;3000/minute" (every window must hold); empty: none, the embedded
@@ -87,6 +95,10 @@ class Settings(BaseSettings):
     # a 422 before anything is stored: 500M is ~20 min of one worker at ~400k events/s,
     # inside the default soft time limit, which stops whatever the estimate missed.
     max_events_per_run: int = Field(default=500_000_000, ge=1)
+    # A worker's memory for one run: a run estimated over it is refused with a 422 (its
+    # estimate, engine.analysis.memory, errs high), and a worker stops a run that grows past
+    # it (an rlimit on the pool process: the run fails saying so). Bytes, or "1GiB".
+    max_run_memory: ByteSize = Field(default=ByteSize(1 << 30), ge=128 << 20)
     max_body_bytes: int = Field(default=1_048_576, ge=1024)  # a larger request body is a 413
 
     # Server-Sent Events (/v1/runs/{id}/stream, /v1/sweeps/{id}/stream): one API process

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
@@ -43,8 +43,19 @@ def _engine_options(settings: Settings, kwargs: dict[str, Any]) -> dict[str, Any
         # A restarted server leaves dead connections in the pool: ping before use, reconnect.
         options["pool_pre_ping"] = True
         # An unreachable host answers nothing at all: give up in seconds, not minutes, so a
-        # request gets its 503 and a worker its retry.
-        options["connect_args"] = {"connect_timeout": 5}
+        # request gets its 503 and a worker its retry. A machine that vanishes after
+        # connecting answers nothing either: both ends probe a silent connection (libpq's
+        # keepalives here, the server's for its session) and drop it within ~2x db_keepalive.
+        idle, every = round(settings.db_keepalive), max(1, round(settings.db_keepalive) // 3)
+        options["connect_args"] = {
+            "connect_timeout": 5,
+            "keepalives": 1,
+            "keepalives_idle": idle,
+            "keepalives_interval": every,
+            "keepalives_count": 3,
+            "options": f"-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={every} "
+            "-c tcp_keepalives_count=3",
+        }
         options["pool_size"] = 5
         options["max_overflow"] = 10
     options.update(kwargs)
@@ -60,8 +71,14 @@ def _instrument(engine: Engine) -> None:
 
 def make_engine(settings: Settings, **kwargs: Any) -> Engine:
     """A sync engine (workers, the reconciler, migrations, CLIs); SQLite gets WAL, a busy
-    timeout and foreign keys."""
-    engine = create_engine(settings.sqlalchemy_url, **_engine_options(settings, kwargs))
+    timeout and foreign keys; PostgreSQL ends its sessions that sit idle in a transaction
+    (`db_idle_in_transaction_timeout`: their machine is gone, and so are their locks)."""
+    options = _engine_options(settings, kwargs)
+    if not settings.is_sqlite:
+        ms = round(settings.db_idle_in_transaction_timeout * 1000)
+        args = options["connect_args"]
+        args["options"] += f" -c idle_in_transaction_session_timeout={ms}"
+    engine = create_engine(settings.sqlalchemy_url, **options)
     _instrument(engine)
     return engine
 
@@ -115,6 +132,19 @@ def session_scope(factory: sessionmaker[Session]) -> Iterator[Session]:
         yield session
 
 
+def wait_for_locks(session: Session, seconds: float) -> None:
+    """Until the transaction ends, a statement waiting longer than `seconds` for a row lock
+    fails (`lock_timed_out`) instead of waiting on. PostgreSQL only: SQLite has one writer
+    at a time and its own busy timeout."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"SET LOCAL lock_timeout = {round(seconds * 1000)}"))
+
+
+def lock_timed_out(exc: BaseException) -> bool:
+    """A statement gave up waiting for a row lock (`wait_for_locks`)."""
+    return getattr(getattr(exc, "orig", None), "sqlstate", None) == "55P03"
+
+
 def database_unavailable(exc: BaseException) -> bool:
     """The database is away or refusing work for now (restart, network, lock, full pool),
     as opposed to a statement that is wrong: worth a retry, a 503, not a 500."""
@@ -122,4 +152,6 @@ def database_unavailable(exc: BaseException) -> bool:
         return True
     # OperationalError: connection refused or dropped, admin shutdown, "database is locked";
     # InterfaceError: a connection already closed; TimeoutError: no pooled connection free.
+    if lock_timed_out(exc):
+        return False  # the database answered: a row is held, by whoever holds it
     return isinstance(exc, sa_exc.OperationalError | sa_exc.InterfaceError | sa_exc.TimeoutError)

@@ -246,6 +246,9 @@ class RunSeries(Base):
     codec: Mapped[str] = mapped_column(String(20))
     t: Mapped[bytes] = mapped_column(LargeBinary)
     v: Mapped[bytes] = mapped_column(LargeBinary)
+    # How the recorder thinned it to its share of the run's points (engine.result.Thinning);
+    # NULL: every point it recorded.
+    thinning: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)
 
 
 class RunCapture(Base):

@@ -31,10 +31,8 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.orm import Session
 
-from store.db import BINARY_RESULTS
-from store.models import Run, RunCapture, RunResult, RunSeries, RunStatus, Tenant
+from store.models import Run, RunResult, RunStatus, Tenant
 from store.repository import Page, Repository, affected, decode_cursor
 from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
@@ -490,71 +488,3 @@ def _brief(error: dict[str, Any] | None) -> dict[str, Any] | None:
     if not error:
         return None
     return {"type": error.get("type"), "message": error.get("message")}
-
-
-class ResultRepository:
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def get(self, run_id: uuid.UUID) -> RunResult | None:
-        return self.session.get(RunResult, run_id)
-
-    def add(
-        self,
-        result: RunResult,
-        series: Sequence[RunSeries],
-        captures: Sequence[RunCapture] = (),
-    ) -> None:
-        self.session.add(result)
-        self.session.add_all(series)
-        self.session.add_all(captures)
-        self.session.flush()
-
-    def captures(self, run_id: uuid.UUID) -> Sequence[tuple[str, str, int, int, str]]:
-        """(link, direction, packets, size, sha256) of the run's captures, by link."""
-        stmt = (
-            select(
-                RunCapture.link,
-                RunCapture.direction,
-                RunCapture.packets,
-                RunCapture.size,
-                RunCapture.sha256,
-            )
-            .where(RunCapture.run_id == run_id)
-            .order_by(RunCapture.link, RunCapture.direction)
-        )
-        return [tuple(row) for row in self.session.execute(stmt).all()]  # type: ignore[misc]
-
-    def capture_files(self, run_id: uuid.UUID) -> Sequence[RunCapture]:
-        """Every capture of the run, files included, by link."""
-        stmt = (
-            select(RunCapture)
-            .where(RunCapture.run_id == run_id)
-            .order_by(RunCapture.link, RunCapture.direction)
-        )
-        return self.session.scalars(stmt, execution_options={BINARY_RESULTS: True}).all()
-
-    def capture(self, run_id: uuid.UUID, link: str, direction: str) -> RunCapture | None:
-        stmt = select(RunCapture).where(
-            RunCapture.run_id == run_id,
-            RunCapture.link == link,
-            RunCapture.direction == direction,
-        )
-        return self.session.scalars(stmt, execution_options={BINARY_RESULTS: True}).first()
-
-    def series_index(
-        self, run_id: uuid.UUID
-    ) -> Sequence[tuple[str, str, int, float | None, float | None]]:
-        stmt = (
-            select(
-                RunSeries.key, RunSeries.unit, RunSeries.length, RunSeries.t_start, RunSeries.t_end
-            )
-            .where(RunSeries.run_id == run_id)
-            .order_by(RunSeries.key)
-        )
-        return [tuple(row) for row in self.session.execute(stmt).all()]  # type: ignore[misc]
-
-    def series(self, run_id: uuid.UUID, keys: Sequence[str]) -> dict[str, RunSeries]:
-        stmt = select(RunSeries).where(RunSeries.run_id == run_id, RunSeries.key.in_(keys))
-        rows = self.session.scalars(stmt, execution_options={BINARY_RESULTS: True})
-        return {row.key: row for row in rows}

@@ -78,12 +78,14 @@ class Stack:
                 out.append(f"--- {name} ---\n" + "\n".join(tail))
         return "\n".join(out)
 
-    def start(self, name: str, argv: list[str]) -> None:
+    def start(
+        self, name: str, argv: list[str], *, cwd: Path = ROOT, env: dict[str, str] | None = None
+    ) -> None:
         log = open(self.tmp / f"{name}.log", "wb")  # noqa: SIM115 - lives as long as the process
         self.procs[name] = subprocess.Popen(
             argv,
-            cwd=ROOT,
-            env=self.env,
+            cwd=cwd,
+            env=self.env if env is None else env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

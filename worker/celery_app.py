@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 
+from celery import signals
+
 from messaging import make_celery
 from settings import get_settings
+from worker.memory import limit_this_process, replace_above
 
 settings = get_settings()
 logging.basicConfig(
@@ -14,3 +17,12 @@ logging.basicConfig(
 
 app = make_celery(settings, name="tcpfr-worker")
 app.conf.include = ["worker.tasks"]
+
+
+@signals.worker_process_init.connect
+def _memory_ceiling(**_: object) -> None:
+    """Each pool process, as it starts: a run's memory ceiling (worker.memory)."""
+    limit_this_process(settings.max_run_memory)
+
+
+app.conf.worker_max_memory_per_child = replace_above(settings.max_run_memory)

@@ -11,7 +11,6 @@ import threading
 import time
 import traceback
 import uuid
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,35 +19,17 @@ from typing import TYPE_CHECKING, TypeVar
 from sqlalchemy.orm import Session, sessionmaker
 
 from settings import Settings
-from store.codec import CODEC, encode
 from store.db import database_unavailable, make_engine, make_sessionmaker, session_scope
-from store.models import RunCapture, RunResult, RunSeries, RunStatus
-from store.runs import ResultRepository, RunRepository
+from store.models import RunStatus
+from store.results import ResultRepository, pack
+from store.runs import RunRepository
+from worker.memory import RunOverMemory
 
 if TYPE_CHECKING:  # the engine itself is imported when a run starts (see Runner.run)
-    from engine.result import Result, Series
+    from engine.result import Result
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-# Result fields with columns of their own; anything else the engine adds goes to `extra`.
-_RESULT_COLUMNS = {
-    "engine_version",
-    "scenario_hash",
-    "seed",
-    "sim_time",
-    "wall_time",
-    "events",
-    "warnings",
-    "flows",
-    "links",
-    "pvcs",
-    "diagnosis",
-    "series",
-    "cancelled",
-}
-
-CAPTURE_CODEC = "zlib"
 
 
 @dataclass
@@ -140,27 +121,44 @@ class Runner:
             except engine.SimulationCancelled:
                 return self._finish(run_id, task_id, RunStatus.cancelled, beat=beat)
             except Exception as exc:
-                # SoftTimeLimitExceeded lands here too: a run over its time limit fails,
-                # saying so in words (Celery's exception carries no message).
-                log.exception("run %s failed", run_id)
-                message = str(exc) or type(exc).__name__
-                if type(exc).__name__ == "SoftTimeLimitExceeded":
-                    message = (
-                        "the simulation exceeded the time limit of "
-                        f"{self.settings.task_soft_time_limit:g} s and was stopped "
-                        "(TCPFR_TASK_SOFT_TIME_LIMIT); POST /v1/scenarios/validate estimates "
-                        "a scenario's cost"
-                    )
-                error = {
-                    "type": type(exc).__name__,
-                    "message": message,
-                    "traceback": traceback.format_exc(limit=20)[-4000:],
-                }
-                return self._finish(run_id, task_id, RunStatus.failed, error=error, beat=beat)
+                return self._failed(run_id, task_id, exc, beat)
             # The heartbeat goes on while the result is stored, retries included: the run
             # stays visibly alive, so the reconciler does not hand it to another worker.
             beat.report(1.0)
-            return self._store(run_id, task_id, result, beat=beat)
+            try:
+                return self._store(run_id, task_id, result, beat=beat)
+            except MemoryError as exc:  # packing it for the database took the rest
+                del result
+                return self._failed(run_id, task_id, exc, beat)
+
+    def _failed(
+        self, run_id: uuid.UUID, task_id: str, exc: BaseException, beat: Heartbeat
+    ) -> RunStatus | None:
+        """The run failed: recorded with its reason in words, never tried again."""
+        # SoftTimeLimitExceeded lands here too: a run over its time limit fails, saying
+        # so in words (Celery's exception carries no message); as does a run past its
+        # memory ceiling (worker.memory: any allocation in it may be the one refused).
+        trace = "".join(traceback.format_exception(exc, limit=20))[-4000:]
+        log.error("run %s failed: %s\n%s", run_id, type(exc).__name__, trace)
+        # The frames of the failed simulation hold all it built: let them go before the
+        # failure is written (after a MemoryError that memory is what writing needs).
+        traceback.clear_frames(exc.__traceback__)
+        if isinstance(exc, MemoryError) and not isinstance(exc, RunOverMemory):
+            exc = RunOverMemory(self.settings.max_run_memory)
+        message = str(exc) or type(exc).__name__
+        if type(exc).__name__ == "SoftTimeLimitExceeded":
+            message = (
+                "the simulation exceeded the time limit of "
+                f"{self.settings.task_soft_time_limit:g} s and was stopped "
+                "(TCPFR_TASK_SOFT_TIME_LIMIT); POST /v1/scenarios/validate estimates "
+                "a scenario's cost"
+            )
+        error = {
+            "type": type(exc).__name__,
+            "message": message,
+            "traceback": trace,
+        }
+        return self._finish(run_id, task_id, RunStatus.failed, error=error, beat=beat)
 
     def _persist(
         self, run_id: uuid.UUID, write: Callable[[Session, int], T], beat: Heartbeat | None
@@ -213,32 +211,10 @@ class Runner:
         self, run_id: uuid.UUID, task_id: str, result: Result, beat: Heartbeat
     ) -> RunStatus | None:
         """The result, its series and the status change in one transaction, or none of them."""
-        data = result.model_dump(mode="python", exclude={"series"})
-        row = dict(
-            run_id=run_id,
-            engine_version=data["engine_version"],
-            scenario_hash=data["scenario_hash"],
-            seed=data["seed"],
-            sim_time=data["sim_time"],
-            wall_time=data["wall_time"],
-            events=data["events"],
-            warnings=list(data.get("warnings") or []),
-            flows=data.get("flows") or {},
-            links=data.get("links") or {},
-            pvcs=data.get("pvcs") or {},
-            diagnosis=data.get("diagnosis") or {},
-            extra={k: v for k, v in data.items() if k not in _RESULT_COLUMNS},
-        )
-        series = result.series
-        # Deflated once, before the transaction: a retry writes the same bytes again.
-        pcaps = []
-        for c in result.captures:
-            pcap = result.pcap(c.link, c.direction)
-            assert pcap is not None  # every listed capture has its file
-            pcaps.append((c, zlib.compress(pcap, 6)))
+        # Packed once, before the transaction: a retry writes the same bytes again.
+        packed = pack(result)
 
         def write(session: Session, attempt: int) -> bool:
-            # The rows are built afresh each try: a failed flush leaves its objects spent.
             if not RunRepository(session).finish(
                 run_id,
                 task_id=task_id,
@@ -246,21 +222,7 @@ class Runner:
                 write_attempts=attempt if attempt > 1 else None,
             ):
                 return False
-            rows = [_series_row(run_id, key, s) for key, s in series.items()]
-            captures = [
-                RunCapture(
-                    run_id=run_id,
-                    link=c.link,
-                    direction=c.direction,
-                    packets=c.packets,
-                    size=c.bytes,
-                    sha256=c.sha256,
-                    codec=CAPTURE_CODEC,
-                    data=data,
-                )
-                for c, data in pcaps
-            ]
-            ResultRepository(session).add(RunResult(**row), rows, captures)
+            ResultRepository(session).save(run_id, packed)
             return True
 
         if not self._persist(run_id, write, beat):
@@ -269,18 +231,3 @@ class Runner:
             log.info("run %s is no longer this task's; result dropped", run_id)
             return None
         return RunStatus.succeeded
-
-
-def _series_row(run_id: uuid.UUID, key: str, series: Series) -> RunSeries:
-    t = list(series.t)
-    return RunSeries(
-        run_id=run_id,
-        key=key,
-        unit=series.unit,
-        length=len(t),
-        t_start=t[0] if t else None,
-        t_end=t[-1] if t else None,
-        codec=CODEC,
-        t=encode(t),
-        v=encode(series.v),
-    )

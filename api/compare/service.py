@@ -16,7 +16,8 @@ from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.series import downsample
 from api.series import service as series
 from store.models import Run, RunStatus
-from store.runs import ResultRepository, RunRepository
+from store.results import ResultRepository
+from store.runs import RunRepository
 from store.sweeps import SweepRepository
 
 MAX_RUNS = 200

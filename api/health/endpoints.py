@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from sqlalchemy import text
 
 from api.dispatch import SENDERS
+from api.exception_handlers import DATABASE_RETRY_AFTER
 from api.responses import OrjsonResponse
 
 router = APIRouter(tags=["health"])
@@ -25,7 +26,13 @@ async def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     operation_id="readyz",
-    responses={503: {"description": "The database or the broker is not reachable"}},
+    responses={
+        503: {
+            "description": "The database or the broker is not reachable; `Retry-After` says "
+            "when to ask again",
+            "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+        }
+    },
 )
 async def readyz(request: Request) -> Any:
     """The database answers and has the schema, and the broker accepts connections."""
@@ -50,4 +57,6 @@ async def readyz(request: Request) -> Any:
     return OrjsonResponse(
         {"status": "ok" if ready else "unavailable", "checks": checks},
         status_code=200 if ready else 503,
+        # As every other 503 here: when to ask again (a restarting database takes seconds).
+        headers=None if ready else {"Retry-After": str(DATABASE_RETRY_AFTER)},
     )

@@ -20,6 +20,7 @@ from api.responses import OrjsonResponse, problem_responses, render_json
 from api.runs import service
 from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut, run_error
 from api.runs.service import CaptureFile
+from store import results as stored_results
 from store.models import Run, RunResult, RunStatus
 from store.run_events import RunEventRepository
 from store.runs import RunRepository
@@ -60,19 +61,12 @@ def run_fields(run: Run) -> dict[str, Any]:
     }
 
 
-#: What `RunSummary` shows of a stored result (the diagnosis has a field of its own).
-SUMMARY_FIELDS = ("sim_time", "wall_time", "events", "warnings", "flows", "links", "pvcs", "extra")
-
-
 def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
     """A run as `RunOut` has it: with its summary and diagnosis once it succeeded."""
     doc = run_fields(run)
     doc["summary"] = doc["diagnosis"] = doc["warnings"] = doc["captures"] = None
     if result is not None:
-        stored = service.result_document(result)
-        summary = doc["summary"] = {key: stored[key] for key in SUMMARY_FIELDS}
-        summary["extra"] = extra = dict(stored["extra"])
-        summary["engine_build"] = extra.pop("engine_build", None)  # a field of its own
+        doc["summary"] = stored_results.summary(result)
         doc["diagnosis"] = result.diagnosis
         doc["captures"] = service.captures_of(run.id, result)
     return doc

@@ -10,10 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import Scenario
 from engine.example import EXAMPLE_SCENARIO
+from engine.scenario.common import Seed
 from store.models import RunStatus
 from store.run_events import EventKind
-
-SEED_MIN, SEED_MAX = 0, 2**63 - 1
 
 
 class RunCreate(BaseModel):
@@ -34,7 +33,7 @@ class RunCreate(BaseModel):
     scenario: Scenario | None = None
     scenario_id: uuid.UUID | None = None
     preset: str | None = Field(default=None, min_length=1, max_length=200)
-    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX)
+    seed: Seed | None = None
     cache: Literal["reuse", "refresh"] = "reuse"
 
     @model_validator(mode="after")

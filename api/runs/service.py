@@ -6,7 +6,6 @@ import difflib
 import hashlib
 import logging
 import uuid
-import zlib
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -22,8 +21,10 @@ from api.limits import enforce_budget, reserve_runs
 from api.runs.schemas import RunCreate
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
 from settings import Settings
+from store import results as stored_results
 from store.models import Run, RunResult, RunStatus
-from store.runs import ResultRepository, RunRepository
+from store.results import ResultRepository
+from store.runs import RunRepository
 from store.scenarios import ScenarioRepository
 from store.types import utcnow
 
@@ -184,24 +185,6 @@ def get_with_result(
     return run, result if run.status is RunStatus.succeeded else None
 
 
-def result_document(result: RunResult) -> dict[str, Any]:
-    """The engine's Result as stored, less its series (those are read one by one)."""
-    return {
-        "engine_version": result.engine_version,
-        "scenario_hash": result.scenario_hash,
-        "seed": result.seed,
-        "sim_time": result.sim_time,
-        "wall_time": result.wall_time,
-        "events": result.events,
-        "warnings": result.warnings,
-        "flows": result.flows,
-        "links": result.links,
-        "pvcs": result.pvcs,
-        "diagnosis": result.diagnosis,
-        "extra": result.extra or {},
-    }
-
-
 def result_of(session: Session, run: Run) -> RunResult | None:
     if run.status is not RunStatus.succeeded:
         return None
@@ -213,7 +196,7 @@ def captures_of(run_id: uuid.UUID, result: RunResult) -> list[dict[str, Any]]:
     base = f"/v1/runs/{run_id}/pcap"
     return [
         {**c, "href": f"{base}?link={c['link']}&direction={c['direction']}"}
-        for c in (result.extra or {}).get("captures", [])
+        for c in stored_results.capture_summaries(result)
     ]
 
 
@@ -222,11 +205,12 @@ class CaptureFile:
     link: str
     direction: str
     sha256: str
-    deflated: bytes  # the libpcap file, zlib-compressed as stored
+    codec: str
+    stored: bytes  # the libpcap file, packed as `codec` says
 
     def data(self) -> bytes:
         """The libpcap file (CPU work: call it off the event loop)."""
-        return zlib.decompress(self.deflated)
+        return stored_results.pcap(self.codec, self.stored)
 
 
 def capture_file(
@@ -269,9 +253,7 @@ def capture_file(
         raise NotFound(
             msg, captures=[{"link": name, "direction": way} for (name, way, *_) in taken]
         )
-    if row.codec != "zlib":
-        raise ValueError(f"unknown capture codec {row.codec!r}")
-    return CaptureFile(row.link, row.direction, row.sha256, row.data)
+    return CaptureFile(row.link, row.direction, row.sha256, row.codec, row.data)
 
 
 def cancel(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:

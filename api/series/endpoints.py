@@ -164,13 +164,17 @@ async def _answer(
     responses=problem_responses(404, 409),
 )
 async def list_series(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Response:
-    """The run's series: key, unit and stored length of each."""
+    """The run's series: key, unit, stored length and time span of each, and how it was
+    thinned to its share of the run's points."""
 
-    def query(session: Session) -> list[tuple[str, str, int, float | None, float | None]]:
+    def query(session: Session) -> list[tuple[Any, ...]]:
         return service.index(session, service.finished_run(session, run_id, tenant_id=tenant_id))
 
     rows = await db.read(query)
-    items = [{"key": k, "unit": u, "length": n, "t_start": a, "t_end": b} for k, u, n, a, b in rows]
+    items = [
+        {"key": k, "unit": u, "length": n, "t_start": a, "t_end": b, "thinning": thinning}
+        for k, u, n, a, b, thinning in rows
+    ]
     return OrjsonResponse({"run_id": str(run_id), "series": items})
 
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from engine.result import Thinning
+
 
 class SeriesInfo(BaseModel):
     key: str = Field(
@@ -15,6 +17,11 @@ class SeriesInfo(BaseModel):
     length: int = Field(description="Samples stored")
     t_start: float | None
     t_end: float | None
+    thinning: Thinning | None = Field(
+        default=None,
+        description="How the recorder thinned it to its share of the run's points; null: "
+        "every point it recorded is stored",
+    )
 
 
 class SeriesIndex(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +17,7 @@ from api.runs import service as runs
 from api.series import downsample
 from store.codec import decode
 from store.models import Run, RunStatus
-from store.runs import ResultRepository
+from store.results import ResultRepository
 
 Array = npt.NDArray[np.float64]
 
@@ -44,7 +45,7 @@ def finished_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -
     return run
 
 
-def index(session: Session, run: Run) -> list[tuple[str, str, int, float | None, float | None]]:
+def index(session: Session, run: Run) -> list[tuple[Any, ...]]:
     return list(ResultRepository(session).series_index(run.result_run_id))
 
 

@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 import engine
 from api import hints
 from api.exceptions import InvalidScenario, OverBudget, Unprocessable, field_error, field_errors
-from api.limits import cost_of
+from api.limits import Cost, cost_of
 from api.runs.service import preset_scenario
 from api.sweeps.schemas import SweepCreate
 from engine.study import Point, StudyError, expand, resolve_base, set_path
@@ -94,7 +94,8 @@ def plan(
     except (ValueError, TypeError, LookupError) as exc:  # a path the walk cannot take
         msg = f"the sweep is rejected whole: {exc}"
         raise InvalidScenario(msg, errors=[field_error(["body", "parameters"], msg)]) from None
-    estimates, over = [], []
+    estimates: list[dict] = []
+    over: list[tuple[str, Cost]] = []
     for p in points:
         try:
             estimates.append(engine.describe(p.scenario)["estimate"])
@@ -103,21 +104,18 @@ def plan(
             raise InvalidScenario(msg, errors=[field_error(["body", "parameters"], msg)]) from exc
         found = cost_of(estimates[-1], settings)
         if not found.within_budget:
-            over.append(
-                f"point {p.index} ({_words(p.parameters)}) is estimated at "
-                f"{found.estimate.events:,} simulation events (about "
-                f"{found.estimate.seconds:,.0f} s of a worker)"
-            )
+            over.append((f"point {p.index} ({_words(p.parameters)})", found))
     if over:
         # The per-run budget of POST /v1/runs (api.limits) holds for every run of a sweep.
-        budget = settings.max_events_per_run
+        first, cost = over[0]
         raise OverBudget(
-            f"{len(over)} point(s) exceed the budget of {budget:,} events per run: {over[0]}",
+            f"{len(over)} point(s) exceed the per-run budget: {first}: {cost.refusal()}",
             errors=[
-                field_error(["body", "parameters"], f"{msg}, over the budget", "over_budget")
-                for msg in over[:MAX_ERRORS]
+                field_error(["body", "parameters"], f"{where}: {c.refusal()}", "over_budget")
+                for where, c in over[:MAX_ERRORS]
             ],
-            budget={"events": budget},
+            budget=cost.budget.model_dump(),
+            over=sorted({what for _, c in over for what in c.over}),
         )
     seeds = list(points[0].seeds)
     cached: dict[tuple[str, int], uuid.UUID] = {}

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from api.comparison.schemas import Comparison
-from api.runs.schemas import SEED_MAX, SEED_MIN, RunError
+from api.runs.schemas import RunError
+from engine.scenario.common import SEED_END, not_a_bool
 from engine.study import StudySpec
 from store.models import RunStatus
 
 SweepStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "partial"]
 Cache = Literal["reuse", "refresh"]
+#: A sweep's first seed: its replications (1,000 at most) take the seeds after it, all of
+#: them below SEED_END; 1,024 below so that a double states the bound exactly.
+FirstSeed = Annotated[int, Field(ge=0, le=SEED_END - 1024), BeforeValidator(not_a_bool)]
 
 
 class SweepCreate(StudySpec):
@@ -43,11 +47,8 @@ class SweepCreate(StudySpec):
     )
 
     name: str | None = Field(default=None, min_length=1, max_length=200)
-    seed: int | None = Field(
-        default=None,
-        ge=SEED_MIN,
-        le=SEED_MAX - 1000,
-        description="First seed (default: the base scenario's)",
+    seed: FirstSeed | None = Field(
+        default=None, description="First seed (default: the base scenario's)"
     )
     cache: Cache = Field(
         default="reuse",
@@ -102,7 +103,7 @@ class PresetSweepCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     replications: int | None = Field(default=None, ge=1, le=1000)
-    seed: int | None = Field(default=None, ge=SEED_MIN, le=SEED_MAX - 1000)
+    seed: FirstSeed | None = None
     cache: Cache = "reuse"
     name: str | None = Field(default=None, min_length=1, max_length=200)
 

@@ -1,6 +1,6 @@
 """The size of a run before it runs: packets, SimPy events (what a run costs) and
 simulated seconds, flow by flow (`estimate_into` fills each flow's `est_packets` and
-`est_events`)."""
+`est_events`); and, from them, what it will hold in memory (engine.analysis.memory)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from engine import routing
+from engine.analysis.memory import memory
 from engine.analysis.paths import PathFacts, _links
 from engine.kernel import SLICES
 from engine.net import link_wire
@@ -269,6 +270,7 @@ def estimate_into(
 
 def total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> dict[str, Any]:
     captured, capture_bytes = _captures(scenario, facts)
+    held = memory(scenario, facts, horizon, capture_bytes)
     return {
         "packets": min(sum(v.est_packets for v in facts.values()), MOST),
         # A captured packet costs about an event more: its record, then its headers.
@@ -279,6 +281,10 @@ def total(scenario: Scenario, facts: dict[str, PathFacts], horizon: float) -> di
         "sim_time": horizon,
         "capture_packets": captured,
         "capture_bytes": capture_bytes,
+        # What a worker will hold (engine.analysis.memory).
+        "memory_bytes": held["bytes"],
+        "series": held["series"],
+        "series_points": held["series_points"],
     }
 
 

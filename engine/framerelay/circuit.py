@@ -7,9 +7,9 @@ from simpy import Environment
 
 from engine.framerelay.pvc import PvcDirection
 from engine.net import stream
-from engine.recorder import Trace
 from engine.result import PvcSummary
 from engine.scenario import Pvc
+from engine.trace import Trace
 
 
 class Circuit:

@@ -11,9 +11,9 @@ from engine.framerelay.circuit import Circuit
 from engine.framerelay.switch import FrQueue
 from engine.net import Egress
 from engine.packet import Path
-from engine.recorder import Trace
 from engine.result import PvcSummary
 from engine.scenario import Scenario
+from engine.trace import Trace
 
 
 class FrameRelay:

@@ -17,9 +17,9 @@ import math
 
 from simpy import Environment
 
-from engine.recorder import Trace
 from engine.scenario import Pvc
 from engine.shaping import Shaper
+from engine.trace import Trace
 
 STEP_DOWN = 0.75  # rate multiplier per BECN step (Cisco adaptive shaping)
 QUIET_INTERVALS = 16  # Tc intervals without BECN before the rate steps back up

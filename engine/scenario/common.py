@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -28,6 +29,20 @@ MAX_INT = 2**53
 Count = Annotated[int, Field(le=MAX_INT)]
 PositiveByteSize = Annotated[ByteSize, Field(gt=0, le=MAX_INT)]
 PositiveRate = Annotated[Rate, Field(gt=0)]
+
+
+def not_a_bool(value: Any) -> Any:
+    """JSON's `true` and `false` are not numbers, whatever Python's bool is a subclass of."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "Input should be a valid integer, not true or false")
+    return value
+
+
+#: Seeds are below this: 64-bit, and a bound a double states exactly, so the OpenAPI
+#: document (whose bounds are doubles) gives the server's own.
+SEED_END = 2**63
+#: A run's seed.
+Seed = Annotated[int, Field(ge=0, lt=SEED_END), BeforeValidator(not_a_bool)]
 Probability = Annotated[float, Field(ge=0, le=1)]
 
 MAX_ITEMS = 10_000  # per list: keeps validation and routing bounded for any request

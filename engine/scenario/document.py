@@ -27,6 +27,7 @@ from engine.scenario.common import (
     MAX_ITEMS,
     PCAP_RECORD_HEADER,
     PositiveDuration,
+    Seed,
     _Errors,
     _Model,
 )
@@ -44,7 +45,7 @@ class Scenario(_Model):
 
     name: str = Field(min_length=1, max_length=200)
     description: str = Field(default="", max_length=10_000)
-    seed: int = Field(default=1, ge=0, lt=2**63)
+    seed: Seed = 1
     """Run seed; a run request may override it."""
     duration: PositiveDuration = 3600.0
     """Simulated-time cap."""

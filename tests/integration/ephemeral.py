@@ -30,26 +30,49 @@ def _pg_bin(name: str) -> str | None:
     return found[-1] if found else shutil.which(name)
 
 
+def in_netns(netns: str | None, argv: list[str]) -> list[str]:
+    """`argv` run inside the network namespace `netns` (None: where we are)."""
+    return argv if netns is None else ["ip", "netns", "exec", netns, *argv]
+
+
 @dataclass
 class PrivatePostgres:
     """A throwaway cluster: ``start``, ``stop`` (fast shutdown: clients are cut off, as in a
-    restart or failover) and ``start`` again, on the same port and data."""
+    restart or failover) and ``start`` again, on the same port and data. It listens on
+    `host` only, inside the network namespace `netns` when one is given."""
 
     root: Path
     port: int = field(default_factory=free_port)
+    host: str = "127.0.0.1"
+    netns: str | None = None
+    # Off the loopback interface: clients from `clients` (a CIDR) with this password, as a
+    # deployment's pg_hba.conf would let the worker machines in.
+    password: str | None = None
+    clients: str | None = None
 
     @property
     def url(self) -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        auth = f":{self.password}" if self.password else ""
+        return f"postgresql://postgres{auth}@{self.host}:{self.port}/postgres"
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
         user = "postgres" if os.geteuid() == 0 else None
+        if self.netns is not None:
+            # Entering a namespace needs root: enter it first, then become postgres.
+            as_user = ["runuser", "-u", user, "--"] if user else []
+            argv, user = tuple(in_netns(self.netns, [*as_user, *argv])), None
         return subprocess.run(argv, user=user, capture_output=True, check=check, timeout=60)
 
     def init(self) -> None:
         if os.geteuid() == 0:
             pw = pwd.getpwnam("postgres")
             os.chown(self.root, pw.pw_uid, pw.pw_gid)
+        secret = []
+        if self.password:
+            (self.root / "pwfile").write_text(self.password + "\n")
+            if os.geteuid() == 0:
+                os.chown(self.root / "pwfile", pw.pw_uid, pw.pw_gid)
+            secret = [f"--pwfile={self.root / 'pwfile'}"]
         self._run(
             _pg_bin("initdb") or "initdb",
             "-D",
@@ -57,14 +80,18 @@ class PrivatePostgres:
             "-U",
             "postgres",
             "--auth=trust",
+            *secret,
             "--no-sync",
             "-E",
             "UTF8",
         )
+        if self.clients:
+            with open(self.root / "data" / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {self.clients} scram-sha-256\n")
 
     def start(self) -> None:
         opts = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+            f"-p {self.port} -k {self.root} -c listen_addresses={self.host} "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         )
         self._run(
@@ -99,28 +126,36 @@ class PrivateRedis:
 
     root: Path
     port: int = field(default_factory=free_port)
+    host: str = "127.0.0.1"
+    netns: str | None = None
+    # Off the loopback interface Redis refuses clients without a password (protected mode),
+    # as a deployment's would: one is set there.
+    password: str | None = None
     proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}{self.host}:{self.port}/0"
 
     def start(self) -> None:
         log = open(self.root / "redis.log", "ab")  # noqa: SIM115 - lives as long as the process
+        argv = [
+            shutil.which("redis-server") or "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            self.host,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.root),
+            *(["--requirepass", self.password] if self.password else []),
+        ]
         self.proc = subprocess.Popen(
-            [
-                shutil.which("redis-server") or "redis-server",
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.root),
-            ],
+            in_netns(self.netns, argv),
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -144,8 +179,12 @@ class PrivateRedis:
 
 
 @contextmanager
-def private_services() -> Iterator[tuple[PrivatePostgres, PrivateRedis]]:
-    """Start both; skipped when the binaries are not installed (a failure under CI=true)."""
+def private_services(
+    host: str = "127.0.0.1", netns: str | None = None, clients: str | None = None
+) -> Iterator[tuple[PrivatePostgres, PrivateRedis]]:
+    """Start both, listening on `host` (in the network namespace `netns`, if given) for
+    `clients` (a CIDR; both then ask for a password); skipped when the binaries are not
+    installed (a failure under CI=true)."""
     if not (_pg_bin("initdb") and _pg_bin("pg_ctl")):
         unavailable("initdb/pg_ctl binaries (for a private Postgres)")
     if not shutil.which("redis-server"):
@@ -159,9 +198,10 @@ def private_services() -> Iterator[tuple[PrivatePostgres, PrivateRedis]]:
     # must reach its data directory.
     root = Path(tempfile.mkdtemp(prefix="tcpfr-private-"))
     os.chmod(root, 0o755)
-    pg = PrivatePostgres(root / "pg")
+    password = secrets.token_hex(8) if clients else None
+    pg = PrivatePostgres(root / "pg", host=host, netns=netns, password=password, clients=clients)
     pg.root.mkdir()
-    rd = PrivateRedis(root / "redis")
+    rd = PrivateRedis(root / "redis", host=host, netns=netns, password=password)
     rd.root.mkdir()
     try:
         pg.init()

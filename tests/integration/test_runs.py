@@ -280,3 +280,24 @@ def test_a_redelivered_message_for_a_finished_run_does_nothing(pg_stack: Stack) 
         assert again["attempts"] == 1 and again["finished_at"] == done["finished_at"]
         assert again["summary"] == done["summary"]
         assert "nothing to do" in pg_stack.logs(lines=400)
+
+
+def test_the_series_index_says_how_a_series_was_thinned(pg_stack: Stack) -> None:
+    """Sampled every millisecond for 135 s, the goodput has N = 135,000 beats for a share of
+    at most TRACE_CAP (20,000) points: halved by pair means when it first holds 20,000, then
+    again each time 10,000 more beats fill it, 1 + (N - 20,000) // 10,000 times in all; the
+    cwnd, which changes a few thousand times, has every point."""
+    body = _preset_body(pg_stack, "riverbed-t1-64k")
+    body["sample_interval"] = 0.001
+    with pg_stack.client as client:
+        run = client.post("/v1/runs", json={"scenario": body, "seed": 1}).json()
+        done = pg_stack.wait_run(run["id"])
+        index = client.get(f"/v1/runs/{done['id']}/series").json()["series"]
+    beats = int(done["summary"]["sim_time"] / 0.001 + 1e-9)
+    by_key = {s["key"]: s for s in index}
+    goodput = by_key["flow.backup.goodput_bps"]
+    how = goodput["thinning"]
+    assert how["method"] == "pair_mean" and how["cap"] == 20_000
+    assert how["halvings"] == 1 + (beats - 20_000) // 10_000
+    assert how["min_spacing"] is None and goodput["length"] < how["cap"]
+    assert by_key["flow.backup.cwnd"]["thinning"] is None

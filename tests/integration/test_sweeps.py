@@ -313,7 +313,8 @@ def test_a_bad_sweep_is_rejected_whole(pg_stack: Stack) -> None:
             {"base": {"scenario": huge}, "parameters": {"duration": [60, 10**7]}, "baseline": None}
         )
         assert problem["errors"][0]["type"] == "over_budget", problem
-        assert problem["detail"].startswith("1 point(s) exceed the budget")
+        assert problem["detail"].startswith("1 point(s) exceed the per-run budget: point 1 ")
+        assert problem["over"] == ["events"] and "simulation events" in problem["detail"]
 
         problem = rejected({"base": {"preset": "no-such-preset"}})
         assert problem["errors"][0]["loc"] == ["body", "base", "preset"]

@@ -186,6 +186,12 @@ def test_estimate_is_within_a_factor_of_two_of_the_real_events(name: str) -> Non
     ratio = guess["events"] / result.events
     assert 0.5 <= ratio <= 2.0, (name, guess, result.events)
     assert 0 < guess["sim_time"] <= scenario.duration
+    # What the run holds errs high, never low (the memory budget is checked against it),
+    # and not by more than a few times: within 8x, or a few thousand points for the
+    # smallest runs (a trace that moves at losses is given QUIET_POINTS whether it does).
+    points = sum(len(s.t) for s in result.series.values())
+    assert points <= guess["series_points"] <= 8 * points + 2_000, (name, points, guess)
+    assert len(result.series) <= guess["series"]
 
 
 def test_an_absurd_scenario_gives_a_number_not_an_overflow() -> None:

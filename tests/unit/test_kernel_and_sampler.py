@@ -15,7 +15,8 @@ from simpy.events import Event
 
 from engine.kernel import Call, Kernel, Later, Line
 from engine.packet import Kind, Packet
-from engine.recorder import RateSampler, Trace
+from engine.recorder import RateSampler
+from engine.trace import Trace
 
 pytestmark = pytest.mark.unit
 

@@ -1,0 +1,142 @@
+"""The tables of export bundles, written a batch at a time: a run's series in long form
+(`key`, `unit`, `t`, `v`) as CSV or Parquet, and a sweep's table of runs (one row per point
+and replication: its parameters, then one column per flow and metric).
+
+Arrow writes both formats: shortest round-trip floats, nulls as empty cells, text quoted
+where needed; some 40 times faster than formatting each cell in Python."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from api.comparison.report import METRICS
+from store.codec import decode
+from store.models import RunSeries
+
+SERIES_SCHEMA = pa.schema(
+    [("key", pa.string()), ("unit", pa.string()), ("t", pa.float64()), ("v", pa.float64())]
+)
+Format = Literal["csv", "parquet"]
+FORMATS: tuple[Format, ...] = ("csv", "parquet")
+
+
+class TableWriter:
+    """CSV or Parquet (zstd) into `out`, one batch of rows after another."""
+
+    def __init__(self, fmt: Format, out: Any, schema: pa.Schema) -> None:
+        self._writer: pacsv.CSVWriter | pq.ParquetWriter
+        if fmt == "csv":
+            options = pacsv.WriteOptions(quoting_style="needed")
+            self._writer = pacsv.CSVWriter(out, schema, write_options=options)
+        else:
+            self._writer = pq.ParquetWriter(out, schema, compression="zstd")
+
+    def write(self, table: pa.Table) -> None:
+        self._writer.write_table(table)
+
+    def close(self) -> None:
+        self._writer.close()
+
+
+def series_rows(rows: Sequence[RunSeries]) -> pa.Table:
+    """Stored series (in the order given) as long-form rows, every stored sample."""
+    ts = [decode(r.t, r.codec) for r in rows]
+    vs = [decode(r.v, r.codec) for r in rows]
+    which = pa.array(np.repeat(np.arange(len(ts)), [len(t) for t in ts]), pa.int32())
+    return pa.table(
+        {
+            "key": pa.array([r.key for r in rows], pa.string()).take(which),
+            "unit": pa.array([r.unit for r in rows], pa.string()).take(which),
+            "t": pa.array(np.concatenate(ts) if ts else np.empty(0), pa.float64()),
+            # NaN (no value at that time) is a null, as CSV's empty cell.
+            "v": pa.array(
+                np.concatenate(vs) if vs else np.empty(0), pa.float64(), from_pandas=True
+            ),
+        },
+        schema=SERIES_SCHEMA,
+    )
+
+
+class SweepTable:
+    """The sweep's table, gathered run by run (each run's result read, then let go): the
+    fixed columns, the swept parameters, `<flow>.<metric>` in the order they first appear,
+    and `<flow>.limit`; empty where a run did not succeed."""
+
+    FIXED: dict[str, pa.DataType] = {
+        "point_index": pa.int64(),
+        "replication": pa.int64(),
+        "seed": pa.int64(),
+        "run_id": pa.string(),
+        "status": pa.string(),
+        "is_baseline": pa.bool_(),
+    }
+
+    def __init__(self, parameters: list[str]) -> None:
+        self.parameters = parameters
+        self.fixed: dict[str, list[Any]] = {name: [] for name in self.FIXED}
+        self.swept: dict[str, list[Any]] = {path: [] for path in parameters}
+        self.metrics: list[dict[tuple[str, str], Any]] = []
+        self.limits: list[dict[str, Any]] = []
+        self.metric_columns: list[tuple[str, str]] = []
+
+    def add(self, run: dict[str, Any]) -> None:
+        """One run as its `runs/<point>-<replication>.json` has it."""
+        for name in self.FIXED:
+            value = run[name]
+            self.fixed[name].append(str(value) if name == "run_id" else value)
+        for path in self.parameters:
+            self.swept[path].append(run["parameters"].get(path))
+        result = run["result"] or {}
+        values: dict[tuple[str, str], Any] = {}
+        for fid, f in (result.get("flows") or {}).items():
+            for metric, _unit, _better in METRICS.get(f.get("kind", "tcp"), []):
+                if (fid, metric) not in values:
+                    values[(fid, metric)] = f.get(metric)
+                if (fid, metric) not in self.metric_columns:
+                    self.metric_columns.append((fid, metric))
+        self.metrics.append(values)
+        diagnosis = result.get("diagnosis") or {}
+        self.limits.append({fid: (d or {}).get("limit") for fid, d in diagnosis.items()})
+
+    def table(self) -> pa.Table:
+        cols: dict[str, pa.Array] = {
+            name: pa.array(values, self.FIXED[name]) for name, values in self.fixed.items()
+        }
+        for path, values in self.swept.items():
+            cols[path] = _column(values, text=True)
+        for fid, metric in self.metric_columns:
+            values = [row.get((fid, metric)) for row in self.metrics]
+            cols[f"{fid}.{metric}"] = _column(values, text=False)
+        for fid in sorted({fid for fid, _ in self.metric_columns}):
+            cols[f"{fid}.limit"] = pa.array([row.get(fid) for row in self.limits], pa.string())
+        return pa.table(cols)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _column(values: list[Any], *, text: bool) -> pa.Array:
+    """Integers stay integers (8760, not 8760.0), numbers become floats; a parameter whose
+    values mix numbers and names (1544000, "T1") is text; missing values are nulls."""
+    present = [x for x in values if x is not None]
+    if all(isinstance(x, int) and not isinstance(x, bool) for x in present):
+        return pa.array(values, pa.int64())
+    if all(_number(x) for x in present):
+        return pa.array([None if x is None else float(x) for x in values], pa.float64())
+    if not text:
+        return pa.array([float(x) if _number(x) else None for x in values], pa.float64())
+    return pa.array(
+        [
+            None if x is None else x if isinstance(x, str) else orjson.dumps(x).decode()
+            for x in values
+        ],
+        pa.string(),
+    )
