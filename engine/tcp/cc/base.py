@@ -38,7 +38,7 @@ class CongestionOps:
     summary: ClassVar[str] = ""
     #: False for a fixed-window sender (variant `none`): no cwnd limit at all, hence no
     #: slow start, pacing, fast recovery or SACK recovery either.
-    limits_window = True
+    limits_window: ClassVar[bool] = True
     #: Loss is the signal the sending rate answers to, so Mathis' and Padhye's models
     #: describe it (a fixed window's only answer, go-back-N on a timeout, counts too).
     #: False for a strategy that models the path (BBR): its rate is not set by loss.
@@ -63,12 +63,12 @@ class CongestionOps:
     #: True when the strategy sets cwnd from per-ACK delivery-rate samples (Linux's
     #: `cong_control`, ns-3's `HasCongControl`): the sender then keeps an
     #: `engine.tcp.rate.DeliveryRate` and calls `cong_control` on every ACK.
-    rate_based = False
+    rate_based: ClassVar[bool] = False
     #: True when the strategy paces whatever `tcp.pacing` says (BBR, as ns-3 forces it).
-    always_paces = False
+    always_paces: ClassVar[bool] = False
     #: True when the strategy draws random numbers: the flow then sets `random` to a
     #: stream of its own (engine.net.stream), so runs stay deterministic.
-    randomized = False
+    randomized: ClassVar[bool] = False
     #: The flow's own random stream (`random.random`) when `randomized`.
     random: Callable[[], float] | None = None
     #: True when the strategy wants every ACK's RTT sample (`on_ack_rtt`), as Linux's
