@@ -23,9 +23,9 @@ from api.runs.schemas import RunCreate
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
 from settings import Settings
 from store.models import Run, RunResult, RunStatus
+from store.new_runs import cache_hit, scenario_document
 from store.runs import ResultRepository, RunRepository
 from store.scenarios import ScenarioRepository
-from store.types import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +33,6 @@ log = logging.getLogger(__name__)
 def fingerprint(body: RunCreate) -> str:
     raw = orjson.dumps(body.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
     return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-def scenario_document(scenario: engine.Scenario) -> dict[str, Any]:
-    """What a run stores and a worker re-validates: the whole scenario in SI numbers."""
-    return scenario.model_dump(mode="json")
 
 
 def warnings_of(run: Run) -> list[str]:
@@ -145,15 +140,7 @@ def create(
                 tenant_id=tenant_id,
             )
         if cached is not None:
-            now = utcnow()
-            fields.update(
-                status=RunStatus.succeeded,
-                cache_hit=True,
-                source_run_id=cached.id,
-                progress=1.0,
-                started_at=now,
-                finished_at=now,
-            )
+            fields.update(cache_hit(cached.id))
         else:
             reserve_runs(session, tenant_id=tenant_id, count=1, settings=settings)
         return runs.create(**fields)
