@@ -317,8 +317,10 @@ class StoredWorkflow(Base):
         Uuid, ForeignKey("scenarios.id", ondelete="SET NULL")
     )
     preset: Mapped[str | None] = mapped_column(String(200))
+    scenario_name: Mapped[str] = mapped_column(String(200))
     scenario: Mapped[dict[str, Any]] = mapped_column(JSONDoc)  # the base, in SI, seed set
     scenario_hash: Mapped[str] = mapped_column(String(80))
+    seed: Mapped[int] = mapped_column(BigInteger)  # the base's: its runs' first seed
     request: Mapped[dict[str, Any]] = mapped_column(JSONDoc)  # the workflow's own request
     run_budget: Mapped[int] = mapped_column(Integer)
     cache: Mapped[str] = mapped_column(String(16), default="reuse")
