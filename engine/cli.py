@@ -4,6 +4,8 @@ python -m engine run PRESET_OR_FILE [--json] [--seed N] [--pcap-dir DIR]
 python -m engine presets
 python -m engine study NAME_OR_FILE [--json] [--jobs N]
 python -m engine findings [--write] [--jobs N]
+python -m engine advise PRESET_OR_FILE --target 'FLOW.completion_time<=200s' [--lever SPEC]...
+python -m engine check PRESET_OR_FILE [--flow ID]
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from engine import findings
+from engine.advice import cli as advice_cli
 from engine.presets import UnknownPreset, list_presets, load_preset, load_study, preset_names
 from engine.result import Result
 from engine.scenario import Scenario, load_scenario
@@ -232,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         "derivations' findings tables",
     )
     found.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    advice_cli.add_parsers(sub)
     args = parser.parse_args(argv)
 
     try:
@@ -239,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             for info in list_presets():
                 print(f"{info.name:<24} {info.kind:<8} {info.description}")
             return 0
+        if args.command in ("advise", "check"):
+            return advice_cli.run(args, _load(args.target_scenario))
         if args.command == "findings":
             return run_findings(write=args.write, jobs=max(1, args.jobs))
         if args.command == "run":

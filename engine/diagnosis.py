@@ -26,25 +26,21 @@ from __future__ import annotations
 import math
 
 from engine import routing
+from engine.advice import remedies
+from engine.advice.whatif import PathModel
 from engine.analysis import PathFacts
 from engine.analysis.paths import flow_facts
 from engine.net import link_wire
 from engine.packet import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, Limit, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
-from engine.units import format_rate
 from engine.usage import Share
 
 REACHED = 0.85  # achieved/bound at or above which a bound counts as the binding one
-BUSY_OTHERS = 0.05  # share of a resource taken by other traffic worth mentioning
 
 
 def mathis_bps(mss: int, rtt: float, p: float, acked_per_ack: int) -> float:
     return mss * 8 / rtt * math.sqrt(3 / (2 * acked_per_ack * p))
-
-
-def _rate(bps: float | None) -> str:
-    return format_rate(bps or 0.0, digits=3)
 
 
 def diagnose(
@@ -56,8 +52,10 @@ def diagnose(
     """Each TCP flow's diagnosis; `shares` are the measured shares of engine/usage.py (the
     static 1/n split of the path facts stands in without them). `topo`, the run's own
     topology, already knows every flow's route."""
-    facts = flow_facts(scenario, topo or routing.Topology(scenario))[0]
+    topo = topo or routing.Topology(scenario)
+    facts = flow_facts(scenario, topo)[0]
     pvcs = {p.id: p for p in scenario.frame_relay.pvcs} if scenario.frame_relay else {}
+    links = {link.id: link for link in scenario.links}
     out = {}
     for flow in scenario.flows:
         summary = result.flows.get(flow.id)
@@ -70,7 +68,25 @@ def diagnose(
         else:
             link = Share(f.bottleneck, f.share_bps, f.link_bps, 0.0)
         policing = _policing(f, result, pvcs, scenario, flow)
-        out[flow.id] = _diagnose_tcp(flow, summary, f, link, policing, result.sim_time)
+        d = _diagnose_tcp(flow, summary, f, link, policing, result.sim_time)
+        ctx = remedies.Context(
+            scenario=scenario,
+            links=links,
+            flow=flow,
+            summary=summary,
+            result=result,
+            facts=f,
+            share=link,
+            limit=d.limit,
+            bounds=d.bounds,
+            loss_rate=summary.plr or 0.0,
+            policing=policing,
+            model=PathModel.of(scenario, flow, topo, links),
+        )
+        found = remedies.remedies(ctx)
+        out[flow.id] = d.model_copy(
+            update={"remedies": found, "advice": remedies.advice(ctx, found)}
+        )
     return out
 
 
@@ -177,144 +193,16 @@ def _diagnose_tcp(
             name = "loss"
     if name == "loss" and policing is not None:
         name = "pvc_policing"  # the losses that set the pace are the policer's discards
-    advice = _advice(name, flow, s, f, link, policing, bounds, p)
     return Diagnosis(
         limit=name,
         bounds=bounds,
         bdp_bytes=f.bdp_bytes,
         rtt=rtt,
         bottleneck=link.resource,
-        advice=advice,
+        advice="",  # written from the remedies (`_with_remedies`)
     )
 
 
 def _active(flow: TcpBulkFlow, end: float) -> float:
     last = end if flow.stop is None else min(end, float(flow.stop))
     return max(last - float(flow.start), 0.0)
-
-
-def _contract(pvc: Pvc) -> str:
-    assert pvc.bc is not None
-    tc = pvc.bc / pvc.cir
-    return (
-        f"CIR {format_rate(pvc.cir)}, Bc {pvc.bc:,.0f} bit, Be {pvc.be:,.0f} bit, "
-        f"Tc {tc * 1e3:,.0f} ms"
-    )
-
-
-def _advice(
-    name: str,
-    flow: TcpBulkFlow,
-    s: TcpFlowSummary,
-    f: PathFacts,
-    link: Share,
-    policing: _Policing | None,
-    bounds: Bounds,
-    p: float,
-) -> str:
-    tcp = flow.tcp
-    bdp = f.bdp_bytes or 0.0
-    w = f.window_bytes or 0
-    share = _rate(link.bound_bps)
-    if name == "receive_window":
-        scaling = "" if tcp.window_scaling or bdp <= 65535 else " with window_scaling"
-        return (
-            f"Receive window {w:,} B is below the path's bandwidth-delay product "
-            f"({bdp:,.0f} B at {_rate(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
-            f"raise rcv_buf{scaling} to at least {math.ceil(bdp):,} B; a faster link "
-            "alone will not help."
-        )
-    if name == "send_buffer":
-        return (
-            f"Send buffer {tcp.snd_buf:,} B caps the flight below the bandwidth-delay "
-            f"product ({bdp:,.0f} B): raise snd_buf to at least {math.ceil(bdp):,} B."
-        )
-    if name == "link_capacity" and link.resource.startswith("pvc:"):
-        return (
-            f"The PVC's traffic contract ({link.resource[4:]}: "
-            f"{_rate(link.capacity_bps)} of payload in the long run, {share} for this "
-            "flow over its transfer, bursts included) is the limit, not the access links: "
-            "raise the CIR (or Be), or the transfer stays this slow."
-        )
-    if name == "link_capacity":
-        if link.others_fraction >= BUSY_OTHERS:
-            return (
-                f"The bottleneck {link.resource} is the limit: other traffic took "
-                f"{link.others_fraction:.0%} of it while this flow ran, leaving {share} of "
-                f"its {_rate(link.capacity_bps)} of payload; less competing traffic "
-                "(or a faster link) helps, a larger window does not."
-            )
-        return (
-            f"The bottleneck {link.resource} ({share} of payload for this flow) is the "
-            f"limit; the window ({w:,} B) already covers the bandwidth-delay product "
-            f"({bdp:,.0f} B): only a faster link helps."
-        )
-    if name == "pvc_policing":
-        assert policing is not None
-        pvc = policing.pvc
-        assert pvc.bc is not None
-        c = policing.counters
-        burst = pvc.bc + pvc.be
-        if burst < policing.frame_bits:
-            return (
-                f"PVC {pvc.id}'s contract ({_contract(pvc)}) discarded "
-                f"{c.excess_dropped:,} frames: Bc + Be ({burst:,.0f} bit) is smaller than "
-                f"one full frame ({policing.frame_bits:,} bit), so no full-sized segment "
-                f"can ever pass. Raise Bc (or Be) to at least {policing.frame_bits:,} bit, "
-                "or lower the MSS."
-            )
-        window_bits = w * 8
-        raise_to = (
-            (
-                f"; raise Be so that Bc + Be covers the window ({window_bits:,} bit), "
-                "letting the bursts through marked DE"
-            )
-            if burst < window_bits
-            else ""
-        )
-        return (
-            f"PVC {pvc.id}'s policer discarded {c.excess_dropped:,} frames beyond its "
-            f"contract ({_contract(pvc)}) while the links dropped "
-            f"{policing.link_drops:,}: TCP's bursts exceed Bc + Be "
-            f"({burst:,.0f} bit) and each discard costs a loss recovery. Shape at the "
-            f"router to the CIR (becn_shaping), or buy a larger CIR or Be{raise_to}."
-        )
-    if name == "loss":
-        mathis = (
-            f"caps goodput near {_rate(bounds.mathis_bps)} (Mathis et al.)"
-            if bounds.mathis_bps
-            else "cost loss recoveries"
-        )
-        return (
-            f"Loss of {p:.2%} of data packets {mathis}: find and remove the loss "
-            "(errors, queue overflow) or use a variant that recovers better (SACK); "
-            "if it is random (line errors, not a full queue), bbr does not slow down "
-            "for it."
-        )
-    if name == "timeouts":
-        return (
-            f"{s.timeouts} retransmission timeouts stalled the transfer: losses in "
-            "bursts defeat fast retransmit; SACK or NewReno recovery, larger queues or "
-            f"a lower min_rto ({tcp.min_rto:g} s now) shorten the stalls."
-        )
-    if name == "congestion_window":
-        queued = ""
-        if link.others_fraction >= BUSY_OTHERS:
-            queued = (
-                f" Other traffic took {link.others_fraction:.0%} of {link.resource} "
-                f"meanwhile: its queue lengthened every round trip (mean "
-                f"{(s.rtt_mean or 0) * 1e3:,.0f} ms against {(f.base_rtt or 0) * 1e3:,.0f}"
-                " ms unloaded)."
-            )
-        if not s.completed:
-            holds = f", short of the {f.bdp_bytes:,.0f} B the path holds" if f.bdp_bytes else ""
-            return (
-                "The congestion window, not the path, set the pace: it grew to "
-                f"{s.cwnd_max:,} B by the end of the run{holds}, with nothing lost; "
-                "lengthen duration to see the flow fill the path." + queued
-            )
-        return (
-            "The transfer is too short to leave slow start: the congestion window, "
-            "not the path, set the pace; a larger initial_cwnd shortens it." + queued
-        )
-    return "The flow did not finish; lengthen duration to see its steady state."

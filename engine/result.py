@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from engine.advice.model import Remedy
+
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -129,6 +131,11 @@ class Diagnosis(_Model):
         default=None,
         description="The resource of `bounds.link_bps`: a link direction "
         "'<link>:<from>><to>' or 'pvc:<id>'",
+    )
+    remedies: list[Remedy] = Field(
+        default_factory=list,
+        description="Concrete changes for this flow's limit, helpful ones cheapest first, "
+        "then those that won't help (with why); `advice` is written from them",
     )
     advice: str
 

@@ -110,6 +110,22 @@ def set_path(data: dict[str, Any], path: str, value: Any) -> None:
             raise StudyError(("parameters", path), f"{where}: cannot descend into a value")
 
 
+def get_path(data: dict[str, Any], path: str) -> Any:
+    """The value at dotted `path` in the scenario dict `data`, None where nothing is set
+    (the reading twin of `set_path`: the advisor compares a change with what is there)."""
+    node: Any = data
+    for i, part in enumerate(path.split(".")):
+        if isinstance(node, list):
+            node = _list_item(node, part, ".".join(path.split(".")[: i + 1]))
+        elif isinstance(node, dict):
+            node = node.get(part)
+        else:
+            return None
+        if node is None:
+            return None
+    return node
+
+
 def _list_item(items: list[Any], key: str, where: str) -> Any:
     for item in items:
         if isinstance(item, dict) and item.get("id") == key:
@@ -120,6 +136,15 @@ def _list_item(items: list[Any], key: str, where: str) -> Any:
     close = difflib.get_close_matches(key, [str(i) for i in ids], n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise StudyError(("parameters", where), f"{where}: no item with id {key!r} (ids: {ids}){hint}")
+
+
+def apply_changes(scenario: Scenario, changes: dict[str, Any]) -> Scenario:
+    """The scenario with `changes` ({dotted path: value}) applied and validated: a workflow's
+    candidate as the scenario of an ordinary run. A bad value raises StudyError with the
+    path that caused it."""
+    if not changes:
+        return scenario
+    return _apply(scenario.model_dump(mode="json"), changes, ("changes",))
 
 
 def _combinations(spec: StudySpec) -> list[dict[str, Any]]:

@@ -160,4 +160,9 @@ def test_a_flow_still_in_slow_start_when_the_run_ends_is_limited_by_its_window()
     assert flow.goodput_bps < 0.1 * d.bounds.link_bps
     assert flow.cwnd_max < d.bdp_bytes / 2
     assert d.limit == "congestion_window"
-    assert "lengthen duration" in d.advice and "faster link" not in d.advice
+    # The run, not the network, needs the change: a longer duration, and no faster link.
+    (remedy,) = d.remedies
+    assert remedy.action == "lengthen_run" and remedy.cost_class == "run"
+    (change,) = remedy.changes
+    assert change.path == "duration" and change.value > scenario.duration
+    assert "faster link" not in d.advice

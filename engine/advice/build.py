@@ -1,0 +1,238 @@
+"""Building one remedy: what the rules of engine/advice/rules.py share. `Context` is what
+they read about a diagnosed flow; `make()` drops the changes the scenario already has,
+predicts the effect from the bounds (engine/advice/whatif.py), judges whether it can help
+and renders the sentence (engine/advice/words.py); the helpers turn a figure into a change
+(a window of whole segments, a queue in its own unit, the next tier of a link).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from engine.advice import words
+from engine.advice.levers import ladder_for
+from engine.advice.model import Action, Change, CostClass, Effect, Remedy, WhyNot
+from engine.advice.whatif import PathModel
+from engine.analysis import PathFacts
+from engine.packet import TCP_IP_HEADERS
+from engine.result import Bounds, Result, TcpFlowSummary
+from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow
+from engine.usage import Share
+
+ROOM = 1.05  # a bound this much above what the flow achieves leaves room to gain
+
+
+class PolicingFacts(Protocol):
+    """The diagnosis' account of a PVC policer that discarded the flow's bursts."""
+
+    pvc: Pvc
+    link_drops: int
+    frame_bits: int
+
+    @property
+    def counters(self) -> Any: ...
+
+
+@dataclass
+class Context:
+    """Everything the rules read about one diagnosed flow."""
+
+    scenario: Scenario
+    links: dict[str, Link]
+    flow: TcpBulkFlow
+    summary: TcpFlowSummary
+    result: Result
+    facts: PathFacts
+    share: Share
+    limit: str
+    bounds: Bounds
+    loss_rate: float
+    policing: PolicingFacts | None
+    model: PathModel | None
+
+
+# --- building one remedy -------------------------------------------------------------------
+
+
+def make(
+    ctx: Context,
+    action: Action,
+    changes: list[Change],
+    cost: CostClass | None,
+    *,
+    subject: str | None = None,
+    raises_bound: bool = True,
+    figures: Mapping[str, float | int | str] | None = None,
+    **more: float | int | str,
+) -> Remedy | None:
+    """A remedy with its predicted effect and verdict, or None when every change is what
+    the scenario already has. `figures` and `more` are the figures its sentence quotes."""
+    fresh = [c for c in changes if not _same(c.value, c.was)]
+    if changes and not fresh:
+        return None
+    effect = _effect(ctx, fresh)
+    helps, why = _verdict(ctx, effect, fresh, raises_bound) if fresh else (False, "no_setting")
+    remedy = Remedy(
+        action=action,
+        changes=fresh,
+        cost_class=cost,
+        subject=subject,
+        figures={**(figures or {}), **more},
+        predicted=effect,
+        helps=helps,
+        why_not=why,
+        text="",
+    )
+    remedy.text = words.render(remedy, ctx)
+    return remedy
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, rel_tol=1e-12)
+    return bool(a == b)
+
+
+def _effect(ctx: Context, changes: list[Change]) -> Effect | None:
+    if ctx.model is None or not changes:
+        return None
+    b = ctx.model.bound({c.path: c.value for c in changes})
+    limit = b.limit if b.limit in ("link", "pvc", "shaper", "window") else None
+    return Effect(
+        goodput_bps=b.goodput_bps,
+        completion_time=b.completion_time,
+        limit=limit,  # type: ignore[arg-type]
+        resource=b.resource,
+    )
+
+
+def _verdict(
+    ctx: Context, effect: Effect | None, changes: list[Change], raises_bound: bool
+) -> tuple[bool, WhyNot | None]:
+    """A change that raises a bound helps when it raises the bound that binds now, clear of
+    both that bound and what the flow got (a faster link does not help a flow its window
+    holds, even though the shorter round trip lifts the window's bound a little). One that
+    closes the gap below an unchanged bound (a queue, SACK) helps when the bound leaves room
+    above what the flow got."""
+    if effect is None or effect.goodput_bps is None or ctx.model is None:
+        return True, None
+    achieved = ctx.summary.goodput_bps
+    if effect.goodput_bps < achieved:
+        return False, "lowers_bound"
+    if not raises_bound:
+        room = effect.goodput_bps > achieved * ROOM
+        return room, None if room else "bound_unchanged"
+    before = ctx.model.bound()
+    touched = set().union(*(_TOUCHES.get(c.path.split(".")[-1], set()) for c in changes))
+    if before.limit in touched and effect.goodput_bps > max(achieved, before.goodput_bps) * ROOM:
+        return True, None
+    return False, "bound_unchanged"
+
+
+# Which bound a setting moves (the window's, a link's, a PVC contract's or its shaper's).
+_TOUCHES: dict[str, set[str]] = {
+    "rcv_buf": {"window"},
+    "snd_buf": {"window"},
+    "window_scaling": {"window"},
+    "mss": {"window", "link", "pvc"},
+    "rate": {"link"},
+    "delay": {"window"},
+    "cir": {"pvc", "shaper"},
+    "be": {"pvc"},
+    "bc": {"pvc"},
+    "becn_shaping": {"pvc"},
+}
+
+
+# --- shared pieces ----------------------------------------------------------------------------
+
+
+def tcp_path(ctx: Context, field: str) -> str:
+    return f"flows.{ctx.flow.id}.tcp.{field}"
+
+
+def path_bdp(ctx: Context) -> float:
+    if ctx.model is not None:
+        return ctx.model.bound().bdp_bytes
+    return ctx.facts.bdp_bytes or 0.0
+
+
+def segments(nbytes: float, mss: int) -> int:
+    return max(1, math.ceil(nbytes / mss - 1e-9)) * mss
+
+
+def window_changes(ctx: Context, field: str, value: int) -> list[Change]:
+    tcp = ctx.flow.tcp
+    out = [Change(path=tcp_path(ctx, field), value=value, was=getattr(tcp, field))]
+    if field == "rcv_buf" and value > 65535 and not tcp.window_scaling:
+        out.append(Change(path=tcp_path(ctx, "window_scaling"), value=True, was=False))
+    return out
+
+
+def port_direction(ctx: Context, port: str) -> tuple[Link, str]:
+    link_id, ends = port.split(":")
+    link = ctx.links[link_id]
+    return link, "a_to_b" if ends.split(">")[0] == link.a else "b_to_a"
+
+
+def queue_change(ctx: Context, port: str, packets: int) -> Change | None:
+    """The change that makes the egress queue of `port` hold `packets` full segments (in its
+    own unit), or None when it already holds as many."""
+    link, direction = port_direction(ctx, port)
+    own = link.queue_a_to_b if direction == "a_to_b" else link.queue_b_to_a
+    field = f"queue_{direction}" if own is not None else "queue"
+    queue = link.queue_of(direction)  # type: ignore[arg-type]
+    if queue.limit_bytes is not None:
+        value = packets * (ctx.flow.tcp.mss + TCP_IP_HEADERS)
+        if value <= queue.limit_bytes:
+            return None
+        return Change(
+            path=f"links.{link.id}.{field}.limit_bytes", value=value, was=queue.limit_bytes
+        )
+    if queue.limit_packets is not None and packets <= queue.limit_packets:
+        return None
+    return Change(
+        path=f"links.{link.id}.{field}.limit_packets", value=packets, was=queue.limit_packets
+    )
+
+
+def queue_packets(ctx: Context, bdp: float, window: float = 0.0) -> int:
+    """Full segments a queue needs: one BDP keeps a loss-based flow's link busy after it
+    halves, and absorbs slow start's bursts at twice the bottleneck's rate; the window's
+    excess over the BDP is what a window-limited flow keeps queued."""
+    return math.ceil(max(bdp, window - bdp) / ctx.flow.tcp.mss) + 1
+
+
+def is_port(resource: str) -> bool:
+    """A link direction '<link>:<from>><to>', not a PVC 'pvc:<id>'."""
+    return ":" in resource and not resource.startswith("pvc:")
+
+
+def upgrade(ctx: Context, resource: str) -> list[Change]:
+    """Every link of the path at the bottleneck's rate to the next product of its ladder
+    (both access links of a Frame Relay path: one alone moves the bottleneck next door);
+    behind a PVC, the path's slowest links."""
+    if is_port(resource):
+        link, _ = port_direction(ctx, resource)
+    else:
+        link = min((ctx.links[k.split(":")[0]] for k in ctx.facts.path), key=lambda lk: lk.rate)
+    ladder = ladder_for(link.rate)
+    above = [t for t in ladder if t.bps > link.rate * (1 + 1e-9)]
+    if not above:
+        return []
+    tier = above[0]
+    seen: dict[str, Link] = {}
+    for key in ctx.facts.path:
+        other = ctx.links[key.split(":")[0]]
+        if math.isclose(other.rate, link.rate, rel_tol=1e-9):
+            seen[other.id] = other
+    return [Change(path=f"links.{i}.rate", value=tier.bps, was=lk.rate) for i, lk in seen.items()]
+
+
+def not_ours(ctx: Context, subject: str, **figures: float | int | str) -> Remedy | None:
+    return make(ctx, "no_setting", [], None, subject=subject, figures=figures)

@@ -1,0 +1,253 @@
+"""The remedy check (issue 23 scope 2): every remedy of a run, simulated. A `Workflow`.
+
+Round 0 runs the scenario on the check's seeds (the run's own seed first); its diagnosis
+gives the remedies of the flow checked. Round 1 runs each remedy that makes a change, on the
+same seeds, so every difference is paired (common random numbers). The report gives each
+remedy's measured effect ("p1 Be 32 kbit → 100 kbit: 986 → 538 s (−45%)"), better, worse
+or no change, and recommends only the better ones: a remedy that makes things worse is
+reported as worse, whatever the bounds predicted.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engine.advice.model import Remedy
+from engine.advice.reports import CheckItem, CheckReport, Measured, outcome, pct
+from engine.advice.request import RANDOM_REPLICATIONS, is_random, key_of
+from engine.advice.target import Target
+from engine.advice.words import changes as change_words
+from engine.scenario import Scenario, TcpBulkFlow
+from engine.stats import difference, estimate
+from engine.workflow import Candidate
+
+NO_CHANGE = 1.0  # per cent: a single run's change smaller than this is no change
+
+
+class CheckRequest(BaseModel):
+    """Which flow's remedies to check, on how many seeds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flow: str | None = Field(
+        default=None, description="A TCP flow; null: the first whose diagnosis has remedies"
+    )
+    replications: int | None = Field(
+        default=None, ge=1, le=30, description="Seeds; null: 3 with randomness, else 1"
+    )
+
+
+class RemedyCheck:
+    """The remedy check's workflow over one scenario (the run's) and request."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        request: CheckRequest | dict[str, Any],
+        state: dict[str, Any] | None = None,
+    ):
+        self.scenario = scenario
+        self.request = CheckRequest.model_validate(request)
+        self.tcp_flows = [f.id for f in scenario.flows if isinstance(f, TcpBulkFlow)]
+        if self.request.flow is not None and self.request.flow not in self.tcp_flows:
+            raise ValueError(f"flow: {self.request.flow!r} is not a TCP flow of the scenario")
+        n = self.request.replications or (RANDOM_REPLICATIONS if is_random(scenario) else 1)
+        self.seeds = [scenario.seed + i for i in range(n)]
+        state = state or {}
+        self._round = int(state.get("round", 0))
+        self._proposed: dict[str, dict[str, Any]] = dict(state.get("proposed", {}))
+        self._observed: dict[str, dict[str, Any]] = {
+            k: dict(v) for k, v in state.get("observed", {}).items()
+        }
+        self._flow: str | None = state.get("flow")
+        self._metric: str | None = state.get("metric")
+        self._remedies = [Remedy.model_validate(r) for r in state.get("remedies", [])]
+
+    # --- the Workflow contract ------------------------------------------------------------------
+
+    def propose(self) -> list[Candidate]:
+        if self._outstanding():
+            return []
+        wanted: list[dict[str, Any]] = []
+        if "base" not in self._proposed:
+            wanted = [{}]
+        elif self._round == 1:
+            wanted = [{c.path: c.value for c in r.changes} for r in self._remedies if r.changes]
+        out = []
+        for changes in wanted:
+            key = key_of(changes)
+            if key in self._proposed:
+                continue
+            self._proposed[key] = {"changes": changes, "round": self._round}
+            out += [
+                Candidate(key=key, changes=changes, seed=s, round=self._round) for s in self.seeds
+            ]
+        self._round += 1 if out or self._round == 1 else 0
+        return out
+
+    def observe(self, key: str, seed: int, summary: dict[str, Any] | None) -> None:
+        if key not in self._proposed:
+            return
+        if key == "base" and summary is not None and self._flow is None:
+            self._pick(summary)
+        value = None
+        if summary is not None and self._flow is not None and self._metric is not None:
+            value = self._target().measure(summary, self.tcp_flows)
+        self._observed.setdefault(key, {})[str(seed)] = value
+
+    def finished(self) -> bool:
+        return not self._outstanding() and self._round >= 2
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "round": self._round,
+            "proposed": self._proposed,
+            "observed": self._observed,
+            "flow": self._flow,
+            "metric": self._metric,
+            "remedies": [r.model_dump(mode="json") for r in self._remedies],
+        }
+
+    def report(self) -> CheckReport:
+        base = self._measured("base", {})
+        items = [self._item(r, base) for r in self._remedies if r.changes] if base else []
+        metric = self._metric or "completion_time"
+        report = CheckReport(
+            flow=self._flow,
+            metric=metric,  # type: ignore[arg-type]
+            seeds=self.seeds,
+            base=base,
+            items=sorted(items, key=_order),
+            runs=len(self._proposed) * len(self.seeds),
+            finished=self.finished(),
+            text=[],
+        )
+        report.text = _text(report, self._target() if self._flow else None)
+        return report
+
+    # --- inside -----------------------------------------------------------------------------
+
+    def _pick(self, summary: dict[str, Any]) -> None:
+        """The flow checked and its metric, from the first base run: completion time for a
+        transfer that finished, goodput otherwise."""
+        diagnosis = summary.get("diagnosis") or {}
+        flows = [self.request.flow] if self.request.flow else self.tcp_flows
+        for fid in flows:
+            remedies = (diagnosis.get(fid) or {}).get("remedies") or []
+            if remedies or self.request.flow:
+                self._flow = fid
+                self._remedies = [Remedy.model_validate(r) for r in remedies]
+                break
+        if self._flow is None:
+            self._flow = flows[0] if flows else None
+        f = (summary.get("flows") or {}).get(self._flow or "", {})
+        self._metric = "completion_time" if f.get("completed") else "goodput_bps"
+
+    def _target(self) -> Target:
+        assert self._flow is not None and self._metric is not None
+        return Target(flow=self._flow, metric=self._metric, value=1.0)  # type: ignore[arg-type]
+
+    def _outstanding(self) -> bool:
+        return any(len(self._observed.get(k, {})) < len(self.seeds) for k in self._proposed)
+
+    def _by_seed(self, key: str) -> dict[int, float]:
+        seen = self._observed.get(key, {})
+        return {int(s): float(v) for s, v in seen.items() if v is not None and math.isfinite(v)}
+
+    def _measured(self, key: str, changes: dict[str, Any]) -> Measured | None:
+        seen = self._observed.get(key, {})
+        if key not in self._proposed or len(seen) < len(self.seeds):
+            return None
+        values = [seen.get(str(s)) for s in self.seeds]
+        ok = [float(v) for v in values if v is not None]
+        est = estimate(ok)
+        return Measured(
+            key=key,
+            changes=changes,
+            seeds=self.seeds,
+            values=values,
+            n=est.n,
+            mean=est.mean,
+            ci95=list(est.ci95) if est.ci95 else None,
+            meets=False,
+            limit=None,
+        )
+
+    def _item(self, remedy: Remedy, base: Measured) -> CheckItem:
+        changes = {c.path: c.value for c in remedy.changes}
+        key = key_of(changes)
+        after = self._measured(key, changes)
+        pct_value = pct_ci = None
+        verdict: Literal["better", "worse", "no change", "failed", "pending"] = "pending"
+        if after is not None and (after.mean is None or after.n < base.n):
+            verdict = "failed"
+        elif after is not None:
+            d = difference(self._by_seed(key), self._by_seed("base"))
+            verdict = "no change"
+            if d is not None and d.pct is not None:
+                pct_value = d.pct
+                pct_ci = list(d.pct_ci95) if d.pct_ci95 else None
+                sure = abs(d.pct) >= NO_CHANGE if pct_ci is None else pct_ci[0] * pct_ci[1] > 0
+                if sure:
+                    lower = self._metric == "completion_time"
+                    verdict = "better" if (d.pct < 0) == lower else "worse"
+        item = CheckItem(
+            remedy=remedy,
+            key=key,
+            before=base,
+            after=after,
+            pct=pct_value,
+            pct_ci95=pct_ci,
+            verdict=verdict,
+            recommended=verdict == "better",
+            text="",
+        )
+        item.text = _item_text(item, self._target())
+        return item
+
+
+def _order(item: CheckItem) -> tuple[int, float]:
+    rank = {"better": 0, "no change": 1, "worse": 2, "failed": 3, "pending": 4}[item.verdict]
+    return rank, item.pct if item.pct is not None else 0.0
+
+
+def _item_text(item: CheckItem, target: Target) -> str:
+    what = change_words(item.remedy.changes)
+    if item.after is None:
+        return f"{what}: not measured yet."
+    if item.verdict == "failed":
+        return f"{what}: the run failed."
+    before = target.show(item.before.mean)
+    text = f"{what}: {before} → {outcome(target, item.after)}"
+    if item.pct is not None:
+        text += f" ({pct(item.pct)})"
+    words = {
+        "better": "",
+        "no change": "; no measurable change",
+        "worse": "; worse: not recommended",
+    }[item.verdict]
+    if item.verdict == "better" and not item.remedy.helps:
+        words = "; better, although the bounds said the limit stays"
+    if item.verdict in ("no change", "worse") and item.remedy.helps:
+        words += ", although the bounds allowed a gain"
+    return text + words + "."
+
+
+def _text(r: CheckReport, target: Target | None) -> list[str]:
+    if r.base is None or target is None:
+        return ["Waiting for the run itself."]
+    out = [f"{r.flow}: {outcome(target, r.base)} as it is."]
+    if not r.items:
+        out.append("Its diagnosis proposes no change to check.")
+    out += [item.text for item in r.items]
+    best = [i for i in r.items if i.recommended]
+    if r.finished:
+        out.append(
+            f"Recommended: {change_words(best[0].remedy.changes)}."
+            if best
+            else "None of the remedies measured better: none is recommended."
+        )
+    return out

@@ -1,0 +1,368 @@
+"""The remedy rules, one per limit the diagnosis names (engine/advice/remedies.py says what
+they promise): a window below the BDP, a link or a PVC contract at capacity, a policer
+discarding bursts, losses (named where they happened), timeouts, a window still growing."""
+
+from __future__ import annotations
+
+import math
+
+from engine.advice import words
+from engine.advice.build import (
+    ROOM,
+    Context,
+    is_port,
+    make,
+    not_ours,
+    path_bdp,
+    port_direction,
+    queue_change,
+    queue_packets,
+    segments,
+    tcp_path,
+    upgrade,
+    window_changes,
+)
+from engine.advice.model import Action, Change, Remedy
+from engine.net import link_wire
+from engine.packet import TCP_IP_HEADERS
+from engine.scenario import Link, Pvc
+
+LINUX_IW = 10  # RFC 6928, Linux's initial window since 2.6.39
+LINUX_MIN_RTO = 0.2  # Linux's TCP_RTO_MIN
+
+# --- the rules, one per limit ----------------------------------------------------------------
+
+
+def window(ctx: Context) -> list[Remedy | None]:
+    field = "snd_buf" if ctx.limit == "send_buffer" else "rcv_buf"
+    action: Action = "raise_snd_buf" if field == "snd_buf" else "raise_rcv_buf"
+    bdp = path_bdp(ctx)
+    value = segments(bdp, ctx.flow.tcp.mss)
+    changes = window_changes(ctx, field, value)
+    out = []
+    model = ctx.model
+    bound = model.bound({c.path: c.value for c in changes}) if model else None
+    port = bound.resource if bound and is_port(bound.resource) else None
+    queue_short = (
+        port is not None
+        and bound is not None
+        and bound.queue_bytes is not None
+        and bound.queue_bytes < bdp / 2
+    )
+    if queue_short and port is not None and bound is not None:
+        # Slow start sends at twice the bottleneck's rate: a queue under half the BDP
+        # overflows before the window reaches it (the satellite case of issue 23).
+        extra = queue_change(ctx, port, queue_packets(ctx, bdp))
+        if extra is not None:
+            out.append(
+                make(
+                    ctx,
+                    action,
+                    [*changes, extra],
+                    "queue",
+                    subject=port,
+                    bdp=bdp,
+                    window=ctx.facts.window_bytes or 0,
+                    queue_packets=bound.queue_packets or 0,
+                )
+            )
+    out.append(
+        make(
+            ctx,
+            action,
+            changes,
+            "endpoint",
+            subject=ctx.flow.id,
+            figures=(
+                {"queue_short": port, "queue_packets": bound.queue_packets or 0}
+                if queue_short and port and bound
+                else {}
+            ),
+            bdp=bdp,
+            window=ctx.facts.window_bytes or 0,
+        )
+    )
+    if ctx.facts.path:
+        out.append(
+            make(
+                ctx,
+                "upgrade_link",
+                upgrade(ctx, ctx.share.resource),
+                "link",
+                subject=ctx.share.resource,
+            )
+        )
+    return out
+
+
+def capacity(ctx: Context) -> list[Remedy | None]:
+    out: list[Remedy | None] = []
+    resource = ctx.share.resource
+    if resource.startswith("pvc:") and ctx.facts.pvc is not None:
+        out += _contract(ctx, _pvc(ctx))
+    elif is_port(resource):
+        changes = upgrade(ctx, resource)
+        out.append(make(ctx, "upgrade_link", changes, "link", subject=resource))
+        model = ctx.model
+        if changes and model is not None:
+            after = model.bound({c.path: c.value for c in changes})
+            both = changes + window_changes(
+                ctx, "rcv_buf", segments(after.bdp_bytes, ctx.flow.tcp.mss)
+            )
+            if model.bound({c.path: c.value for c in both}).goodput_bps > after.goodput_bps * ROOM:
+                out.append(make(ctx, "upgrade_link", both, "link", subject=resource))
+    if ctx.share.others_fraction >= words.BUSY_OTHERS:
+        out.append(not_ours(ctx, resource, others=ctx.share.others_fraction))
+    return out
+
+
+def _pvc(ctx: Context) -> Pvc:
+    assert ctx.scenario.frame_relay is not None and ctx.facts.pvc is not None
+    return next(p for p in ctx.scenario.frame_relay.pvcs if p.id == ctx.facts.pvc)
+
+
+def _contract(ctx: Context, pvc: Pvc) -> list[Remedy | None]:
+    """Raise the CIR, or Be, until the contract no longer binds (the port or the window
+    does)."""
+    assert pvc.bc is not None
+    model = ctx.model
+    if model is None:
+        return []
+    base = f"frame_relay.pvcs.{pvc.id}"
+    unbound = model.bound({f"{base}.cir": _port_rate(ctx, pvc), f"{base}.be": 0})
+    want = min(unbound.capacity_bps, unbound.goodput_bps)  # what the port and window allow
+    share = model.bound().capacity_bps / (pvc.cir + pvc.be * pvc.cir / pvc.bc)
+    need = want / share  # frame bits per second the contract must let through
+    cir = min(_port_rate(ctx, pvc), math.ceil(need / (1 + pvc.be / pvc.bc) / 8e3) * 8e3)
+    be = math.ceil(max(need - pvc.cir, 0.0) * pvc.bc / pvc.cir / 1e3) * 1e3
+    return [
+        make(
+            ctx,
+            "raise_cir",
+            [Change(path=f"{base}.cir", value=cir, was=pvc.cir)],
+            "pvc",
+            subject=f"pvc:{pvc.id}",
+        ),
+        make(
+            ctx,
+            "raise_be",
+            [Change(path=f"{base}.be", value=be, was=pvc.be)],
+            "pvc",
+            subject=f"pvc:{pvc.id}",
+        ),
+    ]
+
+
+def _pvc_port(ctx: Context, pvc: Pvc) -> Link | None:
+    """The first link the PVC carries: the one leaving one of its routers (the access port
+    whose frames the policer counts)."""
+    for key in ctx.facts.path:
+        link, direction = port_direction(ctx, key)
+        if (link.a if direction == "a_to_b" else link.b) in (pvc.src, pvc.dst):
+            return link
+    return None
+
+
+def _port_rate(ctx: Context, pvc: Pvc) -> float:
+    port = _pvc_port(ctx, pvc)
+    return port.rate if port is not None else pvc.cir
+
+
+def policing(ctx: Context) -> list[Remedy | None]:
+    p = ctx.policing
+    if p is None:
+        return loss(ctx)
+    pvc = p.pvc
+    assert pvc.bc is not None
+    base = f"frame_relay.pvcs.{pvc.id}"
+    subject = f"pvc:{pvc.id}"
+    burst = pvc.bc + pvc.be
+    figures: dict[str, float | int | str] = {
+        "discarded": p.counters.excess_dropped,
+        "link_drops": p.link_drops,
+        "frame_bits": p.frame_bits,
+    }
+    if burst < p.frame_bits:
+        bc = math.ceil((p.frame_bits - pvc.be) / 1e3) * 1e3
+        first = _pvc_port(ctx, pvc)
+        overhead = link_wire(first, 1000) - 1000 if first is not None else 0
+        mss = int(burst // 8) - overhead - TCP_IP_HEADERS
+        out = [
+            make(
+                ctx,
+                "raise_bc",
+                [Change(path=f"{base}.bc", value=bc, was=pvc.bc)],
+                "pvc",
+                subject=subject,
+                figures=figures,
+            )
+        ]
+        if mss >= 64:
+            out.append(
+                make(
+                    ctx,
+                    "lower_mss",
+                    [Change(path=tcp_path(ctx, "mss"), value=mss, was=ctx.flow.tcp.mss)],
+                    "endpoint",
+                    subject=subject,
+                    figures=figures,
+                )
+            )
+        return out
+    window_bits = (ctx.facts.window_bytes or 0) * 8
+    out = []
+    if burst < window_bits:
+        be = math.ceil((window_bits - pvc.bc) / 1e3) * 1e3
+        out.append(
+            make(
+                ctx,
+                "raise_be",
+                [Change(path=f"{base}.be", value=be, was=pvc.be)],
+                "pvc",
+                subject=subject,
+                window_bits=window_bits,
+                figures=figures,
+            )
+        )
+    out += _contract(ctx, pvc)[:1]  # the CIR; Be is the burst rule's above
+    out.append(_shape(ctx, pvc, figures))
+    return out
+
+
+def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:
+    """Shaping at the entry router. Until the scenario can shape at any rate (issue 25
+    item 5), the only shaper is BECN shaping to the CIR, which helps only when the CIR is
+    above what the flow gets now."""
+    change = Change(
+        path=f"frame_relay.pvcs.{pvc.id}.becn_shaping", value=True, was=pvc.becn_shaping
+    )
+    return make(ctx, "shape", [change], "shaping", subject=f"pvc:{pvc.id}", figures=figures)
+
+
+def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
+    """Name every link direction on the path that dropped: a queue that overflowed gets a
+    larger queue, a lossy line is said to have no setting. True when a line lost packets."""
+    out: list[Remedy | None] = []
+    lossy = False
+    bdp = path_bdp(ctx)
+    window = ctx.facts.window_bytes or 0
+    for key in ctx.facts.path:
+        summary = ctx.result.links.get(key)
+        if summary is None:
+            continue
+        link, direction = port_direction(ctx, key)
+        queue = link.queue_of(direction)  # type: ignore[arg-type]
+        if summary.drops:
+            change = queue_change(ctx, key, queue_packets(ctx, bdp, window))
+            if change is not None and queue.discipline == "droptail":
+                out.append(
+                    make(
+                        ctx,
+                        "raise_queue",
+                        [change],
+                        "queue",
+                        subject=key,
+                        raises_bound=False,
+                        drops=summary.drops,
+                        bdp=bdp,
+                    )
+                )
+        if summary.error_drops and (link.loss.direction in ("both", direction)):
+            lossy = True
+            out.append(
+                not_ours(ctx, key, error_drops=summary.error_drops, loss_model=link.loss.model)
+            )
+    return out, lossy
+
+
+def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
+    tcp = ctx.flow.tcp
+    out: list[Remedy | None] = []
+    if tcp.variant not in ("sack", "none"):
+        out.append(
+            make(
+                ctx,
+                "enable_sack",
+                [Change(path=tcp_path(ctx, "sack"), value=True, was=tcp.sack)],
+                "endpoint",
+                subject=ctx.flow.id,
+                raises_bound=False,
+            )
+        )
+    if random_loss and tcp.variant != "bbr":
+        out.append(
+            make(
+                ctx,
+                "change_variant",
+                [Change(path=tcp_path(ctx, "variant"), value="bbr", was=tcp.variant)],
+                "endpoint",
+                subject=ctx.flow.id,
+                raises_bound=False,
+            )
+        )
+    return out
+
+
+def loss(ctx: Context) -> list[Remedy | None]:
+    dropped, lossy = _drops(ctx)
+    return [*dropped, *_recovery(ctx, lossy)]
+
+
+def timeouts(ctx: Context) -> list[Remedy | None]:
+    dropped, lossy = _drops(ctx)
+    tcp = ctx.flow.tcp
+    out = [*dropped, *_recovery(ctx, lossy)]
+    if tcp.min_rto > LINUX_MIN_RTO:
+        out.append(
+            make(
+                ctx,
+                "lower_min_rto",
+                [Change(path=tcp_path(ctx, "min_rto"), value=LINUX_MIN_RTO, was=tcp.min_rto)],
+                "endpoint",
+                subject=ctx.flow.id,
+                raises_bound=False,
+                timeouts=ctx.summary.timeouts,
+            )
+        )
+    return out
+
+
+def cwnd(ctx: Context) -> list[Remedy | None]:
+    tcp = ctx.flow.tcp
+    if not ctx.summary.completed:
+        return unfinished(ctx)
+    out: list[Remedy | None] = []
+    if tcp.initial_cwnd < LINUX_IW and tcp.variant not in ("none", "bbr"):
+        growth = 1.5 if tcp.delayed_ack.enabled else 2.0
+        rounds = math.log(LINUX_IW / tcp.initial_cwnd) / math.log(growth)
+        out.append(
+            make(
+                ctx,
+                "raise_initial_cwnd",
+                [Change(path=tcp_path(ctx, "initial_cwnd"), value=LINUX_IW, was=tcp.initial_cwnd)],
+                "endpoint",
+                subject=ctx.flow.id,
+                raises_bound=False,
+                rounds_saved=round(rounds, 1),
+                rtt=ctx.facts.base_rtt or 0.0,
+            )
+        )
+    if ctx.share.others_fraction >= words.BUSY_OTHERS:
+        out.append(not_ours(ctx, ctx.share.resource, others=ctx.share.others_fraction))
+    return out
+
+
+def unfinished(ctx: Context) -> list[Remedy | None]:
+    """The run ended before the flow showed its steady state: the experiment, not the
+    network, needs the change."""
+    duration = ctx.scenario.duration
+    return [
+        make(
+            ctx,
+            "lengthen_run",
+            [Change(path="duration", value=2 * duration, was=duration)],
+            "run",
+            subject=ctx.flow.id,
+            raises_bound=False,
+        )
+    ]

@@ -1,0 +1,225 @@
+"""What the analytic bounds allow a TCP flow after a set of changes, without simulating.
+
+The same arithmetic as the path facts (engine/analysis/paths.py, the diagnosis' static
+bounds): each hop's payload capacity `rate x MSS / wire(MSS + 40)`, the base round trip of
+one full segment out and one ACK back, the window per round trip, and a PVC's contract
+`CIR + Be / Tc` on the frames of its first link; plus what the facts do not hold, a BECN
+shaper's CIR. Evaluated per flow in O(hops), so every remedy of every flow of a 4,000-flow
+run can carry its prediction, and the advisor can prune a lever before running it.
+
+Every figure is optimistic: the best the flow could do (no cross traffic, no loss, no slow
+start), so a change whose bound cannot reach a target certainly does not reach it in the
+simulation. tests/unit/test_advice_whatif.py checks it against `flow_facts` of the changed
+scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine import routing
+from engine.advice.levers import parse_value
+from engine.net import link_wire
+from engine.packet import TCP_IP_HEADERS
+from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow, TcpSpec
+from engine.tcp.receiver import effective_window
+
+SLACK = 0.02  # relative margin before a bound counts as ruling a target out
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The best a flow can do under one configuration."""
+
+    goodput_bps: float  # upper bound over a long transfer
+    completion_time: float | None  # lower bound of a finite transfer, s
+    limit: str  # which bound binds: link | pvc | shaper | window
+    resource: str  # its port key or pvc:<id>
+    rtt: float  # base round trip, s
+    capacity_bps: float  # payload rate of the path's tightest resource
+    bdp_bytes: float  # capacity x rtt
+    window_bytes: int
+    queue_bytes: float | None  # the tightest link's egress queue, in bytes of full segments
+    queue_packets: int | None
+
+
+@dataclass(frozen=True)
+class _Hop:
+    link: Link
+    key: str  # "<link>:<from>><to>"
+    direction: str  # a_to_b | b_to_a
+
+
+class PathModel:
+    """One TCP flow's path, ready to be re-evaluated under changes (dotted paths)."""
+
+    def __init__(
+        self,
+        flow: TcpBulkFlow,
+        hops: list[_Hop],
+        back: list[_Hop],
+        pvc: Pvc | None,
+        pvc_first: int | None,
+    ):
+        self.flow = flow
+        self.hops = hops
+        self.back = back
+        self.pvc = pvc
+        self.pvc_first = pvc_first
+
+    @classmethod
+    def of(
+        cls,
+        scenario: Scenario,
+        flow: TcpBulkFlow,
+        topo: routing.Topology | None = None,
+        links: Mapping[str, Link] | None = None,
+    ) -> PathModel | None:
+        """The flow's model, or None when it has no route."""
+        topo = topo or routing.Topology(scenario)
+        links = links if links is not None else {link.id: link for link in scenario.links}
+        route = topo.route(flow.src, flow.dst) or []
+        back = topo.route(flow.dst, flow.src) or []
+        if not route:
+            return None
+        span = topo.pvc_span(route)
+        return cls(
+            flow,
+            [_hop(links, h) for h in route],
+            [_hop(links, h) for h in back],
+            span.pvc if span else None,
+            span.first if span else None,
+        )
+
+    def bound(self, changes: Mapping[str, Any] | None = None) -> Bound:
+        """The flow's bounds with `changes` ({dotted path: value}) applied; paths that do not
+        touch this path (another flow, another link) change nothing."""
+        links, tcp, pvc = self._apply(changes or {})
+        payload = tcp.mss
+        size = payload + TCP_IP_HEADERS
+        window = effective_window(tcp)
+        seg = size if window >= payload else window + TCP_IP_HEADERS
+        one_way = 0.0
+        best: tuple[float, str, _Hop] | None = None
+        for hop in self.hops:
+            link = links.get(hop.link.id, hop.link)
+            one_way += link.delay + link_wire(link, seg) * 8 / link.rate
+            capacity = link.rate * payload / link_wire(link, size)
+            if best is None or capacity < best[0]:
+                best = (capacity, hop.key, hop)
+        assert best is not None  # a model has at least one hop
+        ack_way = sum(
+            links.get(h.link.id, h.link).delay
+            + link_wire(links.get(h.link.id, h.link), TCP_IP_HEADERS)
+            * 8
+            / links.get(h.link.id, h.link).rate
+            for h in self.back
+        )
+        rtt = one_way + ack_way
+        capacity, resource, tight = best
+        limit = "link"
+        burst = 0.0
+        if pvc is not None and self.pvc_first is not None:
+            first = links.get(self.hops[self.pvc_first].link.id, self.hops[self.pvc_first].link)
+            frame_share = payload / link_wire(first, size)
+            bc = pvc.bc or pvc.cir
+            contract = (pvc.cir + pvc.be * pvc.cir / bc) * frame_share
+            if pvc.becn_shaping and pvc.cir * frame_share < min(capacity, contract):
+                capacity, limit, resource = pvc.cir * frame_share, "shaper", f"pvc:{pvc.id}"
+                burst = bc * frame_share
+            elif contract < capacity:
+                capacity, limit, resource = contract, "pvc", f"pvc:{pvc.id}"
+                burst = (bc + pvc.be) * frame_share  # the buckets start full
+        window_bps = window * 8 / rtt if rtt > 0 else float("inf")
+        goodput = min(capacity, window_bps)
+        tight_link = links.get(tight.link.id, tight.link)
+        queue = tight_link.queue_of(tight.direction)  # type: ignore[arg-type]
+        q_packets = queue.limit_packets
+        q_bytes = (q_packets * payload) if q_packets is not None else queue.limit_bytes
+        return Bound(
+            goodput_bps=goodput,
+            completion_time=self._completion(links, capacity, burst, window, rtt),
+            limit="window" if window_bps < capacity else limit,
+            resource=resource,
+            rtt=rtt,
+            capacity_bps=capacity,
+            bdp_bytes=capacity * rtt / 8,
+            window_bytes=window,
+            queue_bytes=None if q_bytes is None else float(q_bytes),
+            queue_packets=q_packets,
+        )
+
+    def _completion(
+        self, links: Mapping[str, Link], capacity: float, burst: float, window: int, rtt: float
+    ) -> float | None:
+        """At least the handshake's propagation, then the bytes at the capacity (less what
+        full token buckets let through at once) or a window per round trip, whichever is
+        slower."""
+        nbytes = self.flow.bytes
+        if nbytes is None:
+            return None
+        bits = nbytes * 8
+        handshake = 0.0
+        if self.flow.tcp.handshake:
+            handshake = sum(links.get(h.link.id, h.link).delay for h in (*self.hops, *self.back))
+        by_rate = max(bits - burst, 0.0) / capacity if capacity > 0 else float("inf")
+        by_window = rtt * max(nbytes / window - 1, 0.0) if window > 0 else float("inf")
+        return handshake + max(by_rate, by_window)
+
+    def _apply(self, changes: Mapping[str, Any]) -> tuple[dict[str, Link], TcpSpec, Pvc | None]:
+        links: dict[str, Link] = {}
+        tcp_update: dict[str, Any] = {}
+        pvc_update: dict[str, Any] = {}
+        mine = {h.link.id: h.link for h in (*self.hops, *self.back)}
+        for path, value in changes.items():
+            parts = path.split(".")
+            if parts[0] == "links" and len(parts) >= 3 and parts[1] in mine:
+                link = links.get(parts[1], mine[parts[1]])
+                links[parts[1]] = _set(link, parts[2:], parse_value(path, value))
+            elif parts[:3] == ["flows", self.flow.id, "tcp"] and len(parts) == 4:
+                tcp_update[parts[3]] = parse_value(path, value)
+            elif (
+                self.pvc is not None
+                and parts[:2] == ["frame_relay", "pvcs"]
+                and len(parts) == 4
+                and parts[2] == self.pvc.id
+            ):
+                pvc_update[parts[3]] = parse_value(path, value)
+        tcp = self.flow.tcp
+        if tcp_update:
+            tcp = TcpSpec.model_validate({**tcp.model_dump(), **tcp_update})
+        pvc = self.pvc
+        if pvc is not None and pvc_update:
+            pvc = Pvc.model_validate({**pvc.model_dump(), **pvc_update})
+        return links, tcp, pvc
+
+
+def _hop(links: Mapping[str, Link], hop: routing.Hop) -> _Hop:
+    link = links[hop.link_id]
+    direction = "a_to_b" if hop.src == link.a else "b_to_a"
+    return _Hop(link, f"{hop.link_id}:{hop.src}>{hop.dst}", direction)
+
+
+def _set(link: Link, field: list[str], value: Any) -> Link:
+    """A copy of the link with one (possibly nested: queue.limit_packets) field changed."""
+    data = link.model_dump()
+    node = data
+    for part in field[:-1]:
+        if node.get(part) is None:
+            node[part] = {}
+        node = node[part]
+    node[field[-1]] = value
+    other = {"limit_packets": "limit_bytes", "limit_bytes": "limit_packets"}.get(field[-1])
+    if other is not None:
+        node[other] = None  # one limit at most
+    return Link.model_validate(data)
+
+
+def reaches(bound: Bound, metric: str, op: str, value: float) -> bool:
+    """Whether the optimistic bound leaves the target within reach (with SLACK)."""
+    if metric == "completion_time":
+        t = bound.completion_time
+        return t is not None and t <= value * (1 + SLACK)
+    return bound.goodput_bps * (1 + SLACK) >= value

@@ -1,0 +1,246 @@
+"""Sentences rendered from remedies and diagnoses: data first, prose from it (STYLE.md 17).
+
+`render(remedy)` is a remedy's own sentence, `headline(ctx)` says what limits the flow, and
+`advice()` joins them into `Diagnosis.advice`. `changes()` is the one way a list of changes
+is written ("rcv_buf 8,760 B → 35,040 B"), also used by the remedy check and the advisor.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from engine.advice.levers import name, show
+from engine.advice.model import COST_ORDER, Change, Remedy
+from engine.units import format_rate
+
+if TYPE_CHECKING:
+    from engine.advice.remedies import Context
+
+BUSY_OTHERS = 0.05  # share of a resource taken by other traffic worth mentioning
+SHOWN_HELPFUL = 3
+SHOWN_WONT = 2
+
+
+def rate(bps: float | None) -> str:
+    return format_rate(bps or 0.0, digits=3)
+
+
+def seconds(t: float) -> str:
+    return f"{t:,.0f} s" if t >= 10 else f"{t:,.2g} s"
+
+
+def cost_rank(r: Remedy) -> int:
+    return COST_ORDER.get(r.cost_class or "run", len(COST_ORDER))
+
+
+def changes(items: Sequence[Change]) -> str:
+    """ "access1 + access2 rate T1 (1.544 Mbit/s) → T3 (44.736 Mbit/s) and rcv_buf …": paths
+    moved to the same value from the same value are written once."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for c in items:
+        label = name([c.path]).split(" ")[-1]
+        groups.setdefault((label, show(c.path, c.was), show(c.path, c.value)), []).append(c.path)
+    parts = [f"{name(paths)} {was} → {now}" for (_, was, now), paths in groups.items()]
+    return " and ".join(parts)
+
+
+def _effect(r: Remedy) -> str:
+    e = r.predicted
+    if e is None or e.goodput_bps is None:
+        return ""
+    at_least = f" (at least {seconds(e.completion_time)})" if e.completion_time else ""
+    where = {
+        "window": "the window",
+        "pvc": f"the contract of {e.resource}",
+        "shaper": f"the shaper of {e.resource}",
+        "link": e.resource,
+    }.get(e.limit or "", "")
+    return f": the bounds then allow up to {rate(e.goodput_bps)}{at_least}, {where} binding"
+
+
+_WHY: dict[str, str] = {
+    "raise_rcv_buf": "to cover the path's bandwidth-delay product ({bdp:,.0f} B)",
+    "raise_snd_buf": "to cover the path's bandwidth-delay product ({bdp:,.0f} B)",
+    "upgrade_link": "to the next product of its ladder",
+    "raise_cir": "so that the contract no longer binds",
+    "raise_be": "so that the contract no longer binds",
+    "raise_bc": "so that one full frame ({frame_bits:,} bit) fits in Bc + Be",
+    "lower_mss": "so that a full segment's frame fits in Bc + Be",
+    "shape": "to the CIR at the entry router (BECN shaping), so that the policer discards nothing",
+    "raise_queue": "({subject} dropped {drops:,} packets) so that it holds one "
+    "bandwidth-delay product ({bdp:,.0f} B)",
+    "enable_sack": "to recover several losses per round trip",
+    "change_variant": "(bbr does not slow down for random loss)",
+    "lower_min_rto": "to Linux's floor, shortening each of the {timeouts} stalls",
+    "raise_initial_cwnd": "(RFC 6928, Linux's default), saving about {rounds_saved} round "
+    "trips of slow start",
+    "lengthen_run": "to see the flow fill the path",
+}
+
+
+def _why(r: Remedy) -> str:
+    text = _WHY.get(r.action, "")
+    if r.action == "raise_be" and "window_bits" in r.figures:
+        text = (
+            "so that Bc + Be covers the window ({window_bits:,} bit), letting its bursts "
+            "through marked DE"
+        )
+    if r.cost_class == "queue" and r.action in ("raise_rcv_buf", "raise_snd_buf"):
+        text += ", with a queue that absorbs slow start's bursts"
+    if r.action == "upgrade_link" and any(c.path.endswith(".rcv_buf") for c in r.changes):
+        text += ", with a window that covers its bandwidth-delay product"
+    try:
+        return text.format(subject=r.subject, **r.figures)
+    except (KeyError, ValueError):
+        return text.split("(")[0].strip()
+
+
+def render(r: Remedy, ctx: Context | None = None) -> str:
+    """The remedy's sentence."""
+    if not r.changes:
+        return _no_setting(r)
+    what = changes(r.changes)
+    if not r.helps:
+        return f"Won't help: {what}, because {_why_not(r, ctx)}."
+    verb = "Lengthen the run:" if r.action == "lengthen_run" else "Set"
+    text = f"{verb} {what} {_why(r)}{_effect(r)}."
+    if "queue_short" in r.figures:
+        text += (
+            f" But the queue of {r.figures['queue_short']} holds {r.figures['queue_packets']:,} "
+            "packets, under half that product: slow start's bursts will overflow it unless "
+            "it grows too."
+        )
+    return text.replace("  ", " ")
+
+
+def _why_not(r: Remedy, ctx: Context | None) -> str:
+    e = r.predicted
+    achieved = ctx.summary.goodput_bps if ctx is not None else None
+    if r.why_not == "lowers_bound" and e is not None:
+        return f"it caps the flow at {rate(e.goodput_bps)}, below the {rate(achieved)} it gets now"
+    if e is not None and e.limit == "window":
+        return f"the window still holds the flow at {rate(e.goodput_bps)} whatever the link"
+    if e is not None:
+        return f"{e.resource} still holds the flow at {rate(e.goodput_bps)}"
+    return "the bounds leave no room"
+
+
+def _no_setting(r: Remedy) -> str:
+    f = r.figures
+    if "error_drops" in f:
+        return (
+            f"{r.subject} lost {f['error_drops']:,} packets to line errors ({f['loss_model']}): "
+            "no setting removes them; only fixing the line does."
+        )
+    if "others" in f:
+        return (
+            f"Other traffic took {float(f['others']):.0%} of {r.subject} while this flow ran: "
+            "nothing in this flow's settings changes that; less competing traffic would."
+        )
+    return f"Nothing in the scenario sets the limit at {r.subject}."
+
+
+def advice(headline: str, found: Sequence[Remedy]) -> str:
+    helpful = [r.text for r in found if r.helps][:SHOWN_HELPFUL]
+    rest = [r.text for r in found if not r.helps][:SHOWN_WONT]
+    return " ".join([headline, *helpful, *rest])
+
+
+def _contract(ctx: Context) -> str:
+    p = ctx.policing
+    assert p is not None
+    pvc = p.pvc
+    assert pvc.bc is not None
+    tc = pvc.bc / pvc.cir
+    return (
+        f"CIR {format_rate(pvc.cir)}, Bc {pvc.bc:,.0f} bit, Be {pvc.be:,.0f} bit, "
+        f"Tc {tc * 1e3:,.0f} ms"
+    )
+
+
+def headline(ctx: Context) -> str:
+    """What limits the flow, in the figures the diagnosis rests on."""
+    f, s, share = ctx.facts, ctx.summary, ctx.share
+    bdp = f.bdp_bytes or 0.0
+    w = f.window_bytes or 0
+    others = (
+        f" Other traffic took {share.others_fraction:.0%} of {share.resource} meanwhile: its "
+        f"queue lengthened every round trip (mean {(s.rtt_mean or 0) * 1e3:,.0f} ms against "
+        f"{(f.base_rtt or 0) * 1e3:,.0f} ms unloaded)."
+        if share.others_fraction >= BUSY_OTHERS
+        else ""
+    )
+    limit = ctx.limit
+    if limit == "receive_window":
+        return (
+            f"Receive window {w:,} B is below the path's bandwidth-delay product "
+            f"({bdp:,.0f} B at {rate(f.link_bps)} and {(f.base_rtt or 0) * 1e3:.0f} ms): "
+            "a faster link alone will not help."
+        )
+    if limit == "send_buffer":
+        return (
+            f"Send buffer {ctx.flow.tcp.snd_buf:,} B caps the flight below the "
+            f"bandwidth-delay product ({bdp:,.0f} B)."
+        )
+    if limit == "link_capacity" and share.resource.startswith("pvc:"):
+        return (
+            f"The PVC's traffic contract ({share.resource[4:]}: {rate(share.capacity_bps)} of "
+            f"payload in the long run, {rate(share.bound_bps)} for this flow over its "
+            "transfer, bursts included) is the limit, not the access links."
+        )
+    if limit == "link_capacity":
+        if share.others_fraction >= BUSY_OTHERS:
+            return (
+                f"The bottleneck {share.resource} is the limit: other traffic took "
+                f"{share.others_fraction:.0%} of it while this flow ran, leaving "
+                f"{rate(share.bound_bps)} of its {rate(share.capacity_bps)} of payload; a "
+                "larger window does not help."
+            )
+        return (
+            f"The bottleneck {share.resource} ({rate(share.bound_bps)} of payload for this "
+            f"flow) is the limit; the window ({w:,} B) already covers the bandwidth-delay "
+            f"product ({bdp:,.0f} B)."
+        )
+    if limit == "pvc_policing" and ctx.policing is not None:
+        p = ctx.policing
+        assert p.pvc.bc is not None
+        burst = p.pvc.bc + p.pvc.be
+        dropped = p.counters.excess_dropped
+        if burst < p.frame_bits:
+            return (
+                f"PVC {p.pvc.id}'s contract ({_contract(ctx)}) discarded {dropped:,} frames: "
+                f"Bc + Be ({burst:,.0f} bit) is smaller than one full frame "
+                f"({p.frame_bits:,} bit), so no full-sized segment can ever pass."
+            )
+        return (
+            f"PVC {p.pvc.id}'s policer discarded {dropped:,} frames beyond its contract "
+            f"({_contract(ctx)}) while the links dropped {p.link_drops:,}: TCP's bursts "
+            f"exceed Bc + Be ({burst:,.0f} bit) and each discard costs a loss recovery."
+        )
+    if limit == "loss":
+        mathis = ctx.bounds.mathis_bps
+        caps = (
+            f"caps goodput near {rate(mathis)} (Mathis et al.)"
+            if mathis
+            else ("cost loss recoveries")
+        )
+        return f"Loss of {ctx.loss_rate:.2%} of data packets {caps}."
+    if limit == "timeouts":
+        return (
+            f"{s.timeouts} retransmission timeouts stalled the transfer (min_rto "
+            f"{ctx.flow.tcp.min_rto:g} s): losses in bursts defeat fast retransmit."
+        )
+    if limit == "congestion_window" and s.completed:
+        return (
+            "The transfer is too short to leave slow start: the congestion window, not the "
+            "path, set the pace." + others
+        )
+    if limit == "congestion_window":
+        holds = f", short of the {bdp:,.0f} B the path holds" if bdp and math.isfinite(bdp) else ""
+        return (
+            "The congestion window, not the path, set the pace: it grew to "
+            f"{s.cwnd_max:,} B by the end of the run{holds}, with nothing lost." + others
+        )
+    return "The flow did not finish: its steady state is not known."
