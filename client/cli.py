@@ -7,11 +7,13 @@
     tcpfr compare ID ID... [--baseline ID] [--json]
     tcpfr export ID [-o FILE] [--pcap LINK[:DIRECTION]]
     tcpfr presets [--json]
+    tcpfr advise PRESET|FILE|RUN_ID --target GOAL [--lever PATH]... [--budget N] [--json]
+    tcpfr remedies RUN_ID [--check] [--json]
 
 The server is `--url` or TCPFR_URL (default http://127.0.0.1:8000, where `make run`
-serves), the API key `--key` or TCPFR_API_KEY. Exit codes: 0 done, 1 the run or sweep
-failed (or was cancelled), 2 bad input (the problem's detail and each field's path are
-printed), 3 the server could not be reached (or answered 5xx).
+serves), the API key `--key` or TCPFR_API_KEY. Exit codes: 0 done, 1 the run, sweep or
+advice failed (or was cancelled), 2 bad input (the problem's detail and each field's path
+are printed), 3 the server could not be reached (or answered 5xx).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from typing import Any, TextIO
 
 import yaml
 
-from client.api import ApiError, Client, Failed, Unreachable
+from client.api import Client
+from client.errors import ApiError, Failed, Unreachable
 from client.models import RunOut, RunStatus
 
 OK, FAILED, BAD_INPUT, UNREACHABLE = 0, 1, 2, 3
@@ -388,6 +391,9 @@ def parser() -> argparse.ArgumentParser:
     )
 
     command("presets", cmd_presets, "the presets (seed studies)")
+    from client.advise_cli import add_commands  # it builds on this module's helpers
+
+    add_commands(command)
     return top
 
 

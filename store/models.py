@@ -327,6 +327,8 @@ class StoredWorkflow(Base):
     engine_version: Mapped[str] = mapped_column(String(40))
     state: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)  # Workflow.state()
     report: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)  # Workflow.report()
+    # The advisor's curves (engine.advice.curves): metric against each lever's value.
+    curves: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONDoc)
     error: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)
     steps: Mapped[int] = mapped_column(Integer, default=0)  # advances taken
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)

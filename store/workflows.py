@@ -70,7 +70,11 @@ class WorkflowRepository(Repository[StoredWorkflow]):
     ) -> Page[StoredWorkflow]:
         stmt = (
             self.select()
-            .options(defer(StoredWorkflow.scenario), defer(StoredWorkflow.state))
+            .options(
+                defer(StoredWorkflow.scenario),
+                defer(StoredWorkflow.state),
+                defer(StoredWorkflow.curves),
+            )
             .where(StoredWorkflow.tenant_id == tenant_id)
         )
         if kind is not None:

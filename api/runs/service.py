@@ -9,7 +9,7 @@ import uuid
 import zlib
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import ValidationError
@@ -44,9 +44,19 @@ def warnings_of(run: Run) -> list[str]:
         return []
 
 
-def _resolve(
-    session: Session, body: RunCreate, *, tenant_id: uuid.UUID
+class ScenarioSource(Protocol):
+    """A request that names a scenario by one of these (a run's, an advice's)."""
+
+    scenario: engine.Scenario | None
+    scenario_id: uuid.UUID | None
+    preset: str | None
+
+
+def resolve_scenario(
+    session: Session, body: ScenarioSource, *, tenant_id: uuid.UUID
 ) -> tuple[engine.Scenario, uuid.UUID | None, str | None]:
+    """The scenario `body` names, the stored scenario's id or the preset's name it came
+    from; a 422 naming the field when there is no such scenario."""
     if body.scenario is not None:
         return body.scenario, None, None
     if body.scenario_id is not None:
@@ -106,7 +116,7 @@ def create(
     runs = RunRepository(session)
 
     def insert() -> Run:
-        scenario, scenario_id, preset = _resolve(session, body, tenant_id=tenant_id)
+        scenario, scenario_id, preset = resolve_scenario(session, body, tenant_id=tenant_id)
         # Over the budget is refused before anything is stored, a cache hit included:
         # whether a request is accepted must not depend on what someone ran before.
         source = next(

@@ -55,6 +55,7 @@ def upgrade() -> None:
         sa.Column("engine_version", sa.String(length=40), nullable=False),
         sa.Column("state", JSON_DOC, nullable=True),
         sa.Column("report", JSON_DOC, nullable=True),
+        sa.Column("curves", JSON_DOC, nullable=True),
         sa.Column("error", JSON_DOC, nullable=True),
         sa.Column("steps", sa.Integer(), nullable=False),
         sa.Column("cancel_requested", sa.Boolean(), nullable=False),

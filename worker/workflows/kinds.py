@@ -1,15 +1,18 @@
 """Which multi-run workflows the worker can drive, and how it starts or restores each one.
 
 A kind is the pure workflow's two constructors (``engine.workflow``): from the base scenario
-and the request (the first step), and from those and the state a previous step stored.
+and the request (the first step), and from those and the state a previous step stored; and,
+for the advisor, its curves, stored with its report after each step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+from pydantic import BaseModel
 
 from engine import Scenario
 from engine.workflow import Workflow
@@ -20,6 +23,7 @@ class Kind:
     name: str
     start: Callable[[Scenario, dict[str, Any]], Workflow]
     restore: Callable[[Scenario, dict[str, Any], dict[str, Any]], Workflow]
+    curves: Callable[[Any], Sequence[BaseModel]] | None = None
 
     def build(
         self, scenario: Scenario, request: dict[str, Any], state: dict[str, Any] | None
@@ -34,9 +38,10 @@ class Kind:
 def kinds() -> Mapping[str, Kind]:
     """The workflows the service offers, by the name stored in ``workflows.kind``."""
     from engine.advice.check import RemedyCheck
+    from engine.advice.curves import curves
     from engine.advice.search import Advisor
 
     return {
-        "advice": Kind("advice", Advisor, Advisor),
+        "advice": Kind("advice", Advisor, Advisor, curves),
         "remedy_check": Kind("remedy_check", RemedyCheck, RemedyCheck),
     }

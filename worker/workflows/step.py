@@ -10,7 +10,6 @@ nothing twice.
 
 from __future__ import annotations
 
-import copy
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,7 @@ from sqlalchemy.orm import Session
 
 from engine import Scenario
 from engine.analysis import estimate
-from engine.study import StudyError, set_path
+from engine.study import StudyError, apply_changes
 from engine.workflow import Candidate, Workflow
 from settings import Settings
 from store.models import Run, RunStatus, StoredWorkflow, WorkflowRun, WorkflowStatus
@@ -37,9 +36,8 @@ log = logging.getLogger(__name__)
 
 
 class WorkflowError(Exception):
-    """The workflow cannot go on (a candidate that is not a valid scenario, more runs than
-    its budget, a kind this worker does not know, an error in its logic): it fails, with
-    this message, keeping the report it had."""
+    """The workflow cannot go on (more runs than its budget, a kind this worker does not
+    know, an error in its logic): it fails, with this message, keeping the report it had."""
 
 
 @dataclass
@@ -48,6 +46,7 @@ class Step:
 
     observed: int = 0
     made: list[Run] = field(default_factory=list)
+    invalid: int = 0  # candidates whose changes make no valid scenario: observed as failed
     finished: bool = False
 
     @property
@@ -59,7 +58,7 @@ class Step:
     def again(self) -> bool:
         """Runs born finished (served from the cache, or over the budget) can be observed
         at once: another step now rather than a wait for a message."""
-        return not self.finished and any(r.status.finished for r in self.made)
+        return not self.finished and (self.invalid > 0 or any(r.status.finished for r in self.made))
 
 
 def step(
@@ -96,7 +95,8 @@ def _advance(
     kind = kinds.get(wf.kind)
     if kind is None:
         raise WorkflowError(f"this worker knows no workflow of kind {wf.kind!r}")
-    workflow = kind.build(Scenario.model_validate(wf.scenario), wf.request, wf.state)
+    base = Scenario.model_validate(wf.scenario)
+    workflow = kind.build(base, wf.request, wf.state)
     done = Step()
     for outcome in repo.to_observe(wf.id):
         summary = summary_of(outcome.result) if outcome.result is not None else None
@@ -105,14 +105,21 @@ def _advance(
         done.observed += 1
     if done.observed:  # what it has learnt stays in its report should the rest fail
         wf.report = workflow.report().model_dump(mode="json")
-    planned = [] if workflow.finished() else _plan_runs(session, repo, wf, workflow, settings)
+    planned: list[tuple[Candidate, Run]] = []
+    if not workflow.finished():
+        planned, invalid = _plan_runs(session, repo, wf, base, workflow, settings)
+        for c, why in invalid:  # no run can be made of it: as a run that failed
+            log.info("workflow %s: candidate %s is not a valid scenario: %s", wf.id, c.key, why)
+            workflow.observe(c.key, c.seed, None)
+        done.invalid = len(invalid)
     done.finished = workflow.finished()
-    if not done.finished and not planned and not _waiting(repo, wf.id):
+    if not done.finished and not planned and not done.invalid and not _waiting(repo, wf.id):
         raise WorkflowError("the workflow is not finished but asked for no run and waits for none")
     state, report = workflow.state(), workflow.report().model_dump(mode="json")
+    curves = [p.model_dump(mode="json") for p in kind.curves(workflow)] if kind.curves else None
     done.made = _add_runs(session, repo, wf, planned)
     now = utcnow()
-    wf.state, wf.report, wf.updated_at = state, report, now
+    wf.state, wf.report, wf.curves, wf.updated_at = state, report, curves, now
     wf.status = WorkflowStatus.succeeded if done.finished else WorkflowStatus.running
     if done.finished:
         wf.finished_at = now
@@ -128,18 +135,27 @@ def _plan_runs(
     session: Session,
     repo: WorkflowRepository,
     wf: StoredWorkflow,
+    base: Scenario,
     workflow: Workflow,
     settings: Settings,
-) -> list[tuple[Candidate, Run]]:
+) -> tuple[list[tuple[Candidate, Run]], list[tuple[Candidate, str]]]:
     """A run (not stored yet) for each new candidate: queued, served from the cache, or
-    failed at once when its estimated cost is over the per-run budget."""
+    failed at once when its estimated cost is over the per-run budget; and the candidates
+    whose changes make no valid scenario (a lever value the scenario refuses), with why."""
     have = repo.links(wf.id)
     fresh = [c for c in workflow.propose() if (c.key, c.seed) not in have]
     if len(have) + len(fresh) > wf.run_budget:
         raise WorkflowError(
             f"it asked for {len(have) + len(fresh)} runs, over its budget of {wf.run_budget}"
         )
-    scenarios = {c.key: _candidate_scenario(wf.scenario, c) for c in fresh}
+    scenarios: dict[str, Scenario] = {}
+    invalid: list[tuple[Candidate, str]] = []
+    for c in fresh:
+        try:
+            scenarios[c.key] = apply_changes(base, c.changes)
+        except (StudyError, ValidationError, ValueError, LookupError) as exc:
+            invalid.append((c, str(exc)))
+    fresh = [c for c in fresh if c.key in scenarios]
     cached: dict[tuple[str, int], uuid.UUID] = {}
     if wf.cache == "reuse" and fresh:
         cached = cached_sources(
@@ -165,7 +181,7 @@ def _plan_runs(
         if fields["source"] is None and (error := _over_budget(scenario, settings)) is not None:
             fields.update(status=RunStatus.failed, error=error, finished_at=now)
         planned.append((c, new_run(**fields)))
-    return planned
+    return planned, invalid
 
 
 def _add_runs(
@@ -195,17 +211,6 @@ def _add_runs(
         ]
     )
     return runs
-
-
-def _candidate_scenario(base: dict[str, Any], candidate: Candidate) -> Scenario:
-    """The base scenario with the candidate's changes, validated."""
-    data = copy.deepcopy(base)
-    try:
-        for path, value in candidate.changes.items():
-            set_path(data, path, value)
-        return Scenario.model_validate(data)
-    except (StudyError, ValidationError, ValueError, LookupError) as exc:
-        raise WorkflowError(f"candidate {candidate.key!r} is not a valid scenario: {exc}") from exc
 
 
 def _over_budget(scenario: Scenario, settings: Settings) -> dict[str, str] | None:
