@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from client.api import Client
-from client.cli import FAILED, OK, ProgressDisplay, _print_json, run_body
 from client.handles import Advice
+from client.shell import FAILED, OK, ProgressDisplay, print_json, run_body
 
 Command = Callable[..., argparse.ArgumentParser]
 
@@ -62,7 +62,7 @@ def cmd_advise(client: Client, args: argparse.Namespace) -> int:
     if args.curves:
         Path(args.curves).write_text(advice.curves(csv=True))
     if args.json:
-        _print_json(advice.doc)
+        print_json(advice.doc)
     else:
         print_advice(advice)
     return FAILED if advice.status in ("failed", "cancelled") else OK
@@ -76,7 +76,7 @@ def cmd_remedies(client: Client, args: argparse.Namespace) -> int:
         )
     doc = client.remedies(args.run_id)
     if args.json:
-        _print_json(doc)
+        print_json(doc)
         return OK
     checked = doc.get("check")
     if checked is None:

@@ -95,9 +95,9 @@ class Settings(BaseSettings):
     # events, so it scales with the machine's measured speed (api/sweeps/speed.py;
     # bench/estimate_bench.py: about 25,000 events' worth at 70k-184k events/s).
     sweep_run_overhead_events: int = Field(default=25_000, ge=0)
-    # Advice: the most runs one advice (or remedy check) may make, and its default budget.
+    # Advice: the most runs one advice (or remedy check) may make (its request's `budget`,
+    # 30 unless it says, may not exceed this).
     advice_max_runs: int = Field(default=200, ge=1)
-    advice_default_runs: int = Field(default=30, ge=1)
 
     # API keys (``python -m api.keys``). Off by default so `make run` on a laptop needs no
     # key; the API says so loudly at start-up, and docker-compose.yml turns it on.
