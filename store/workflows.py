@@ -146,6 +146,11 @@ class WorkflowRepository(Repository[StoredWorkflow]):
     def progress(self, workflow_id: uuid.UUID) -> Progress:
         return run_groups.progress(self.session, self.members(workflow_id))
 
+    def active_runs(self, workflow_id: uuid.UUID) -> int:
+        """Its runs queued or running."""
+        stmt = select(func.count()).where(self.members(workflow_id), Run.status.in_(ACTIVE_RUN))
+        return int(self.session.scalar(stmt) or 0)
+
     def run_page(
         self,
         workflow_id: uuid.UUID,

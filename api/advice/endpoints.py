@@ -4,8 +4,10 @@ it, read its curves; and a run's remedies checked by simulation (/v1/runs/{id}/r
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
+from celery import Celery
 from fastapi import APIRouter, Body, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
@@ -18,9 +20,10 @@ from api.advice.schemas import (
     RemedyCheckCreate,
     RunRemedies,
 )
+from api.cache import DocumentCache
 from api.comparison import table
 from api.conditional import CACHE_HEADERS, etag_for, not_modified
-from api.deps import CacheDep, CeleryDep, DbDep, SettingsDep, TenantDep
+from api.deps import CacheDep, CeleryDep, Db, DbDep, SettingsDep, TenantDep
 from api.dispatch import wake
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
@@ -39,6 +42,17 @@ def _document(session: Session, wf_id: uuid.UUID) -> dict[str, Any]:
     wf = WorkflowRepository(session).get(wf_id)
     assert wf is not None
     return present.detail(session, wf)
+
+
+async def _accepted(db: Db, celery: Celery, wf: StoredWorkflow, created: bool) -> Response:
+    """A workflow just stored (202, its first step asked of a worker) or found (200)."""
+    if created:
+        await wake(celery, wf.id)
+    return OrjsonResponse(
+        await db.read(_document, wf.id),
+        status_code=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK,
+        headers={"Location": f"/v1/advice/{wf.id}"},
+    )
 
 
 @router.post(
@@ -74,13 +88,7 @@ async def create_advice(
         settings=settings,
         idempotency_key=idempotency_key,
     )
-    if created:
-        await wake(celery, wf.id)
-    return OrjsonResponse(
-        await db.read(_document, wf.id),
-        status_code=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK,
-        headers={"Location": f"/v1/advice/{wf.id}"},
-    )
+    return await _accepted(db, celery, wf, created)
 
 
 @router.get(
@@ -104,13 +112,16 @@ async def list_advice(
     return OrjsonResponse(await db.read(query))
 
 
+Render = Callable[[Session, StoredWorkflow, dict[str, str] | None], Response]
+
+
 async def _finished_document(
-    db: Any,
-    cache: Any,
+    db: Db,
+    cache: DocumentCache,
     request: Request,
     advice_id: uuid.UUID,
     tenant_id: uuid.UUID,
-    render: Any,
+    render: Render,
 ) -> Response:
     """A document of the advice: with a strong ETag (and kept in the document cache) once
     it has finished, when it no longer changes."""
@@ -119,9 +130,9 @@ async def _finished_document(
 
     def query(session: Session) -> tuple[str | None, Response | None]:
         wf = service.get(session, advice_id, tenant_id=tenant_id)
-        etag = (
-            etag_for(request, wf.id, wf.status.value, wf.updated_at) if wf.status.finished else None
-        )
+        # Finished, and its runs too (a cancelled advice's runs stop after it has).
+        settled = wf.status.finished and not WorkflowRepository(session).active_runs(wf.id)
+        etag = etag_for(request, wf.id, wf.status.value, wf.updated_at) if settled else None
         if etag is not None and not_modified(request, etag) is not None:
             return etag, None
         headers = {"ETag": etag, **CACHE_HEADERS} if etag is not None else None
@@ -150,7 +161,7 @@ async def get_advice(
     that meet the target ranked cheapest first, each with its measured outcome, interval and
     cost; the levers that cannot reach it and why; the best reachable value."""
 
-    def render(session: Session, wf: StoredWorkflow, headers: dict | None) -> Response:
+    def render(session: Session, wf: StoredWorkflow, headers: dict[str, str] | None) -> Response:
         return OrjsonResponse(present.detail(session, wf), headers=headers)
 
     return await _finished_document(db, cache, request, advice_id, tenant_id, render)
@@ -223,7 +234,7 @@ async def get_advice_curves(
     per lever and value."""
     shape = table.wants(request, format)
 
-    def render(session: Session, wf: StoredWorkflow, headers: dict | None) -> Response:
+    def render(session: Session, wf: StoredWorkflow, headers: dict[str, str] | None) -> Response:
         return curves.respond(wf, shape, headers)
 
     return await _finished_document(db, cache, request, advice_id, tenant_id, render)
@@ -262,13 +273,7 @@ async def check_run_remedies(
         body=body or RemedyCheckCreate(),
         settings=settings,
     )
-    if created:
-        await wake(celery, wf.id)
-    return OrjsonResponse(
-        await db.read(_document, wf.id),
-        status_code=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK,
-        headers={"Location": f"/v1/advice/{wf.id}"},
-    )
+    return await _accepted(db, celery, wf, created)
 
 
 @runs_router.get(

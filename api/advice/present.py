@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from api.runs import service as runs
-from api.runs.schemas import run_error
+from api.runs.schemas import run_brief, run_error
 from store.models import Run, RunStatus, StoredWorkflow, WorkflowRun
 from store.run_groups import Progress
 from store.workflows import WorkflowRepository
@@ -77,21 +77,11 @@ def detail(session: Session, wf: StoredWorkflow) -> dict[str, Any]:
 
 def run_item(link: WorkflowRun, run: Run) -> dict[str, Any]:
     return {
-        "id": run.id,
+        **run_brief(run),
         "key": link.key,
         "round": link.round,
-        "seed": link.seed,
         "changes": link.changes,
         "observed": link.observed,
-        "status": run.status,
-        "progress": run.progress,
-        "cache_hit": run.cache_hit,
-        "source_run_id": run.source_run_id,
-        "scenario_hash": run.scenario_hash,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "error": run_error(run.error),
-        "links": {"self": f"/v1/runs/{run.id}"},
     }
 
 

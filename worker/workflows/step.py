@@ -29,7 +29,7 @@ from store.models import Run, RunStatus, StoredWorkflow, WorkflowRun, WorkflowSt
 from store.new_runs import add_runs, cached_sources, new_run
 from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
-from store.workflows import ACTIVE_RUN, WorkflowRepository, summary_of
+from store.workflows import WorkflowRepository, summary_of
 from worker.workflows.kinds import Kind
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def _advance(
             workflow.observe(c.key, c.seed, None)
         done.invalid = len(invalid)
     done.finished = workflow.finished()
-    if not done.finished and not planned and not done.invalid and not _waiting(repo, wf.id):
+    if not done.finished and not planned and not done.invalid and not repo.active_runs(wf.id):
         raise WorkflowError("the workflow is not finished but asked for no run and waits for none")
     state, report = workflow.state(), workflow.report().model_dump(mode="json")
     curves = [p.model_dump(mode="json") for p in kind.curves(workflow)] if kind.curves else None
@@ -124,11 +124,6 @@ def _advance(
     if done.finished:
         wf.finished_at = now
     return done
-
-
-def _waiting(repo: WorkflowRepository, workflow_id: uuid.UUID) -> bool:
-    counts = repo.progress(workflow_id).counts
-    return any(counts[s] for s in ACTIVE_RUN)
 
 
 def _plan_runs(
