@@ -28,6 +28,7 @@ _.capture_packets  # api/limits.py: Estimate
 _.instance  # api/responses.py and client/models.py: Problem (RFC 9457)
 _.href  # api/runs/schemas.py and client/models.py: CaptureOut
 _.units  # api/series/schemas.py: Frame
+_.cost_classes  # engine/advice/reports.py: Fix (the advice report)
 _.to_simulate  # api/sweeps/schemas.py: SweepCost
 _.cpu_seconds  # api/sweeps/schemas.py: SweepCost
 _.speed_basis  # api/sweeps/schemas.py: SweepCost

@@ -53,7 +53,7 @@ def diagnose(
     static 1/n split of the path facts stands in without them). `topo`, the run's own
     topology, already knows every flow's route."""
     topo = topo or routing.Topology(scenario)
-    facts = flow_facts(scenario, topo)[0]
+    facts, routes = flow_facts(scenario, topo)
     pvcs = {p.id: p for p in scenario.frame_relay.pvcs} if scenario.frame_relay else {}
     links = {link.id: link for link in scenario.links}
     out = {}
@@ -81,7 +81,7 @@ def diagnose(
             bounds=d.bounds,
             loss_rate=summary.plr or 0.0,
             policing=policing,
-            model=PathModel.of(scenario, flow, topo, links),
+            model=PathModel.of(scenario, flow, topo, links, routes.get(flow.id)),
         )
         found = remedies.remedies(ctx)
         out[flow.id] = d.model_copy(

@@ -103,12 +103,47 @@ class EffectsOut(BaseModel):
     note: str | None
 
 
+class ConditionalEffect(BaseModel):
+    level: Any = Field(description="The other factor's level")
+    from_mean: float = Field(description="The metric before the move, at that level")
+    to_mean: float = Field(description="The metric after the move, at that level")
+    pct: float | None = Field(description="Change of the move there, per cent")
+
+
+class InteractionOut(BaseModel):
+    """A factor's move whose effect depends on another factor's level: measured at the
+    baseline alone it would be generalised wrongly (api/comparison/interactions.py)."""
+
+    flow: str
+    metric: str
+    factor: str
+    paths: list[str]
+    move_from: Any
+    move_to: Any
+    other: str
+    other_paths: list[str]
+    baseline_level: Any = Field(description="The other factor's level at the baseline")
+    at: list[ConditionalEffect] = Field(description="The move at each level of the other factor")
+    matters_at_least: Any | None = Field(
+        description="The move matters (changes the metric by 10% or more) exactly from this "
+        "level of the other factor up; null when that is not the pattern"
+    )
+    matters_at_most: Any | None = Field(
+        description="The same, up to this level (the move matters only below it)"
+    )
+
+
 class Comparison(BaseModel):
     metrics: list[MetricInfo]
     points: list[PointRow]
     best: list[BestPoint]
     design: DesignOut
     effects: list[EffectsOut]
+    interactions: list[InteractionOut] = Field(
+        default_factory=list,
+        description="Moves whose effect at the baseline does not hold at another factor's "
+        "levels; the conclusions say where they matter instead",
+    )
     conclusions: list[str] = Field(description="What the numbers say, in sentences")
     text: str = Field(description="The conclusions as one paragraph")
     method: dict[str, str] = Field(description="How each figure is computed")

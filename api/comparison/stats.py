@@ -29,6 +29,12 @@ from engine.stats import (  # noqa: F401 (re-exported: the comparison's statisti
     t_quantile,
 )
 
+
+def same(a: float, b: float) -> bool:
+    """Equal as results are: the same up to floating-point noise."""
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
 # --- the design and its main effects ---------------------------------------------------
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -127,8 +128,6 @@ class CostTable(BaseModel):
     )
 
 
-DEFAULT_COSTS = CostTable()
-
 # --- the catalogue -------------------------------------------------------------------------
 
 
@@ -141,7 +140,6 @@ class LeverType:
     cost_class: CostClass
     label: str  # a short name for sentences: "rcv_buf", "rate", "Be"
     step: float = 1.0  # the grid a bisected value is rounded up to (MSS for windows)
-    lowest: float = 1.0
     highest: float = math.inf
     searchable: bool = True  # False: remedies only (lower is better, or not monotone)
 
@@ -168,13 +166,14 @@ CATALOGUE: tuple[LeverType, ...] = (
     _t(rf"^links\.{_ID}\.rate$", "tier", "link", "rate"),
     _t(rf"^links\.{_ID}\.delay$", "seconds", "link", "delay", searchable=False),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.cir$", "rate", "pvc", "CIR", step=8e3),
-    _t(rf"^frame_relay\.pvcs\.{_ID}\.be$", "bits", "pvc", "Be", step=1e3, lowest=0.0),
+    _t(rf"^frame_relay\.pvcs\.{_ID}\.be$", "bits", "pvc", "Be", step=1e3),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.bc$", "bits", "pvc", "Bc", searchable=False),
     _t(rf"^frame_relay\.pvcs\.{_ID}\.becn_shaping$", "switch", "shaping", "becn_shaping"),
     _t(r"^duration$", "seconds", "run", "duration", searchable=False),
 )
 
 
+@lru_cache(maxsize=8192)
 def lever_type(path: str) -> LeverType | None:
     for t in CATALOGUE:
         if t.pattern.match(path):
@@ -186,6 +185,10 @@ def parse_value(path: str, value: Any) -> Any:
     """A lever's value in base units (a tier name "T3" becomes 44736000.0)."""
     t = lever_type(path)
     if t is None or value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and t.kind in ("tier", "rate", "seconds"):
+        return float(value)  # already in base units: no parsing on the diagnosis' path
+    if isinstance(value, int) and t.kind in ("bytes", "bits", "packets", "segments"):
         return value
     if t.kind in ("tier", "rate"):
         return parse_rate(value)

@@ -29,11 +29,14 @@ class Drive:
     runs: int  # simulations run (cache hits excluded)
     rounds: int
     wall_time: float
+    cpu_time: float  # the simulations' processor time added up (the machine's load aside)
 
 
-def _simulate(args: tuple[Scenario, int]) -> dict[str, Any]:
+def _simulate(args: tuple[Scenario, int]) -> tuple[dict[str, Any], float]:
     scenario, seed = args
-    return simulate(scenario, seed=seed).summary()
+    start = time.process_time()
+    summary = simulate(scenario, seed=seed).summary()
+    return summary, time.process_time() - start
 
 
 class _Serial(Executor):
@@ -52,6 +55,7 @@ def drive(
     start = time.perf_counter()
     done: dict[tuple[str, int], dict[str, Any]] = {}
     runs = rounds = 0
+    cpu_time = 0.0
     pool: Executor = ProcessPoolExecutor(max_workers=jobs) if jobs > 1 else _Serial()
     with pool:
         while True:
@@ -77,11 +81,12 @@ def drive(
                 if ident not in done:
                     todo[ident] = s
             results = pool.map(_simulate, [(s, seed) for (_, seed), s in todo.items()])
-            for ident, summary in zip(todo, results, strict=True):
+            for ident, (summary, cpu) in zip(todo, results, strict=True):
                 done[ident] = summary
+                cpu_time += cpu
             runs += len(todo)
             for c in failed:
                 workflow.observe(c.key, c.seed, None)
             for c, ident in ids:
                 workflow.observe(c.key, c.seed, done[ident])
-    return Drive(workflow.report(), runs, rounds, time.perf_counter() - start)
+    return Drive(workflow.report(), runs, rounds, time.perf_counter() - start, cpu_time)

@@ -34,6 +34,12 @@ from engine.study import get_path
 
 Shape = Literal["numeric", "ordered", "choice"]
 
+# The variants a default variant lever tries: what stacks run today (Linux's CUBIC and BBR,
+# and NewReno, the RFC 6582 baseline most others implement). `none` (a fixed window) and
+# the 1990s' Tahoe, Reno and ns-2's Sack1 are the seed studies' subjects, not fixes; a
+# request lists them in `values` to compare them (docs/advice.md).
+DEFAULT_VARIANTS: tuple[str, ...] = ("newreno", "cubic", "bbr")
+
 
 class LeverSpec(BaseModel):
     """A lever the user may pull: one or more paths moved together, optionally priced and
@@ -66,6 +72,9 @@ class LeverSpec(BaseModel):
             kinds.add(t.label)
         if len(kinds) > 1:
             raise ValueError(f"paths moved together must be the same setting, got {sorted(kinds)}")
+        unknown = [v for v in self.values or [] if kinds == {"variant"} and v not in VARIANTS]
+        if unknown:
+            raise ValueError(f"values: {unknown} are not variants ({', '.join(VARIANTS)})")
         return self
 
     @classmethod
@@ -167,7 +176,7 @@ class Lever:
         elif self.type.kind == "switch":
             values = [not self.current]
         else:
-            values = list(VARIANTS)
+            values = list(DEFAULT_VARIANTS)
         return [v for v in dict.fromkeys(values) if v != self.current]
 
     # --- cost ---------------------------------------------------------------------------

@@ -55,12 +55,17 @@ class Rejection(_Model):
 
     lever: str
     paths: list[str]
-    reason: Literal["bound", "measured", "budget"] = Field(
+    reason: Literal["bound", "measured", "budget", "dominated"] = Field(
         description="bound: the analytic bounds rule it out; measured: its best value was "
-        "simulated and missed; budget: the run budget ran out first"
+        "simulated and missed; budget: the run budget ran out first; dominated: what it "
+        "would try next costs more than a fix that already meets the target"
     )
     bound: float | None = Field(description="The best the bounds allow with this lever alone")
-    limit: str | None = Field(description="What binds there: window, link, pvc, shaper")
+    limit: str | None = Field(
+        description="What binds there: window, link, pvc, shaper; or why the lever cannot "
+        "matter: queue_holds_window (a larger queue never fills), window_covers_bdp (a "
+        "larger window only fills the queue), slow_start_saves_too_little"
+    )
     measured: Measured | None
     text: str
 
@@ -125,7 +130,14 @@ _BINDS = {
     "link": "a link",
     "pvc": "the PVC's contract",
     "shaper": "the shaper",
+    "queue_holds_window": "the queue already holds the whole window",
+    "window_covers_bdp": "the window already covers the bandwidth-delay product",
+    "slow_start_saves_too_little": "a larger initial window saves a few round trips of slow "
+    "start, too little for the target",
 }
+
+
+_CANNOT = ("queue_holds_window", "window_covers_bdp", "slow_start_saves_too_little")
 
 
 def cost_words(cost: float) -> str:
@@ -144,6 +156,8 @@ def fix_text(target: Target, fix: Fix) -> str:
 def rejection_text(target: Target, r: Rejection) -> str:
     from engine.advice.words import changes
 
+    if r.reason == "bound" and r.limit in _CANNOT:
+        return f"{r.lever} cannot help: {_BINDS[r.limit]}."
     if r.reason == "bound":
         binds = f", {_BINDS.get(r.limit or '', r.limit)} binding" if r.limit else ""
         text = (
@@ -161,6 +175,8 @@ def rejection_text(target: Target, r: Rejection) -> str:
             f"{outcome(target, r.measured)}."
         )
     del changes
+    if r.reason == "dominated":
+        return f"{r.lever}: not pursued, a cheaper fix already meets the target."
     return f"{r.lever}: the run budget ran out before it was settled."
 
 

@@ -134,7 +134,7 @@ def _contract(ctx: Context, pvc: Pvc) -> list[Remedy | None]:
     share = model.bound().capacity_bps / (pvc.cir + pvc.be * pvc.cir / pvc.bc)
     need = want / share  # frame bits per second the contract must let through
     cir = min(_port_rate(ctx, pvc), math.ceil(need / (1 + pvc.be / pvc.bc) / 8e3) * 8e3)
-    be = math.ceil(max(need - pvc.cir, 0.0) * pvc.bc / pvc.cir / 1e3) * 1e3
+    be = math.ceil(max(need - pvc.cir, 0.0) * pvc.bc / pvc.cir / 1e3) * 1000
     return [
         make(
             ctx,
@@ -183,7 +183,7 @@ def policing(ctx: Context) -> list[Remedy | None]:
         "frame_bits": p.frame_bits,
     }
     if burst < p.frame_bits:
-        bc = math.ceil((p.frame_bits - pvc.be) / 1e3) * 1e3
+        bc = math.ceil((p.frame_bits - pvc.be) / 1e3) * 1000
         first = _pvc_port(ctx, pvc)
         overhead = link_wire(first, 1000) - 1000 if first is not None else 0
         mss = int(burst // 8) - overhead - TCP_IP_HEADERS
@@ -212,7 +212,7 @@ def policing(ctx: Context) -> list[Remedy | None]:
     window_bits = (ctx.facts.window_bytes or 0) * 8
     out = []
     if burst < window_bits:
-        be = math.ceil((window_bits - pvc.bc) / 1e3) * 1e3
+        be = math.ceil((window_bits - pvc.bc) / 1e3) * 1000
         out.append(
             make(
                 ctx,

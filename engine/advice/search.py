@@ -56,6 +56,7 @@ class _Plan:
         self.singles: dict[str, tracks.Answer] = {}
         self.pairs: dict[str, tracks.Answer] = {}
         self.confirm: dict[str, dict[str, Any]] = {}
+        self.dominated: set[str] = set()  # levers whose next run costs more than a fix
         self.met = False
         self.pending = 0  # tracks still waiting
 
@@ -100,7 +101,12 @@ class Advisor:
             k: dict(v) for k, v in state.get("observed", {}).items()
         }
         self.bounds = tracks.Bounds(
-            self.bound_value, self._bound_limit, self._reaches, self.target.better, self._detail
+            self.bound_value,
+            self._bound_limit,
+            self._reaches,
+            self.target.better,
+            self._detail,
+            self._saving_helps,
         )
 
     # --- the Workflow contract ---------------------------------------------------------------
@@ -112,7 +118,8 @@ class Advisor:
         remaining = self.request.budget - self.runs
         per = len(self.seeds)
         chosen: list[dict[str, Any]] = []
-        for changes in _unique(plan.high):
+        # When the budget cannot run them all, the cheapest levers' probes go first.
+        for changes in sorted(_unique(plan.high), key=self.cost):
             if key_of(changes) not in self._proposed and remaining >= per:
                 chosen.append(changes)
                 remaining -= per
@@ -181,6 +188,10 @@ class Advisor:
         )
         report.text = advice_text(report)
         return report
+
+    def cost(self, changes: dict[str, Any]) -> float:
+        """What a configuration costs per month: the sum of its levers' costs."""
+        return sum(lv.cost(changes[lv.paths[0]]) for lv in self.levers if lv.paths[0] in changes)
 
     def tried(self) -> list[dict[str, Any]]:
         """Every configuration proposed so far, in order."""
@@ -268,9 +279,25 @@ class Advisor:
     def _bound_limit(self, changes: dict[str, Any]) -> str | None:
         return self._detail(changes).limit
 
+    def _saving_helps(self, seconds: float) -> bool | None:
+        """Could a transfer `seconds` shorter than the measured base meet the target? For a
+        goodput, over the flow's active time (its transfer, or its run when unlimited)."""
+        base = self.measured({})
+        if base is None or base.mean is None or not math.isfinite(base.mean):
+            return None
+        if self.target.lower_is_better:
+            return self.target.meets(base.mean - seconds)
+        active = self.scenario.duration
+        flows = [f for f in self.scenario.flows if f.id in self.models]
+        if flows and all(isinstance(f, TcpBulkFlow) and f.bytes for f in flows) and base.mean:
+            active = max(f.bytes * 8 / base.mean for f in flows)  # type: ignore[union-attr, operator]
+        if active <= seconds:
+            return True
+        return self.target.meets(base.mean * active / (active - seconds))
+
     def _reaches(self, changes: dict[str, Any]) -> bool:
         return all(
-            reaches(m.bound(changes), self.target.metric, "", self.target.value)
+            reaches(m.bound(changes), self.target.metric, self.target.value)
             for m in self.models.values()
         )
 
@@ -288,17 +315,27 @@ class Advisor:
             return plan
         probe = self.measured
         base_bound = self.bound_value({})
+        answers = {lv.name: tracks.search(lv, {}, self.bounds, probe) for lv in self.levers}
+        cheapest = min(
+            (self.cost(c) for a in answers.values() for c, *_ in _met(a)), default=math.inf
+        )
         for lever in self.levers:
-            answer = tracks.search(lever, {}, self.bounds, probe)
-            plan.singles[lever.name] = answer
+            answer = plan.singles[lever.name] = answers[lever.name]
+            if (
+                isinstance(answer, tracks.Pending)
+                and not answer.found
+                and all(self.cost(c) > cheapest for c in answer.needs)
+            ):
+                # A dearer configuration than a fix that already meets the target: not run.
+                plan.dominated.add(lever.name)
+                continue
             self._collect(plan, answer)
             if isinstance(answer, tracks.Pruned | tracks.Missed):
                 config = tracks.confirmation(lever, self.bounds, base_bound)
                 if config is not None and isinstance(answer, tracks.Pruned):
                     plan.confirm[lever.name] = config
                     plan.low.append(config)
-        found = any(isinstance(a, tracks.Found) for a in plan.singles.values())
-        if found or plan.pending or not self.request.combine:
+        if cheapest < math.inf or plan.pending or not self.request.combine:
             return plan
         for (a, b), answer in self._pairs(plan).items():
             plan.pairs[f"{a.name} with {b.name}"] = answer
@@ -336,8 +373,7 @@ class Advisor:
     def _fixes(self, plan: _Plan) -> list[Fix]:
         out = []
         for answer in [*plan.singles.values(), *plan.pairs.values()]:
-            if isinstance(answer, tracks.Found):
-                out += [self._fix(c, m, note) for c, m, note in answer.fixes]
+            out += [self._fix(c, m, note) for c, m, note in _met(answer)]
         return out
 
     def _fix(self, changes: dict[str, Any], m: Measured, note: str) -> Fix:
@@ -350,7 +386,7 @@ class Advisor:
         fix = Fix(
             levers=[lv.name for lv in moved],
             changes=listed,
-            cost=sum(lv.cost(changes[lv.paths[0]]) for lv in moved),
+            cost=self.cost(changes),
             cost_classes=classes,
             measured=m,
             bound=self.bound_value(changes),
@@ -386,6 +422,16 @@ class Advisor:
                     measured=answer.best,
                     text="",
                 )
+            elif lever.name in plan.dominated:
+                rej = Rejection(
+                    lever=lever.name,
+                    paths=lever.paths,
+                    reason="dominated",
+                    bound=None,
+                    limit=None,
+                    measured=None,
+                    text="",
+                )
             elif isinstance(answer, tracks.Pending) and done:
                 rej = Rejection(
                     lever=lever.name,
@@ -401,6 +447,15 @@ class Advisor:
             rej.text = rejection_text(self.target, rej)
             out.append(rej)
         return out
+
+
+def _met(answer: tracks.Answer) -> list[tuple[dict[str, Any], Measured, str]]:
+    """The configurations of a track that met the target so far."""
+    if isinstance(answer, tracks.Found):
+        return answer.fixes
+    if isinstance(answer, tracks.Pending):
+        return answer.found
+    return []
 
 
 def _unique(items: list[dict[str, Any]]) -> list[dict[str, Any]]:

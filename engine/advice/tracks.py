@@ -46,6 +46,7 @@ Probe = Callable[[Changes], Measured | None]
 @dataclass
 class Pending:
     needs: list[Changes]
+    found: list[tuple[Changes, Measured, str]] = field(default_factory=list)  # met so far
 
 
 @dataclass
@@ -80,12 +81,16 @@ class Bounds:
         reaches: Callable[[Changes], bool],
         better: Callable[[float, float], bool],
         detail: Callable[[Changes], Bound],
+        saving_helps: Callable[[float], bool | None],
     ):
         self.value = value
         self.limit = limit
         self.reaches = reaches
         self.better = better
         self.detail = detail
+        # Whether taking this many seconds off the measured base could meet the target
+        # (None while the base is not measured).
+        self.saving_helps = saving_helps
 
 
 def _merge(*parts: Changes) -> Changes:
@@ -108,7 +113,7 @@ def knee(lever: Lever, fixed: Changes, b: Bounds, top: float) -> Any:
             return False
         return abs(v - best) <= KNEE * abs(best) or b.better(v, best)
 
-    return _first(lever, float(lever.current), top, good)
+    return _first(lever, 0.0, top, good)
 
 
 def _first(lever: Lever, low: float, high: float, ok: Callable[[Any], bool]) -> Any:
@@ -138,11 +143,19 @@ def climb(lever: Lever, fixed: Changes, top: float, b: Bounds, probe: Probe) -> 
     if first is None:
         return Pruned(b.value(at(lever.grid(top))), b.limit(at(lever.grid(top))), None)
     x, fail, ok = first, None, None
+    hint = _start(lever, fixed, b, top)
+    if hint is not None and hint > first:
+        # The bounds allow less, but a value this size is the one that can work (a queue
+        # that holds the BDP): start there and bisect down toward the current value.
+        x, fail = hint, lever.current
     tried: list[Measured] = []
     for _ in range(MAX_PROBES):
         m = probe(at(x))
         if m is None:
-            return Pending([at(x)])
+            so_far: list[tuple[Changes, Measured, str]] = (
+                [(at(ok[0]), ok[1], "smaller values were not all tried")] if ok else []
+            )
+            return Pending([at(x)], so_far)
         tried.append(m)
         if m.meets:
             ok = (x, m)
@@ -162,6 +175,20 @@ def climb(lever: Lever, fixed: Changes, top: float, b: Bounds, probe: Probe) -> 
     if ok is not None:
         return Found([(at(ok[0]), ok[1], f"bisection stopped after {MAX_PROBES} probes")])
     return Missed(_best(tried, b), tried)
+
+
+def _start(lever: Lever, fixed: Changes, b: Bounds, top: float) -> Any:
+    """Where a lever the bounds cannot judge starts: a queue at one BDP (or the window's
+    excess over it), Linux's initial window of 10 segments."""
+    label = lever.type.label
+    if label == "queue":
+        d = b.detail(fixed)
+        packets = math.ceil(max(d.bdp_bytes, d.window_bytes - d.bdp_bytes) / lever.mss) + 1
+        unit = 1 if lever.type.kind == "packets" else lever.mss + TCP_IP_HEADERS
+        return lever.grid(min(top, packets * unit))
+    if label == "initial_cwnd":
+        return lever.grid(min(top, 10))
+    return None
 
 
 def ladder(lever: Lever, fixed: Changes, b: Bounds, probe: Probe) -> Answer:
@@ -218,6 +245,25 @@ def _best(tried: list[Measured], b: Bounds) -> Measured | None:
 
 def search(lever: Lever, fixed: Changes, b: Bounds, probe: Probe) -> Answer:
     """One lever's track, by its shape."""
+    if lever.shape == "numeric" and lever.type.label == "queue":
+        d = b.detail(fixed)
+        holds = math.ceil(d.window_bytes / lever.mss) + 1
+        unit = 1 if lever.type.kind == "packets" else lever.mss + TCP_IP_HEADERS
+        if float(lever.current) >= holds * unit:
+            # The queue already holds the whole window: a larger one never fills.
+            return Pruned(b.value(fixed), "queue_holds_window", None)
+    if lever.shape == "numeric" and lever.type.label in ("rcv_buf", "snd_buf"):
+        k = knee(lever, fixed, b, min(lever.highest(), SEARCH_CEILING))
+        if k is not None and float(lever.current) >= k:
+            # The window already covers the BDP: a larger one only fills the queue.
+            return Pruned(b.value(fixed), "window_covers_bdp", None)
+    if lever.shape == "numeric" and lever.type.label == "initial_cwnd" and not fixed:
+        # Slow start from a larger initial window saves at most the round trips it takes
+        # to grow from the current one (x1.5 per round trip with delayed ACKs).
+        d = b.detail(fixed)
+        rounds = math.log(max(top(lever, fixed, b), 1.0) / float(lever.current)) / math.log(1.5)
+        if b.saving_helps(rounds * d.rtt) is False:
+            return Pruned(b.value(fixed), "slow_start_saves_too_little", None)
     if lever.shape == "numeric":
         return climb(lever, fixed, top(lever, fixed, b), b, probe)
     if lever.shape == "ordered":

@@ -23,7 +23,7 @@ from engine import routing
 from engine.advice.levers import parse_value
 from engine.net import link_wire
 from engine.packet import TCP_IP_HEADERS
-from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow, TcpSpec
+from engine.scenario import Link, Pvc, QueueSpec, Scenario, TcpBulkFlow, TcpSpec
 from engine.tcp.receiver import effective_window
 
 SLACK = 0.02  # relative margin before a bound counts as ruling a target out
@@ -43,6 +43,10 @@ class Bound:
     window_bytes: int
     queue_bytes: float | None  # the tightest link's egress queue, in bytes of full segments
     queue_packets: int | None
+
+
+# The TCP settings the bounds depend on (the window, the segment, the handshake's wait).
+_TCP_BOUND = frozenset({"rcv_buf", "snd_buf", "window_scaling", "mss", "handshake"})
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class PathModel:
         self.back = back
         self.pvc = pvc
         self.pvc_first = pvc_first
+        self._base: Bound | None = None  # the bound without changes, asked for often
 
     @classmethod
     def of(
@@ -76,11 +81,13 @@ class PathModel:
         flow: TcpBulkFlow,
         topo: routing.Topology | None = None,
         links: Mapping[str, Link] | None = None,
+        route: list[routing.Hop] | None = None,
     ) -> PathModel | None:
-        """The flow's model, or None when it has no route."""
+        """The flow's model, or None when it has no route (`route`: its hops, when known)."""
         topo = topo or routing.Topology(scenario)
         links = links if links is not None else {link.id: link for link in scenario.links}
-        route = topo.route(flow.src, flow.dst) or []
+        if route is None:
+            route = topo.route(flow.src, flow.dst) or []
         back = topo.route(flow.dst, flow.src) or []
         if not route:
             return None
@@ -96,7 +103,17 @@ class PathModel:
     def bound(self, changes: Mapping[str, Any] | None = None) -> Bound:
         """The flow's bounds with `changes` ({dotted path: value}) applied; paths that do not
         touch this path (another flow, another link) change nothing."""
-        links, tcp, pvc = self._apply(changes or {})
+        applied = self._apply(changes or {})
+        if applied is None:  # nothing the bounds depend on changes (a variant, SACK...)
+            if self._base is None:
+                self._base = self._bound(*self._apply_none())
+            return self._base
+        return self._bound(*applied)
+
+    def _apply_none(self) -> tuple[dict[str, Link], TcpSpec, Pvc | None]:
+        return {}, self.flow.tcp, self.pvc
+
+    def _bound(self, links: dict[str, Link], tcp: TcpSpec, pvc: Pvc | None) -> Bound:
         payload = tcp.mss
         size = payload + TCP_IP_HEADERS
         window = effective_window(tcp)
@@ -123,11 +140,14 @@ class PathModel:
         burst = 0.0
         if pvc is not None and self.pvc_first is not None:
             first = links.get(self.hops[self.pvc_first].link.id, self.hops[self.pvc_first].link)
-            frame_share = payload / link_wire(first, size)
+            wire = link_wire(first, size)
+            frame_share = payload / wire
             bc = pvc.bc or pvc.cir
-            contract = (pvc.cir + pvc.be * pvc.cir / bc) * frame_share
-            if pvc.becn_shaping and pvc.cir * frame_share < min(capacity, contract):
-                capacity, limit, resource = pvc.cir * frame_share, "shaper", f"pvc:{pvc.id}"
+            # In the path facts' order of operations, so that equal figures compare equal.
+            contract = (pvc.cir + pvc.be * pvc.cir / bc) * payload / wire
+            shaped = pvc.cir * payload / wire
+            if pvc.becn_shaping and shaped < min(capacity, contract):
+                capacity, limit, resource = shaped, "shaper", f"pvc:{pvc.id}"
                 burst = bc * frame_share
             elif contract < capacity:
                 capacity, limit, resource = contract, "pvc", f"pvc:{pvc.id}"
@@ -168,7 +188,11 @@ class PathModel:
         by_window = rtt * max(nbytes / window - 1, 0.0) if window > 0 else float("inf")
         return handshake + max(by_rate, by_window)
 
-    def _apply(self, changes: Mapping[str, Any]) -> tuple[dict[str, Link], TcpSpec, Pvc | None]:
+    def _apply(
+        self, changes: Mapping[str, Any]
+    ) -> tuple[dict[str, Link], TcpSpec, Pvc | None] | None:
+        """The path's links, TCP and PVC with the changes that touch them; None when none
+        does."""
         links: dict[str, Link] = {}
         tcp_update: dict[str, Any] = {}
         pvc_update: dict[str, Any] = {}
@@ -178,7 +202,11 @@ class PathModel:
             if parts[0] == "links" and len(parts) >= 3 and parts[1] in mine:
                 link = links.get(parts[1], mine[parts[1]])
                 links[parts[1]] = _set(link, parts[2:], parse_value(path, value))
-            elif parts[:3] == ["flows", self.flow.id, "tcp"] and len(parts) == 4:
+            elif (
+                parts[:3] == ["flows", self.flow.id, "tcp"]
+                and len(parts) == 4
+                and parts[3] in _TCP_BOUND
+            ):
                 tcp_update[parts[3]] = parse_value(path, value)
             elif (
                 self.pvc is not None
@@ -187,12 +215,14 @@ class PathModel:
                 and parts[2] == self.pvc.id
             ):
                 pvc_update[parts[3]] = parse_value(path, value)
-        tcp = self.flow.tcp
-        if tcp_update:
-            tcp = TcpSpec.model_validate({**tcp.model_dump(), **tcp_update})
+        if not links and not tcp_update and not pvc_update:
+            return None
+        # Copies without validation: the values are parsed (parse_value) and every remedy of
+        # every flow of a run is evaluated here, so this is on the diagnosis' path.
+        tcp = self.flow.tcp.model_copy(update=tcp_update) if tcp_update else self.flow.tcp
         pvc = self.pvc
         if pvc is not None and pvc_update:
-            pvc = Pvc.model_validate({**pvc.model_dump(), **pvc_update})
+            pvc = pvc.model_copy(update=pvc_update)
         return links, tcp, pvc
 
 
@@ -203,21 +233,18 @@ def _hop(links: Mapping[str, Link], hop: routing.Hop) -> _Hop:
 
 
 def _set(link: Link, field: list[str], value: Any) -> Link:
-    """A copy of the link with one (possibly nested: queue.limit_packets) field changed."""
-    data = link.model_dump()
-    node = data
-    for part in field[:-1]:
-        if node.get(part) is None:
-            node[part] = {}
-        node = node[part]
-    node[field[-1]] = value
-    other = {"limit_packets": "limit_bytes", "limit_bytes": "limit_packets"}.get(field[-1])
+    """A copy of the link with one field changed, or one field of one of its queues."""
+    if len(field) == 1:
+        return link.model_copy(update={field[0]: value})
+    queue = getattr(link, field[0]) or QueueSpec()
+    update = {field[1]: value}
+    other = {"limit_packets": "limit_bytes", "limit_bytes": "limit_packets"}.get(field[1])
     if other is not None:
-        node[other] = None  # one limit at most
-    return Link.model_validate(data)
+        update[other] = None  # one limit at most
+    return link.model_copy(update={field[0]: queue.model_copy(update=update)})
 
 
-def reaches(bound: Bound, metric: str, op: str, value: float) -> bool:
+def reaches(bound: Bound, metric: str, value: float) -> bool:
     """Whether the optimistic bound leaves the target within reach (with SLACK)."""
     if metric == "completion_time":
         t = bound.completion_time

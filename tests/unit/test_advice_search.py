@@ -1,0 +1,210 @@
+"""The advisor (engine/advice/search.py) on seed 003's scenario, shortened tenfold: the lab's
+25 MB become 2.5 MB, so every run takes a tenth of the time and the same physics holds
+(an 8,760 B window over a T1 with a 186 ms round trip).
+
+The figures are checked against the bounds and the lab's finding, never against what the
+advisor printed:
+
+- the window bound: a window of w bytes delivers at most w per round trip, so 2.5 MB need
+  at least R x (2.5e6 / w - 1) seconds; the T1's payload rate (1460 B per 1508 B frame of
+  1.544 Mbit/s, 1.495 Mbit/s) carries 2.5 MB in no less than 13.4 s;
+- the lab (seed 003): upgrading T1 to T3 with the 8 KB window barely helps (560 -> 475 s);
+  the window is what limits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from engine.advice.local import drive
+from engine.advice.request import AdviceRequest
+from engine.advice.search import Advisor
+from engine.advice.target import Target
+from engine.net import wire_bytes
+from engine.presets import load_preset
+from engine.study import apply_changes
+
+pytestmark = pytest.mark.unit
+
+NBYTES = 2_500_000
+MSS = 1460
+T1_PAYLOAD = 1.544e6 * MSS / wire_bytes("frame_relay", MSS + 40)  # 1.495 Mbit/s
+T1_FLOOR = NBYTES * 8 / T1_PAYLOAD  # 13.4 s: no window makes the T1 faster
+RTT_T3 = 0.1702  # riverbed.md section 4: 170.19 ms with T3 access links
+
+
+@pytest.fixture(scope="module")
+def scenario():
+    return apply_changes(load_preset("riverbed-t1-8k"), {"flows.backup.bytes": NBYTES})
+
+
+def advise(scenario, target: str, **request):
+    advisor = Advisor(scenario, AdviceRequest(target=Target.parse(target), **request))
+    return advisor, drive(scenario, advisor).report
+
+
+@pytest.fixture(scope="module")
+def twenty(scenario):
+    return advise(scenario, "backup.completion_time<=20s")
+
+
+def test_the_top_fix_is_the_smallest_free_window_that_meets_the_target(twenty):
+    advisor, report = twenty
+    assert report.finished and report.reachable and not report.met_already
+    assert report.base is not None and report.base.mean > 20  # the lab's 8 KB window: ~56 s
+    top = report.fixes[0]
+    assert top.cost == 0 and top.cost_classes == ["endpoint"]
+    (change,) = top.changes
+    assert change.path == "flows.backup.tcp.rcv_buf" and change.was == 8760
+    assert top.measured.meets and top.measured.mean <= 20
+    # Smallest: one segment less either was simulated and missed, or the bounds rule it out.
+    smaller = {change.path: change.value - MSS}
+    below = advisor.measured(smaller)
+    if below is not None:
+        assert not below.meets
+    else:
+        assert advisor.bound_value(smaller) > 20
+    # A window needs at least the rate 2.5 MB in 20 s asks for, per round trip of 186 ms.
+    assert change.value >= NBYTES * 8 / 20 / 8 * 0.1858
+
+
+def test_the_t3_upgrade_is_reported_as_not_meeting_it_with_its_measured_time(twenty):
+    """The lab's finding, reached without a human: T3 with the 8 KB window stays slow."""
+    _, report = twenty
+    link = next(r for r in report.rejected if r.paths[0].startswith("links."))
+    assert set(link.paths) == {"links.access1.rate", "links.access2.rate"}
+    assert link.reason == "bound" and link.limit == "window"
+    assert link.measured is not None
+    assert set(link.measured.changes.values()) == {44.736e6}  # T3, the T1's next product
+    t3 = link.measured.mean
+    # The window bound at T3's round trip, and the lab's "barely helps" (475/560 = 0.85).
+    assert t3 >= RTT_T3 * (NBYTES / 8760 - 1)
+    assert t3 > 20 and t3 >= 0.8 * report.base.mean
+
+
+def test_levers_that_move_no_bound_are_ruled_out_without_a_run(twenty):
+    advisor, report = twenty
+    for name in ("variant", "sack", "initial_cwnd"):
+        rej = next(r for r in report.rejected if r.lever == name)
+        assert rej.reason == "bound" and rej.measured is None and rej.bound > 20
+    assert report.runs <= 8 and report.runs == advisor.runs
+
+
+def test_a_target_beyond_the_t1_pairs_a_link_upgrade_with_a_window(scenario):
+    """10 s is below the T1's 13.4 s floor: no window alone, no link alone (the 8 KB window
+    holds it), only both together."""
+    _, report = advise(scenario, "backup.completion_time<=10s")
+    assert report.reachable
+    top = report.fixes[0]
+    paths = {c.path for c in top.changes}
+    assert {"links.access1.rate", "links.access2.rate", "flows.backup.tcp.rcv_buf"} <= paths
+    assert top.measured.mean <= 10 and top.cost > 0
+    window = next(r for r in report.rejected if r.lever == "rcv_buf")
+    assert window.reason == "bound" and window.bound >= T1_FLOOR * (1 - 1e-9)
+
+
+def test_unreachable_on_t1_says_so_with_the_best_t1_time(scenario):
+    levers = [{"paths": [f"flows.backup.tcp.{f}"]} for f in ("rcv_buf", "variant", "sack")]
+    advisor, report = advise(scenario, "backup.completion_time<=10s", levers=levers)
+    assert report.finished and report.reachable is False and not report.fixes
+    assert report.best is not None and report.best.mean >= T1_FLOOR * (1 - 1e-9)
+    assert report.best.mean < report.base.mean
+    assert any("Nothing within these levers meets it" in s for s in report.text)
+
+
+def test_the_budget_is_never_exceeded(scenario):
+    advisor, report = advise(scenario, "backup.completion_time<=20s", budget=2)
+    assert report.runs <= 2 and report.finished
+
+
+def test_a_restored_advisor_takes_the_same_path(scenario):
+    """Every step from stored state, as the worker runs it: state -> JSON -> restore."""
+    request = {"target": Target.parse("backup.completion_time<=20s")}
+    live = Advisor(scenario, request)
+    restored_keys = []
+    while True:
+        state = json.loads(json.dumps(live.state()))
+        twin = Advisor(scenario, request, state)
+        batch, twin_batch = live.propose(), twin.propose()
+        assert batch == twin_batch
+        if not batch:
+            break
+        restored_keys += [c.key for c in batch]
+        for c in batch:
+            from engine.simulation import simulate
+
+            summary = simulate(apply_changes(scenario, c.changes), seed=c.seed).summary()
+            live.observe(c.key, c.seed, summary)
+            live.observe(c.key, c.seed, summary)  # a redelivered message changes nothing
+    assert live.finished()
+    final = Advisor(scenario, request, json.loads(json.dumps(live.state())))
+    assert final.report() == live.report()
+    assert len(restored_keys) == len(set(restored_keys))
+
+
+def test_a_scenario_that_meets_the_target_needs_nothing(scenario):
+    _, report = advise(scenario, "backup.completion_time<=100s")
+    assert report.met_already and report.runs == 1 and not report.fixes
+
+
+def test_bad_requests_name_what_is_wrong(scenario):
+    with pytest.raises(ValueError, match="not a TCP flow"):
+        Advisor(scenario, {"target": Target.parse("nosuch.completion_time<=1s")})
+    with pytest.raises(ValueError, match="not a lever"):
+        Advisor(
+            scenario,
+            {
+                "target": Target.parse("backup.time<=1s"),
+                "levers": [{"paths": ["flows.backup.tcp.nosuch"]}],
+            },
+        )
+    with pytest.raises(ValueError, match="takes <="):
+        Target.parse("backup.completion_time>=1s")
+    assert math.isclose(Target.parse("*.goodput>=1.5Mbps").value, 1.5e6)
+
+
+def test_curves_put_every_measured_point_above_its_bound(twenty):
+    """QuickPredict's view: completion time against the window, the analytic bound beside
+    the runs. A bound is a lower bound of the completion time at every measured point, and
+    the bound falls as the window grows until the T1 sets the floor."""
+    from engine.advice.curves import curves, to_csv
+
+    advisor, _ = twenty
+    rows = [r for r in curves(advisor) if r.lever == "rcv_buf"]
+    measured = [r for r in rows if r.measured is not None]
+    assert len(measured) >= 3  # the run itself and the bisection's probes
+    for r in measured:
+        assert r.bound <= r.measured
+    bounds = [r.bound for r in sorted(rows, key=lambda r: r.value)]
+    assert all(a >= b for a, b in zip(bounds, bounds[1:], strict=False))
+    # The floor: the T1's 13.4 s plus the handshake's propagation there and back (2 x 83.5 ms).
+    assert bounds[-1] == pytest.approx(T1_FLOOR + 2 * (2 * 0.04175 + 2 * 10e-6), rel=1e-6)
+    csv = to_csv(rows).splitlines()
+    assert csv[0] == "lever,value,label,metric,measured,ci_low,ci_high,bound"
+    assert len(csv) == len(rows) + 1
+
+
+def test_the_command_line_prints_the_report_as_json(scenario, tmp_path, capsys):
+    from engine.cli import main
+
+    path = tmp_path / "short.json"
+    path.write_text(scenario.model_dump_json())
+    code = main(
+        [
+            "advise",
+            str(path),
+            "--target",
+            "backup.completion_time<=100s",
+            "--json",
+            "--jobs",
+            "1",
+            "--lever",
+            "flows.backup.tcp.rcv_buf",
+        ]
+    )
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["met_already"] and doc["runs"] == 1 and doc["curves"]
