@@ -124,15 +124,11 @@ def reconcile_once(
         with session_scope(sessions) as session:
             if RunRepository(session).mark_enqueued(run.id, by="reconciler", reason=why):
                 done.sent += 1
-    done.woken = _wake_workflows(sessions, celery, settings)
-    if done.sent or done.failed or done.woken:
+    if done.sent or done.failed:
         log.info(
-            "reconciler: %d sent, %d taken back, %d failed, %d workflows woken",
-            done.sent,
-            done.requeued,
-            done.failed,
-            done.woken,
+            "reconciler: %d sent, %d taken back, %d failed", done.sent, done.requeued, done.failed
         )
+    done.woken = _wake_workflows(sessions, celery, settings)
     return done
 
 
@@ -147,6 +143,8 @@ def _wake_workflows(sessions: sessionmaker[Session], celery: Celery, settings: S
             log.warning("reconciler could not reach the broker", exc_info=True)
             break
         woken += 1
+    if woken:
+        log.info("reconciler: %d quiet workflows sent a step", woken)
     return woken
 
 

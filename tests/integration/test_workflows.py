@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -290,3 +291,28 @@ def test_a_workflow_whose_logic_raises_fails_with_its_message(world: Any) -> Non
     assert failed.status is WorkflowStatus.failed
     assert failed.error == {"type": "RuntimeError", "message": "the workflow's own logic failed"}
     assert runs_of(o.sessions, wf_id) == []
+
+
+def test_the_reconciler_wakes_a_workflow_whose_step_was_lost(world: Any) -> None:
+    """Its runs ended but no step followed (the runner's message lost): once quiet for the
+    lease with no run left to wait for, the reconciler sends it a step; one still waiting
+    on a run is left alone."""
+    import redis
+
+    from api.reconciler import reconcile_once
+
+    o, settings = world
+    quiet = settings.model_copy(update={"workflow_lease": 0.2})
+    waiting, lost = create(o.sessions), create(o.sessions)
+    o.advance(waiting)  # its round-0 runs stay queued: it waits on them
+    o.advance(lost)
+    simulate_queued(o, lost)  # ended, and nobody told the workflow
+    queue = redis.Redis.from_url(REDIS_URL)
+    queue.delete(settings.queue)
+    time.sleep(0.3)
+    done = reconcile_once(o.sessions, o.celery, quiet, take_back_running=False)
+    assert done.woken == 1
+    bodies = [m.decode() for m in queue.lrange(settings.queue, 0, -1)]
+    assert sum(str(lost) in b for b in bodies) == 1 and not any(str(waiting) in b for b in bodies)
+    o.advance(lost)  # the step the message asks for: round 1 made
+    assert len(runs_of(o.sessions, lost)) == 3
