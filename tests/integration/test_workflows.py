@@ -148,7 +148,9 @@ def base() -> Scenario:
     return Scenario.model_validate(data)
 
 
-def create(sessions: sessionmaker[Session], budget: int = 10, **request: Any) -> uuid.UUID:
+def create(
+    sessions: sessionmaker[Session], budget: int = 10, cache: str = "reuse", **request: Any
+) -> uuid.UUID:
     scenario = base()
     with session_scope(sessions) as session:
         wf = WorkflowRepository(session).create(
@@ -160,6 +162,7 @@ def create(sessions: sessionmaker[Session], budget: int = 10, **request: Any) ->
             seed=scenario.seed,
             request={"flow": "backup", "values": LADDER, "target": TARGET, **request},
             run_budget=budget,
+            cache=cache,
             engine_version=ENGINE_VERSION,
         )
         return wf.id
@@ -303,7 +306,8 @@ def test_the_reconciler_wakes_a_workflow_whose_step_was_lost(world: Any) -> None
 
     o, settings = world
     quiet = settings.model_copy(update={"workflow_lease": 0.2})
-    waiting, lost = create(o.sessions), create(o.sessions)
+    # Simulated afresh: served from the cache, either would finish in its first step.
+    waiting, lost = create(o.sessions, cache="refresh"), create(o.sessions, cache="refresh")
     o.advance(waiting)  # its round-0 runs stay queued: it waits on them
     o.advance(lost)
     simulate_queued(o, lost)  # ended, and nobody told the workflow
