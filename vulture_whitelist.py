@@ -40,6 +40,7 @@ _.speed_runs  # api/sweeps/schemas.py: SweepCost
 _.eta_seconds  # api/sweeps/schemas.py and client/models.py: SweepProgress
 _.eta_method  # api/sweeps/schemas.py and client/models.py: SweepProgress
 _.simulations  # api/sweeps/schemas.py and client/models.py: SweepOut
+_.base_run  # api/advice/schemas.py and client/models.py: AdviceLinks
 _.throughput_pps  # engine/result.py: TcpFlowSummary
 _.delay_p50  # engine/result.py: TcpFlowSummary, UdpFlowSummary
 _.delay_p95  # engine/result.py: TcpFlowSummary, UdpFlowSummary
@@ -66,10 +67,3 @@ _.undocumented  # engine/docs.py: tests/unit/test_docs.py fails when a field has
 _.css_entered_round  # engine/tcp/cc/slowstart.py: RFC 9406 rounds, asserted by test_engine_hystart
 _.exit_round  # engine/tcp/cc/slowstart.py: the same
 _.unregister  # engine/variants.py: a test forgets its own variant (test_variant_registry)
-
-# engine/workflow.py: the multi-run workflow contract, implemented by engine/advice/ and
-# driven by worker/workflows/ (both land this session; drop these lines once they use it).
-_.changes
-_.Workflow
-_.propose
-_.observe

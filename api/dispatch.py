@@ -1,4 +1,4 @@
-"""Sending committed runs to the workers from the event loop.
+"""Sending committed runs (and workflows' first steps) to the workers from the event loop.
 
 kombu's publish blocks (and retries for seconds when the broker is away), so sends run in
 threads of their own, under a small limiter of their own that nothing on the read path
@@ -17,25 +17,13 @@ from celery import Celery
 from sqlalchemy.orm import Session
 
 from api.db import Db
-from messaging import send_run
+from messaging import send_advance, send_runs
 from store.runs import RunRepository
 
 log = logging.getLogger(__name__)
 
 #: Threads that may be publishing at once (each holds a broker connection from kombu's pool).
 SENDERS = anyio.CapacityLimiter(4)
-
-
-def _send_all(celery: Celery, run_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
-    sent = []
-    for run_id in run_ids:
-        try:
-            send_run(celery, run_id)
-        except Exception:
-            log.warning("could not send run %s; the reconciler will", run_id, exc_info=True)
-            break
-        sent.append(run_id)
-    return sent
 
 
 def _mark(session: Session, run_ids: list[uuid.UUID]) -> None:
@@ -58,6 +46,15 @@ async def enqueue(db: Db, celery: Celery, run_ids: Sequence[uuid.UUID]) -> None:
         return
     ids = list(run_ids)
     await db(_mark, ids)
-    sent = await anyio.to_thread.run_sync(_send_all, celery, ids, limiter=SENDERS)
+    sent = await anyio.to_thread.run_sync(send_runs, celery, ids, limiter=SENDERS)
     if len(sent) < len(ids):
         await db(_unmark, ids[len(sent) :])
+
+
+async def wake(celery: Celery, workflow_id: uuid.UUID) -> None:
+    """Ask a worker for a committed workflow's first step. A broker that refuses is logged:
+    the reconciler sends a step to a workflow that stays quiet (``workflow_lease``)."""
+    try:
+        await anyio.to_thread.run_sync(send_advance, celery, workflow_id, limiter=SENDERS)
+    except Exception:
+        log.warning("could not wake workflow %s; the reconciler will", workflow_id, exc_info=True)

@@ -16,6 +16,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from api import exception_handlers
+from api.advice.endpoints import router as advice_router
+from api.advice.endpoints import runs_router as run_remedies_router
 from api.body_limit import BodyLimit
 from api.cache import ResponseCache, ServeCached
 from api.compare.endpoints import router as compare_router
@@ -45,6 +47,9 @@ DESCRIPTION = """\
 Packet-level simulation of TCP over Frame Relay and other WAN links, as a service.
 Submit a scenario (or a preset) to `POST /v1/runs`, poll the run, then read its summary,
 its diagnosis (what limits each transfer) and its time-series, downsampled for charts.
+What would fix it: `POST /v1/advice` searches the levers you allow, by simulation, for the
+cheapest change that meets a target; `POST /v1/runs/{id}/remedies/check` measures a run's
+remedies.
 Errors are RFC 9457 problem+json; a bad scenario's `errors[].loc` and `pointer` name the field.
 """
 
@@ -210,6 +215,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sweeps_router,
         compare_router,
         exports_router,
+        advice_router,
+        run_remedies_router,
     ):
         app.include_router(router, dependencies=PROTECTED, responses=problem_responses(401))
     # The pages are a client of the API like any other: they hold no data and need no key

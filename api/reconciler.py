@@ -8,7 +8,9 @@ things. Each pass sends again the runs a worker should have but does not:
   is empty (the broker was restarted or flushed): their message is gone, so sent again.
 
 A run taken back or sent again ``max_attempts`` times fails with ``RetryBudgetExceeded``
-instead of looping. Every step is a conditional update recorded in the run's history, so
+instead of looping. A workflow (advice, a remedy check) that went quiet with no run left
+to wait for is sent another step (``worker.workflows``; a step with nothing new does
+nothing). Every step is a conditional update recorded in the run's history, so
 several API processes can reconcile at once.
 """
 
@@ -24,12 +26,13 @@ import anyio
 from celery import Celery
 from sqlalchemy.orm import Session, sessionmaker
 
-from messaging import queue_depth, send_run
+from messaging import queue_depth, send_advance, send_run
 from settings import Settings
 from store.db import database_unavailable, lock_timed_out, session_scope, wait_for_locks
 from store.models import Run, RunStatus
 from store.run_events import EventKind
 from store.runs import RunRepository
+from store.workflows import WorkflowRepository
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,7 @@ class Pass:
     sent: int = 0
     requeued: int = 0
     failed: int = 0
+    woken: int = 0  # workflows sent a step
 
 
 def _budget_error(run: Run, requeues: int, settings: Settings) -> dict[str, str]:
@@ -107,6 +111,7 @@ def reconcile_once(
         log.info(
             "reconciler: %d sent, %d taken back, %d failed", done.sent, done.requeued, done.failed
         )
+    done.woken = _wake_workflows(sessions, celery, settings)
     return done
 
 
@@ -158,6 +163,22 @@ def _take_back(
             done.requeued += 1
             to_send[run] = None
             log.info("run %s taken back (%s)", run.id, reason)
+
+
+def _wake_workflows(sessions: sessionmaker[Session], celery: Celery, settings: Settings) -> int:
+    with session_scope(sessions) as session:
+        stalled = WorkflowRepository(session).stalled(quiet_for=settings.workflow_lease)
+    woken = 0
+    for workflow_id in stalled:
+        try:
+            send_advance(celery, workflow_id)
+        except Exception:
+            log.warning("reconciler could not reach the broker", exc_info=True)
+            break
+        woken += 1
+    if woken:
+        log.info("reconciler: %d quiet workflows sent a step", woken)
+    return woken
 
 
 async def reconcile_forever(

@@ -4,28 +4,30 @@
     run = Client("http://127.0.0.1:8000").run(preset="riverbed-t1-64k").wait()
     run.summary.flows["backup"]["completion_time"]          # 135.3
     run.series("flow.backup.cwnd")                           # a DataFrame, or {t, v} lists
+    advice = Client().advise("backup.completion_time<=200s", preset="riverbed-t1-8k").wait()
+    advice.report["fixes"][0]["text"]                        # the cheapest fix, measured
 
 Errors: ``ApiError`` (the server answered a problem+json; ``.problem`` holds it),
-``Unreachable`` (no answer: refused, timed out, or a 5xx gateway), ``Failed`` (a run or
-sweep ended failed or cancelled, from ``wait``)."""
+``Unreachable`` (no answer: refused, timed out, or a 5xx gateway), ``Failed`` (a run,
+sweep or advice ended failed or cancelled, from ``wait``): ``client.errors``."""
 
 from __future__ import annotations
 
 import os
-import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any
 
 import httpx
 
+from client.errors import ApiError, Unreachable
+from client.handles import Advice, Run, Sweep
 from client.models import (
-    SWEEP_FINISHED,
+    AdviceOut,
     PresetOut,
     Problem,
     RunOut,
-    RunStatus,
     SeriesData,
     SeriesIndex,
     SweepOut,
@@ -47,38 +49,13 @@ ENDPOINTS = [
     ("get", "/v1/sweeps/{sweep_id}/summary"),
     ("get", "/v1/sweeps/{sweep_id}/export"),
     ("get", "/v1/compare"),
+    ("post", "/v1/advice"),
+    ("get", "/v1/advice/{advice_id}"),
+    ("post", "/v1/advice/{advice_id}/cancel"),
+    ("get", "/v1/advice/{advice_id}/curves"),
+    ("post", "/v1/runs/{run_id}/remedies/check"),
+    ("get", "/v1/runs/{run_id}/remedies"),
 ]
-
-
-class ClientError(Exception):
-    """Base of the client's errors."""
-
-
-class Unreachable(ClientError):
-    """The server could not be reached, or did not answer in time."""
-
-
-class ApiError(ClientError):
-    """The server refused the request; ``problem`` is its RFC 9457 document."""
-
-    def __init__(self, problem: Problem) -> None:
-        super().__init__(f"{problem.status} {problem.title}: {problem.detail or ''}".rstrip(": "))
-        self.problem = problem
-
-    @property
-    def status(self) -> int:
-        return self.problem.status
-
-
-class Failed(ClientError):
-    """A run or sweep ended without succeeding (failed, cancelled, or a partial sweep)."""
-
-    def __init__(self, what: str, status: str, message: str = "") -> None:
-        super().__init__(f"{what} {status}" + (f": {message}" if message else ""))
-        self.status = status
-
-
-Progress = Callable[[float, str], None]
 
 
 class Client:
@@ -263,182 +240,65 @@ class Client:
         params = _params(runs=",".join(map(str, run_ids)), baseline=baseline)
         return self._json("GET", "/v1/compare", params=params)
 
+    # --- advice -------------------------------------------------------------------------
 
-Doc = TypeVar("Doc", RunOut, SweepOut)
-
-
-class _Handle(Generic[Doc]):
-    """What runs and sweeps share: the client, the latest document, its id, waiting for
-    it to finish, the export. A subclass says how to refresh, read and judge its document,
-    and how long to wait between polls (`POLL`: first delay, longest delay)."""
-
-    KIND: ClassVar[str]
-    POLL: ClassVar[tuple[float, float]]
-
-    def __init__(self, client: Client, doc: Doc) -> None:
-        self.client = client
-        self.doc: Doc = doc
-
-    @property
-    def id(self) -> uuid.UUID:
-        return self.doc.id
-
-    def export(self, path: str | Path) -> Path:
-        return self.client.export(self.id, path)
-
-    def refresh(self) -> Self:
-        raise NotImplementedError
-
-    def _reading(self) -> tuple[float, str]:
-        """(fraction done, status), as ``progress`` callbacks are given them."""
-        raise NotImplementedError
-
-    def _finished(self) -> bool:
-        raise NotImplementedError
-
-    def _failure(self) -> Failed | None:
-        """What ``wait`` raises for a finished document that did not succeed."""
-        raise NotImplementedError
-
-    def wait(
+    def advise(
         self,
+        target: str | dict[str, Any],
         *,
-        timeout: float | None = None,
-        progress: Progress | None = None,
-        check: bool = True,
-    ) -> Self:
-        """Poll until it has finished (a sweep: every run); ``progress(fraction, status)``
-        on each change. One that did not succeed (a run that failed or was cancelled, a
-        sweep with any run so) raises ``Failed`` unless ``check=False``."""
-        first, longest = self.POLL
-        _poll(
-            self._reading,
-            self._finished,
-            self.refresh,
-            f"{self.KIND} {self.id}",
-            timeout=timeout,
-            progress=progress,
-            delay=first,
-            cap=longest,
-        )
-        if check and (failure := self._failure()) is not None:
-            raise failure
-        return self
+        preset: str | None = None,
+        scenario: dict[str, Any] | None = None,
+        scenario_id: str | uuid.UUID | None = None,
+        run_id: str | uuid.UUID | None = None,
+        levers: Iterable[str | dict[str, Any]] | None = None,
+        budget: int | None = None,
+        replications: int | None = None,
+        seed: int | None = None,
+        cache: str | None = None,
+        **options: Any,
+    ) -> Advice:
+        """Ask what would make a scenario (one of ``preset``, ``scenario``, ``scenario_id``,
+        ``run_id``) meet ``target``: ``"backup.completion_time<=200s"``,
+        ``"*.goodput>=2Mbps"`` or ``{"flow", "metric", "value"}``. ``levers``: dotted paths (``"flows.backup.tcp.
+        rcv_buf"``; moved together, priced, with values: ``"links.access1.rate+links.
+        access2.rate=4500:T3"``) or ``{paths, cost, values, maximum}``; None: every lever
+        that can matter. Returns at
+        once; ``.wait()`` for the report."""
+        body: dict[str, Any] = {"target": target, **options}
+        for name, value in (
+            ("preset", preset),
+            ("scenario", scenario),
+            ("scenario_id", scenario_id),
+            ("run_id", run_id),
+            ("budget", budget),
+            ("replications", replications),
+            ("seed", seed),
+            ("cache", cache),
+        ):
+            if value is not None:
+                body[name] = str(value) if isinstance(value, uuid.UUID) else value
+        if levers is not None:
+            body["levers"] = list(levers)
+        return Advice(self, AdviceOut.model_validate(self._json("POST", "/v1/advice", json=body)))
 
+    def get_advice(self, advice_id: str | uuid.UUID) -> Advice:
+        return Advice(self, AdviceOut.model_validate(self._json("GET", f"/v1/advice/{advice_id}")))
 
-class Run(_Handle[RunOut]):
-    """A run on the server; ``doc`` is its latest ``RunOut``."""
+    def advice_curves(self, advice_id: str | uuid.UUID, *, csv: bool = False) -> Any:
+        """The advice's curves: the document (dict), or the table as CSV text."""
+        if csv:
+            return self.request("GET", f"/v1/advice/{advice_id}/curves?format=csv").text
+        return self._json("GET", f"/v1/advice/{advice_id}/curves")
 
-    KIND = "run"
-    POLL = (0.1, 1.0)
+    def check_remedies(self, run_id: str | uuid.UUID, *, replications: int | None = None) -> Advice:
+        """Simulate a succeeded run's remedies (the check already made, if there is one)."""
+        body = {"replications": replications} if replications is not None else None
+        doc = self._json("POST", f"/v1/runs/{run_id}/remedies/check", json=body)
+        return Advice(self, AdviceOut.model_validate(doc))
 
-    def __repr__(self) -> str:
-        return f"<Run {self.id} {self.status.value} {self.doc.progress:.0%}>"
-
-    @property
-    def status(self) -> RunStatus:
-        return self.doc.status
-
-    @property
-    def summary(self) -> Any:
-        return self.doc.summary
-
-    @property
-    def diagnosis(self) -> dict[str, Any] | None:
-        return self.doc.diagnosis
-
-    def refresh(self) -> Self:
-        self.doc = self.client.get_run(self.id).doc
-        return self
-
-    def _reading(self) -> tuple[float, str]:
-        return self.doc.progress, self.status.value
-
-    def _finished(self) -> bool:
-        return self.status.finished
-
-    def _failure(self) -> Failed | None:
-        if self.status is RunStatus.succeeded:
-            return None
-        err = self.doc.error
-        return Failed(f"run {self.id}", self.status.value, err.message if err else "")
-
-    def series(self, key: str, *, max_points: int | None = None, frame: bool | None = None) -> Any:
-        return self.client.series(self.id, key, max_points=max_points, frame=frame)
-
-    def series_keys(self) -> list[str]:
-        return [s.key for s in self.client.series_index(self.id).series]
-
-    def pcap(
-        self, link: str, *, direction: str | None = None, path: str | Path | None = None
-    ) -> bytes:
-        return self.client.pcap(self.id, link, direction=direction, path=path)
-
-
-class Sweep(_Handle[SweepOut]):
-    """A sweep on the server; ``doc`` is its latest ``SweepOut``."""
-
-    KIND = "sweep"
-    POLL = (0.2, 2.0)
-
-    def __repr__(self) -> str:
-        return f"<Sweep {self.id} {self.status} {self.doc.progress.fraction:.0%}>"
-
-    @property
-    def status(self) -> str:
-        return self.doc.status
-
-    def refresh(self) -> Self:
-        self.doc = self.client.get_sweep(self.id).doc
-        return self
-
-    def _reading(self) -> tuple[float, str]:
-        return self.doc.progress.fraction, self.status
-
-    def _finished(self) -> bool:
-        return self.status in SWEEP_FINISHED
-
-    def _failure(self) -> Failed | None:
-        if self.status == "succeeded":
-            return None
-        c = self.doc.progress.counts
-        return Failed(
-            f"sweep {self.id}",
-            self.status,
-            f"{c.succeeded} succeeded, {c.failed} failed, {c.cancelled} cancelled",
-        )
-
-    def summary(self) -> dict[str, Any]:
-        return self.client.sweep_summary(self.id)
-
-
-def _poll(
-    reading: Callable[[], tuple[float, str]],
-    finished: Callable[[], bool],
-    refresh: Callable[[], object],
-    what: str,
-    *,
-    timeout: float | None,
-    progress: Progress | None,
-    delay: float,
-    cap: float,
-) -> None:
-    """Refresh until `finished()`, backing off from `delay` to `cap` seconds; `progress`
-    is called with each new `reading()` (fraction, status); `TimeoutError` past `timeout`."""
-    deadline = None if timeout is None else time.monotonic() + timeout
-    seen = None
-    while True:
-        now = reading()
-        if progress is not None and now != seen:
-            progress(*now)
-            seen = now
-        if finished():
-            return
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"{what} still {now[1]} after {timeout}s")
-        time.sleep(delay)
-        delay = min(delay * 1.5, cap)
-        refresh()
+    def remedies(self, run_id: str | uuid.UUID) -> dict[str, Any]:
+        """A run's remedies, predicted and (once checked) measured (schema ``RunRemedies``)."""
+        return self._json("GET", f"/v1/runs/{run_id}/remedies")
 
 
 def _params(**values: Any) -> dict[str, Any]:

@@ -7,77 +7,39 @@
     tcpfr compare ID ID... [--baseline ID] [--json]
     tcpfr export ID [-o FILE] [--pcap LINK[:DIRECTION]]
     tcpfr presets [--json]
+    tcpfr advise PRESET|FILE|RUN_ID --target GOAL [--lever PATH]... [--budget N] [--json]
+    tcpfr remedies RUN_ID [--check] [--json]
 
 The server is `--url` or TCPFR_URL (default http://127.0.0.1:8000, where `make run`
-serves), the API key `--key` or TCPFR_API_KEY. Exit codes: 0 done, 1 the run or sweep
-failed (or was cancelled), 2 bad input (the problem's detail and each field's path are
-printed), 3 the server could not be reached (or answered 5xx).
+serves), the API key `--key` or TCPFR_API_KEY. Exit codes: 0 done, 1 the run, sweep or
+advice failed (or was cancelled), 2 bad input (the problem's detail and each field's path
+are printed), 3 the server could not be reached (or answered 5xx).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
-import yaml
-
-from client.api import ApiError, Client, Failed, Unreachable
+from client.advise_cli import add_commands
+from client.api import Client
+from client.errors import ApiError, Failed, Unreachable
 from client.models import RunOut, RunStatus
-
-OK, FAILED, BAD_INPUT, UNREACHABLE = 0, 1, 2, 3
-
-
-class BadInput(Exception):
-    """Something wrong with what was given on the command line (exit 2)."""
-
-
-# --- output -------------------------------------------------------------------------------
-
-
-def _print_json(doc: Any, out: TextIO = sys.stdout) -> None:
-    if hasattr(doc, "model_dump"):
-        doc = doc.model_dump(mode="json")
-    json.dump(doc, out, indent=2)
-    out.write("\n")
-
-
-class ProgressDisplay:
-    """A bar redrawn in place on a terminal; when piped, a plain line per status change
-    and per tenth of the way."""
-
-    def __init__(self, label: str, stream: TextIO = sys.stderr) -> None:
-        self.label, self.stream = label, stream
-        self.tty = stream.isatty()
-        self.last: tuple[str, int] | None = None
-
-    def __call__(self, fraction: float, status: str) -> None:
-        pct = int(max(0.0, min(fraction, 1.0)) * 100)
-        if self.tty:
-            filled = pct * 30 // 100
-            bar = "#" * filled + "-" * (30 - filled)
-            self.stream.write(f"\r{self.label} [{bar}] {pct:3d}% {status:<10}")
-            if status in ("succeeded", "failed", "cancelled", "partial"):
-                self.stream.write("\n")
-        else:
-            step = (status, pct // 10)
-            if step == self.last:
-                return
-            self.last = step
-            self.stream.write(f"{self.label}: {status} {pct}%\n")
-        self.stream.flush()
-
-
-def _fmt(x: Any, unit: str = "", digits: int = 1) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        return f"{x:,.{digits}f}{unit}"
-    return f"{x:,}{unit}"
+from client.shell import (
+    BAD_INPUT,
+    FAILED,
+    OK,
+    UNREACHABLE,
+    BadInput,
+    ProgressDisplay,
+    fmt,
+    load_document,
+    print_json,
+    run_body,
+)
 
 
 def print_run(run: RunOut, out: TextIO = sys.stdout) -> None:
@@ -99,14 +61,14 @@ def print_run(run: RunOut, out: TextIO = sys.stdout) -> None:
         limit = ((run.diagnosis or {}).get(fid) or {}).get("limit", "-")
         if f.get("kind") == "tcp":
             w(
-                f"  {fid:<12} time {_fmt(f.get('completion_time'), ' s')}  goodput "
-                f"{_fmt((f.get('goodput_bps') or 0) / 1e3, ' kbit/s')}  retx "
+                f"  {fid:<12} time {fmt(f.get('completion_time'), ' s')}  goodput "
+                f"{fmt((f.get('goodput_bps') or 0) / 1e3, ' kbit/s')}  retx "
                 f"{f.get('retransmissions')}  timeouts {f.get('timeouts')}  limit: {limit}\n"
             )
         else:
             w(
-                f"  {fid:<12} throughput {_fmt((f.get('throughput_bps') or 0) / 1e3, ' kbit/s')}"
-                f"  plr {_fmt(f.get('plr'), '', 4)}  limit: {limit}\n"
+                f"  {fid:<12} throughput {fmt((f.get('throughput_bps') or 0) / 1e3, ' kbit/s')}"
+                f"  plr {fmt(f.get('plr'), '', 4)}  limit: {limit}\n"
             )
         advice = ((run.diagnosis or {}).get(fid) or {}).get("advice")
         if advice:
@@ -121,43 +83,6 @@ def print_problem(exc: ApiError, out: TextIO = sys.stderr) -> None:
         out.write(f"  at {where or '/'} ({'.'.join(map(str, e.loc))}): {e.msg}\n")
 
 
-# --- input --------------------------------------------------------------------------------
-
-
-def _looks_like_file(target: str) -> bool:
-    return Path(target).is_file() or os.sep in target or target.endswith((".yaml", ".yml", ".json"))
-
-
-def load_document(path: str) -> Any:
-    """A YAML or JSON file (JSON is YAML)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise BadInput(f"{path} is not YAML or JSON: {exc}") from exc
-
-
-def run_body(target: str, seed: int | None, *, refresh: bool = False) -> dict[str, Any]:
-    """A preset name, a scenario file, or a whole `POST /v1/runs` body in a file (an export
-    bundle's request.json)."""
-    if not _looks_like_file(target):
-        body: dict[str, Any] = {"preset": target}
-    else:
-        doc = load_document(target)
-        if not isinstance(doc, dict):
-            raise BadInput(f"{target}: expected a scenario (a mapping), got {type(doc).__name__}")
-        is_request = any(k in doc for k in ("scenario", "scenario_id", "preset"))
-        body = dict(doc) if is_request else {"scenario": doc}
-    if seed is not None:
-        body["seed"] = seed
-    if refresh:
-        body["cache"] = "refresh"
-    return body
-
-
 # --- commands -----------------------------------------------------------------------------
 
 
@@ -166,7 +91,7 @@ def cmd_run(client: Client, args: argparse.Namespace) -> int:
     if args.wait:
         run.wait(progress=None if args.quiet else ProgressDisplay(f"run {run.id}"), check=False)
     if args.json:
-        _print_json(run.doc)
+        print_json(run.doc)
     else:
         print_run(run.doc)
     return _run_code(run.doc)
@@ -195,7 +120,7 @@ def cmd_sweep(client: Client, args: argparse.Namespace) -> int:
         label = f"sweep {sweep.id}"
         sweep.wait(progress=None if args.quiet else ProgressDisplay(label), check=False)
     if args.json:
-        _print_json(sweep.doc)
+        print_json(sweep.doc)
     else:
         d = sweep.doc
         c = d.progress.counts
@@ -218,7 +143,7 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
             raise
         sweep = client.get_sweep(args.id)
         if args.json:
-            _print_json(sweep.doc)
+            print_json(sweep.doc)
         else:
             p = sweep.doc.progress
             print(
@@ -227,7 +152,7 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
             )
         return FAILED if sweep.status in ("failed", "cancelled", "partial") else OK
     if args.json:
-        _print_json(run.doc)
+        print_json(run.doc)
     else:
         print(f"run {run.id}: {run.status.value} {run.doc.progress:.0%}")
         if run.doc.error:
@@ -241,7 +166,7 @@ def cmd_series(client: Client, args: argparse.Namespace) -> int:
         return OK
     data = client.series_data(args.run_id, args.key, max_points=args.max_points)
     if args.json:
-        _print_json(data)
+        print_json(data)
         return OK
     print(
         f"# {data.key} ({data.unit}): {data.points} of {data.length} samples"
@@ -256,7 +181,7 @@ def cmd_series(client: Client, args: argparse.Namespace) -> int:
 def cmd_compare(client: Client, args: argparse.Namespace) -> int:
     doc = client.compare(args.ids, baseline=args.baseline)
     if args.json:
-        _print_json(doc)
+        print_json(doc)
         return OK
     metrics = [(m["flow"], m["metric"], m["unit"]) for m in doc.get("metrics", [])]
     shown = [
@@ -275,7 +200,7 @@ def cmd_compare(client: Client, args: argparse.Namespace) -> int:
         ]
         for f, m, _u in shown:
             stat = p.get("metrics", {}).get(f, {}).get(m) or {}
-            cells.append(_fmt(stat.get("mean"), "", 3))
+            cells.append(fmt(stat.get("mean"), "", 3))
         print(" | ".join(cells))
     for line in doc.get("conclusions", []):
         print(f"  {line}")
@@ -298,7 +223,7 @@ def cmd_export(client: Client, args: argparse.Namespace) -> int:
 def cmd_presets(client: Client, args: argparse.Namespace) -> int:
     presets = client.presets()
     if args.json:
-        _print_json([p.model_dump(mode="json") for p in presets])
+        print_json([p.model_dump(mode="json") for p in presets])
         return OK
     for p in presets:
         print(f"{p.name:<24} {p.kind:<9} {p.description}")
@@ -388,6 +313,7 @@ def parser() -> argparse.ArgumentParser:
     )
 
     command("presets", cmd_presets, "the presets (seed studies)")
+    add_commands(command)
     return top
 
 

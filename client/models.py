@@ -227,6 +227,66 @@ class SweepOut(_Doc):
     warnings: list[str] | None = None  # in the answer to the POST that created it
 
 
+AdviceStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+ADVICE_FINISHED = {"succeeded", "failed", "cancelled"}
+
+
+class AdviceBase(_Doc):
+    OPENAPI = "AdviceBase"
+    run_id: uuid.UUID | None
+    scenario_id: uuid.UUID | None
+    preset: str | None
+    scenario_name: str
+    scenario_hash: str
+    seed: int
+
+
+class AdviceProgress(_Doc):
+    OPENAPI = "AdviceProgress"
+    counts: RunCounts
+    runs: int
+    run_budget: int
+    cache_hits: int
+    fraction: float
+    steps: int
+
+
+class AdviceLinks(_Doc):
+    OPENAPI = "AdviceLinks"
+    self: str
+    runs: str
+    cancel: str
+    stream: str
+    curves: str
+    base_run: str | None
+
+
+class AdviceListItem(_Doc):
+    OPENAPI = "AdviceListItem"
+    id: uuid.UUID
+    kind: Literal["advice", "remedy_check"]
+    name: str
+    status: AdviceStatus
+    cancel_requested: bool
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    base: AdviceBase
+    progress: AdviceProgress
+    error: RunError | None
+    links: AdviceLinks
+
+
+class AdviceOut(AdviceListItem):
+    """An advice with its request and report. The report (the engine's ``AdviceReport`` or
+    ``CheckReport``: fixes, rejections, curves, sentences) is read as plain JSON, so this
+    model is checked against the API's without it (``AdviceListItem``)."""
+
+    OPENAPI = "AdviceOut"
+    request: dict[str, Any]
+    report: dict[str, Any] | None
+
+
 #: Every model checked against the OpenAPI document.
 MODELS: list[type[_Doc]] = [
     FieldError,
@@ -246,4 +306,8 @@ MODELS: list[type[_Doc]] = [
     SweepLinks,
     SweepPoint,
     SweepOut,
+    AdviceBase,
+    AdviceProgress,
+    AdviceLinks,
+    AdviceListItem,
 ]

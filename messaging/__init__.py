@@ -1,4 +1,5 @@
-"""The message contract between the API and the workers: which queue, which task, one run id.
+"""The message contract between the API and the workers: which queue, which task, one id
+(a run to simulate, or a workflow to advance).
 
 Both sides build their Celery app here from the same settings, so the API can send a
 run without importing the worker (and the simulator behind it).
@@ -7,16 +8,21 @@ run without importing the worker (and the simulator behind it).
 from __future__ import annotations
 
 import enum
+import logging
 import uuid
+from collections.abc import Sequence
 
 from celery import Celery
 
 from messaging import filesystem  # noqa: F401  (registers the embedded broker's transport)
 from settings import Settings
 
+log = logging.getLogger(__name__)
+
 
 class TaskName(enum.StrEnum):
     run_simulation = "tcpfr.run_simulation"
+    advance_workflow = "tcpfr.advance_workflow"
 
 
 def make_celery(settings: Settings, *, name: str = "tcpfr") -> Celery:
@@ -27,7 +33,7 @@ def make_celery(settings: Settings, *, name: str = "tcpfr") -> Celery:
         broker_connection_retry_on_startup=True,
         broker_connection_timeout=5,
         task_default_queue=settings.queue,
-        task_routes={str(TaskName.run_simulation): {"queue": settings.queue}},
+        task_routes={str(name): {"queue": settings.queue} for name in TaskName},
         task_serializer="json",
         accept_content=["json"],
         # The database is the truth about a run; Celery keeps no result anywhere.
@@ -68,6 +74,30 @@ def send_run(celery: Celery, run_id: uuid.UUID) -> None:
     celery.send_task(
         str(TaskName.run_simulation),
         args=[str(run_id)],
+        retry=True,
+        retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
+    )
+
+
+def send_runs(celery: Celery, run_ids: Sequence[uuid.UUID]) -> list[uuid.UUID]:
+    """`send_run` for each run in order, until the broker refuses one: the runs sent."""
+    sent = []
+    for run_id in run_ids:
+        try:
+            send_run(celery, run_id)
+        except Exception:
+            log.warning("could not send run %s; the reconciler will", run_id, exc_info=True)
+            break
+        sent.append(run_id)
+    return sent
+
+
+def send_advance(celery: Celery, workflow_id: uuid.UUID) -> None:
+    """Ask a worker to take the workflow's next step (``worker.workflows``). Call only after
+    what the step should see is committed; a step with nothing new to see does nothing."""
+    celery.send_task(
+        str(TaskName.advance_workflow),
+        args=[str(workflow_id)],
         retry=True,
         retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5},
     )

@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     # its message (broker restarted or flushed): it is sent again.
     queued_lease: float = 120.0
     max_attempts: int = 3  # the retry budget: starts of a run, and re-sends of a lost message
+    # A workflow (advice, remedy check) unfinished, untouched this long and with no run
+    # queued or running lost the message for its next step: the reconciler sends another.
+    workflow_lease: float = Field(default=20.0, gt=0)
     reconcile_interval: float = 15.0  # 0 disables the reconciler in the API process
     persist_retry_for: float = 300.0  # a worker retries storing a result this long (DB away)
 
@@ -120,6 +123,9 @@ class Settings(BaseSettings):
     # events, so it scales with the machine's measured speed (api/sweeps/speed.py;
     # bench/estimate_bench.py: about 25,000 events' worth at 70k-184k events/s).
     sweep_run_overhead_events: int = Field(default=25_000, ge=0)
+    # Advice: the most runs one advice (or remedy check) may make (its request's `budget`,
+    # 30 unless it says, may not exceed this).
+    advice_max_runs: int = Field(default=200, ge=1)
 
     # API keys (``python -m api.keys``). Off by default so `make run` on a laptop needs no
     # key; the API says so loudly at start-up, and docker-compose.yml turns it on.

@@ -1,5 +1,6 @@
 """The schema: tenants and their API keys, stored scenarios, sweeps, runs with their
-history, results, time-series and packet captures.
+history, results, time-series and packet captures, and multi-run workflows (advice, remedy
+checks) with the runs they made.
 
 Alembic migrations (``migrations/``) are the only way this reaches a database.
 """
@@ -267,3 +268,95 @@ class RunCapture(Base):
     sha256: Mapped[str] = mapped_column(String(64))
     codec: Mapped[str] = mapped_column(String(20))  # "zlib": the file deflated
     data: Mapped[bytes] = mapped_column(LargeBinary)
+
+
+class WorkflowStatus(enum.StrEnum):
+    queued = "queued"  # created by the API, not advanced by a worker yet
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in (WorkflowStatus.succeeded, WorkflowStatus.failed, WorkflowStatus.cancelled)
+
+
+class StoredWorkflow(Base):
+    """A multi-run workflow (``engine.workflow``): what was asked (`kind`, the base scenario,
+    `request`), the pure workflow's `state` between steps and its `report` so far. The worker
+    advances it (``worker.workflows``) as the runs it asked for finish; ``WorkflowRun`` links
+    each of them to the candidate it answers."""
+
+    __tablename__ = "workflows"
+    __table_args__ = (
+        UniqueConstraint(
+            "tenant_id", "idempotency_key", name="uq_workflows_tenant_idempotency_key"
+        ),
+        Index("ix_workflows_tenant_id_kind_id", "tenant_id", "kind", "id"),
+        Index("ix_workflows_status_updated_at", "status", "updated_at"),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True, default=uuid7)
+    tenant_id: Mapped[uuid.UUID] = _tenant_column()
+    kind: Mapped[str] = mapped_column(String(32))  # advice | remedy_check
+    status: Mapped[WorkflowStatus] = mapped_column(
+        Enum(
+            WorkflowStatus,
+            name="workflow_status",
+            native_enum=False,
+            length=16,
+            validate_strings=True,
+        ),
+        default=WorkflowStatus.queued,
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    # Where the base scenario came from: a run (a remedy check's, or advice asked from a
+    # run's page), a stored scenario, a preset, or inline (all null).
+    base_run_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("runs.id", ondelete="SET NULL"), index=True
+    )
+    scenario_id: Mapped[uuid.UUID | None] = mapped_column(
+        Uuid, ForeignKey("scenarios.id", ondelete="SET NULL")
+    )
+    preset: Mapped[str | None] = mapped_column(String(200))
+    scenario_name: Mapped[str] = mapped_column(String(200))
+    scenario: Mapped[dict[str, Any]] = mapped_column(JSONDoc)  # the base, in SI, seed set
+    scenario_hash: Mapped[str] = mapped_column(String(80))
+    seed: Mapped[int] = mapped_column(BigInteger)  # the base's: its runs' first seed
+    request: Mapped[dict[str, Any]] = mapped_column(JSONDoc)  # the workflow's own request
+    run_budget: Mapped[int] = mapped_column(Integer)
+    cache: Mapped[str] = mapped_column(String(16), default="reuse")
+    engine_version: Mapped[str] = mapped_column(String(40))
+    state: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)  # Workflow.state()
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)  # Workflow.report()
+    # The advisor's curves (engine.advice.curves): metric against each lever's value.
+    curves: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONDoc)
+    error: Mapped[dict[str, Any] | None] = mapped_column(JSONDoc)
+    steps: Mapped[int] = mapped_column(Integer, default=0)  # advances taken
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    request_fingerprint: Mapped[str | None] = mapped_column(String(80))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class WorkflowRun(Base):
+    """One run a workflow made for one of its candidates: ``(workflow, key, seed)`` is the
+    primary key, so a step that is repeated (a redelivered message, two advances at once)
+    cannot make a candidate's run twice. `observed`: the workflow has been told its outcome."""
+
+    __tablename__ = "workflow_runs"
+
+    workflow_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("workflows.id", ondelete="CASCADE"), primary_key=True
+    )
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    seed: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    run_id: Mapped[uuid.UUID] = mapped_column(
+        Uuid, ForeignKey("runs.id", ondelete="CASCADE"), index=True, unique=True
+    )
+    round: Mapped[int] = mapped_column(Integer)
+    changes: Mapped[dict[str, Any]] = mapped_column(JSONDoc)
+    observed: Mapped[bool] = mapped_column(Boolean, default=False)

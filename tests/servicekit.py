@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -145,6 +146,32 @@ def _base_env(tmp: Path) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
     )
     return env
+
+
+@pytest.fixture(scope="module")
+def pg_database() -> Iterator[str]:
+    """A fresh Postgres database, migrated to head, and nothing running on it: its URL, for
+    tests that drive the store and the worker's code in process."""
+    try:
+        admin = _pg_admin()
+    except Exception as exc:
+        unavailable(f"Postgres at {PG_URL} ({type(exc).__name__})")
+    name = f"tcpfr_test_{secrets.token_hex(4)}"
+    admin.execute(f'CREATE DATABASE "{name}"')
+    url = _with_db(PG_URL, name)
+    try:
+        env = {**_base_env(Path(tempfile.gettempdir())), "DATABASE_URL": url}
+        subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        yield url
+    finally:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
 
 
 @pytest.fixture(scope="session")

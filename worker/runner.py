@@ -82,13 +82,28 @@ class Heartbeat:
 
 
 class Runner:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        sessions: sessionmaker[Session] | None = None,
+        on_finished: Callable[[uuid.UUID], None] | None = None,
+    ) -> None:
         self.settings = settings
-        self.sessions = make_sessionmaker(make_engine(settings))
+        self.sessions = sessions or make_sessionmaker(make_engine(settings))
+        # Told each run this runner ended, once its end is committed (a workflow waiting
+        # on it takes its next step: ``worker.workflows``).
+        self.on_finished = on_finished
 
     def run(self, run_id: uuid.UUID, *, task_id: str, worker: str) -> RunStatus | None:
         """Simulate one run. Returns its final status, or None when there was nothing to do
         (finished already, cancelled, or being run by a live worker)."""
+        status = self._run(run_id, task_id=task_id, worker=worker)
+        if status is not None and self.on_finished is not None:
+            self.on_finished(run_id)
+        return status
+
+    def _run(self, run_id: uuid.UUID, *, task_id: str, worker: str) -> RunStatus | None:
         import engine
 
         # A database away at this point raises: nothing is simulated yet, so the task's

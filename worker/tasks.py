@@ -10,13 +10,26 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from messaging import TaskName
 from settings import get_settings
+from store.db import make_engine, make_sessionmaker
 from worker.celery_app import app
 from worker.runner import Runner
+from worker.workflows.orchestrator import Orchestrator
+
+
+@cache
+def _orchestrator() -> Orchestrator:
+    settings = get_settings()
+    return Orchestrator(settings, make_sessionmaker(make_engine(settings)), app)
 
 
 @cache
 def _runner() -> Runner:
-    return Runner(get_settings())
+    orchestrator = _orchestrator()
+    return Runner(
+        orchestrator.settings,
+        sessions=orchestrator.sessions,
+        on_finished=orchestrator.run_finished,
+    )
 
 
 @app.task(
@@ -39,3 +52,19 @@ def run_simulation(self, run_id: str) -> str | None:
     worker = f"{self.request.hostname}:{os.getpid()}"
     status = _runner().run(uuid.UUID(run_id), task_id=self.request.id, worker=worker)
     return None if status is None else str(status)
+
+
+@app.task(
+    name=str(TaskName.advance_workflow),
+    # The same policy as a run's: the database decides what a step does, so a message
+    # delivered twice, or redelivered after its worker died, finds nothing new to do.
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=5,
+)
+def advance_workflow(workflow_id: str) -> int:
+    """Take a workflow's next steps (``worker.workflows``); returns how many did something."""
+    return _orchestrator().advance(uuid.UUID(workflow_id))

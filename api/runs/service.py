@@ -8,7 +8,7 @@ import logging
 import uuid
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from pydantic import ValidationError
@@ -23,10 +23,10 @@ from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
 from settings import Settings
 from store import results as stored_results
 from store.models import Run, RunResult, RunStatus
+from store.new_runs import cache_hit, scenario_document
 from store.results import ResultRepository
 from store.runs import RunRepository
 from store.scenarios import ScenarioRepository
-from store.types import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +34,6 @@ log = logging.getLogger(__name__)
 def fingerprint(body: RunCreate) -> str:
     raw = orjson.dumps(body.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
     return "sha256:" + hashlib.sha256(raw).hexdigest()
-
-
-def scenario_document(scenario: engine.Scenario) -> dict[str, Any]:
-    """What a run stores and a worker re-validates: the whole scenario in SI numbers."""
-    return scenario.model_dump(mode="json")
 
 
 def warnings_of(run: Run) -> list[str]:
@@ -50,9 +45,19 @@ def warnings_of(run: Run) -> list[str]:
         return []
 
 
-def _resolve(
-    session: Session, body: RunCreate, *, tenant_id: uuid.UUID
+class ScenarioSource(Protocol):
+    """A request that names a scenario by one of these (a run's, an advice's)."""
+
+    scenario: engine.Scenario | None
+    scenario_id: uuid.UUID | None
+    preset: str | None
+
+
+def resolve_scenario(
+    session: Session, body: ScenarioSource, *, tenant_id: uuid.UUID
 ) -> tuple[engine.Scenario, uuid.UUID | None, str | None]:
+    """The scenario `body` names, the stored scenario's id or the preset's name it came
+    from; a 422 naming the field when there is no such scenario."""
     if body.scenario is not None:
         return body.scenario, None, None
     if body.scenario_id is not None:
@@ -112,7 +117,7 @@ def create(
     runs = RunRepository(session)
 
     def insert() -> Run:
-        scenario, scenario_id, preset = _resolve(session, body, tenant_id=tenant_id)
+        scenario, scenario_id, preset = resolve_scenario(session, body, tenant_id=tenant_id)
         # Over the budget is refused before anything is stored, a cache hit included:
         # whether a request is accepted must not depend on what someone ran before.
         source = next(
@@ -146,15 +151,7 @@ def create(
                 tenant_id=tenant_id,
             )
         if cached is not None:
-            now = utcnow()
-            fields.update(
-                status=RunStatus.succeeded,
-                cache_hit=True,
-                source_run_id=cached.id,
-                progress=1.0,
-                started_at=now,
-                finished_at=now,
-            )
+            fields.update(cache_hit(cached.id))
         else:
             reserve_runs(session, tenant_id=tenant_id, count=1, settings=settings)
         return runs.create(**fields)

@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 
 import engine
 from api.exceptions import InvalidScenario, NotFound
-from api.runs.service import scenario_document
 from store.models import StoredScenario
+from store.new_runs import scenario_document
 from store.scenarios import ScenarioRepository
 
 

@@ -1,4 +1,5 @@
-"""GET /v1/runs/{id}/stream and /v1/sweeps/{id}/stream: live progress as Server-Sent Events."""
+"""GET /v1/runs/{id}/stream, /v1/sweeps/{id}/stream and /v1/advice/{id}/stream: live progress
+as Server-Sent Events."""
 
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ SWEEP_EXAMPLE = (
     'id: 10000\nevent: status\ndata: {"sweep_id": "...", "status": "running", "finished": 1, '
     '"run_count": 4, "run": {...}}\n\nid: 10501\nevent: progress\ndata: {"sweep_id": "...", '
     '"status": "running", "fraction": 0.5, "eta_seconds": 3.1, ...}\n\n'
+)
+ADVICE_EXAMPLE = (
+    'id: 20000\nevent: status\ndata: {"advice_id": "...", "status": "running", "finished": 3, '
+    '"run": {...}}\n\nid: 22101\nevent: progress\ndata: {"advice_id": "...", '
+    '"status": "running", "runs": 5, "run_budget": 30, "fraction": 0.1, ...}\n\n'
 )
 
 
@@ -166,6 +172,35 @@ async def stream_sweep(
     """A sweep's progress (fraction, counts, ETA) and each run's end, until the sweep ends."""
     look = partial(service.sweep_events, sweep_id=sweep_id, tenant_id=tenant_id, settings=settings)
     key = ("sweep", sweep_id, tenant_id)
+    return await _stream(
+        request, db, settings, key, look, last_event_id_header, last_event_id_query
+    )
+
+
+@router.get(
+    "/v1/advice/{advice_id}/stream",
+    operation_id="stream_advice",
+    response_class=Response,
+    responses=_responses(ADVICE_EXAMPLE),
+    description=EVENTS_DOC.format(
+        what="the advice's runs finishing",
+        done=", whose data is the advice as `GET /v1/advice` lists it (its report is at "
+        "`GET /v1/advice/{id}`)",
+    ),
+)
+async def stream_advice(
+    advice_id: uuid.UUID,
+    request: Request,
+    db: DbDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+    last_event_id_header: LastEventIdHeader = None,
+    last_event_id_query: LastEventIdQuery = None,
+) -> Response:
+    """An advice's progress (runs made, counts, rounds) and each of its runs' end, until the
+    advice has finished."""
+    look = partial(service.advice_events, advice_id=advice_id, tenant_id=tenant_id)
+    key = ("advice", advice_id, tenant_id)
     return await _stream(
         request, db, settings, key, look, last_event_id_header, last_event_id_query
     )

@@ -1,4 +1,4 @@
-"""What a stream reports: a run's or a sweep's state as events with ids that grow strictly
+"""What a stream reports: a run's, a sweep's or an advice's state as events with ids that grow strictly
 with the state (so the same state always gets the same id, on any connection).
 
 ``status`` events are rows of the runs' history (``store.run_events``): for a run, every row
@@ -12,10 +12,14 @@ the last row, ``progress`` (a reading, not a log: the latest is sent) is at
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.orm import Session
 
+from api.advice import present
+from api.advice import service as advice
 from api.runs import service as runs
 from api.runs.endpoints import run_fields
 from api.streams.sse import Event
@@ -23,6 +27,7 @@ from api.sweeps import service as sweeps
 from settings import Settings
 from store.models import Run, RunEvent, RunStatus
 from store.run_events import EventKind, RunEventRepository
+from store.workflows import WorkflowRepository
 
 STEP = 10_000
 DONE = STEP - 1
@@ -95,37 +100,18 @@ def sweep_events(
 ) -> tuple[list[Event], bool]:
     sweep = sweeps.get(session, sweep_id, tenant_id=tenant_id)
     item = sweeps.item(session, sweep, settings)
-    # The row that ended each run (a cache hit is born finished), in the order written.
-    ended = session.execute(
-        select(
-            RunEvent.id,
-            RunEvent.at,
-            Run.id,
-            Run.point_index,
-            Run.replication,
-            Run.status,
-            Run.cache_hit,
-        )
-        .join(Run, Run.id == RunEvent.run_id)
-        .where(Run.sweep_id == sweep.id, RunEvent.event.in_(ENDINGS))
-        .order_by(RunEvent.id)
-    ).all()
     out: list[Event] = []
     counts = {s.value: 0 for s in RunStatus}
-    seen: set[uuid.UUID] = set()
     step = 0
-    for row_id, at, run_id, point_index, replication, status, cache_hit in ended:
-        if run_id in seen:  # one ending per run
-            continue
-        seen.add(run_id)
-        counts[status.value] += 1
-        step = row_id
-        done = len(seen)
+    for ending in _endings(session, Run.sweep_id == sweep.id):
+        counts[ending.status.value] += 1
+        step = ending.row_id
+        done = sum(counts.values())
         # The sweep's status right after this run ended, as GET /v1/sweeps/{id} says it.
         state = "running" if done < sweep.run_count else _final(counts, sweep.run_count)
         out.append(
             Event(
-                row_id * STEP,
+                ending.row_id * STEP,
                 "status",
                 {
                     "sweep_id": str(sweep.id),
@@ -133,12 +119,12 @@ def sweep_events(
                     "finished": done,
                     "run_count": sweep.run_count,
                     "run": {
-                        "id": str(run_id),
-                        "point_index": point_index,
-                        "replication": replication,
-                        "status": status.value,
-                        "cache_hit": cache_hit,
-                        "finished_at": at,
+                        "id": str(ending.run_id),
+                        "point_index": ending.point_index,
+                        "replication": ending.replication,
+                        "status": ending.status.value,
+                        "cache_hit": ending.cache_hit,
+                        "finished_at": ending.at,
                     },
                 },
             )
@@ -156,6 +142,87 @@ def sweep_events(
     if finished:
         out.append(Event(step * STEP + DONE, "done", item.model_dump()))
     return out, finished
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    row_id: int  # of the history row that ended the run
+    at: datetime
+    run_id: uuid.UUID
+    point_index: int | None
+    replication: int | None
+    status: RunStatus
+    cache_hit: bool
+
+
+def _endings(session: Session, members: ColumnElement[bool]) -> list[Ending]:
+    """The row that ended each run of a group (a cache hit is born finished), one per run,
+    in the order written."""
+    ended = session.execute(
+        select(
+            RunEvent.id,
+            RunEvent.at,
+            Run.id,
+            Run.point_index,
+            Run.replication,
+            Run.status,
+            Run.cache_hit,
+        )
+        .join(Run, Run.id == RunEvent.run_id)
+        .where(members, RunEvent.event.in_(ENDINGS))
+        .order_by(RunEvent.id)
+    ).all()
+    seen: set[uuid.UUID] = set()
+    out = []
+    for row in ended:
+        if row[2] not in seen:
+            seen.add(row[2])
+            out.append(Ending(*row))
+    return out
+
+
+def advice_events(
+    session: Session, advice_id: uuid.UUID, *, tenant_id: uuid.UUID
+) -> tuple[list[Event], bool]:
+    """An advice's stream: a `status` event as each of its runs ends, `progress`, and `done`
+    once the advice has finished (its own status, not its runs': the last step comes after
+    the last run)."""
+    wf = advice.get(session, advice_id, tenant_id=tenant_id)
+    doc = present.item(session, wf)
+    out: list[Event] = []
+    step = 0
+    for finished, ending in enumerate(_endings(session, WorkflowRepository.members(wf.id)), 1):
+        step = ending.row_id
+        out.append(
+            Event(
+                ending.row_id * STEP,
+                "status",
+                {
+                    "advice_id": str(wf.id),
+                    "status": "running",
+                    "finished": finished,
+                    "run": {
+                        "id": str(ending.run_id),
+                        "status": ending.status.value,
+                        "cache_hit": ending.cache_hit,
+                        "finished_at": ending.at,
+                    },
+                },
+            )
+        )
+    # A new round (a step) moves the reading on even when no run has ended since the last
+    # event; the first steps count in thousands, the fraction in permille.
+    reading = min(wf.steps, 8) * 1000 + _permille(doc["progress"]["fraction"])
+    out.append(
+        Event(
+            step * STEP + 1 + reading,
+            "progress",
+            {"advice_id": str(wf.id), "status": doc["status"], **doc["progress"]},
+        )
+    )
+    if wf.status.finished:
+        out.append(Event(step * STEP + DONE, "done", doc))
+    return out, wf.status.finished
 
 
 def _final(counts: dict[str, int], total: int) -> str:

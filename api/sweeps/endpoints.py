@@ -21,7 +21,7 @@ from api.exceptions import InvalidScenario, NotFound, field_error
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
-from api.runs.schemas import run_error
+from api.runs.schemas import run_brief
 from api.sweeps import service, speed
 from api.sweeps.schemas import (
     PresetSweepCreate,
@@ -219,19 +219,9 @@ async def get_sweep(
 
 def _run_item(run: Run) -> dict[str, Any]:
     return {
-        "id": run.id,
+        **run_brief(run),
         "point_index": run.point_index or 0,
         "replication": run.replication or 0,
-        "seed": run.seed,
-        "status": run.status,
-        "progress": run.progress,
-        "cache_hit": run.cache_hit,
-        "source_run_id": run.source_run_id,
-        "scenario_hash": run.scenario_hash,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "error": run_error(run.error),
-        "links": {"self": f"/v1/runs/{run.id}"},
     }
 
 

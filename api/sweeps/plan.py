@@ -22,8 +22,8 @@ from api.runs.service import preset_scenario
 from api.sweeps.schemas import SweepCreate
 from engine.study import Point, StudyError, expand, resolve_base, set_path
 from settings import Settings
+from store.new_runs import cached_sources
 from store.scenarios import ScenarioRepository
-from store.sweeps import SweepRepository
 
 MAX_ERRORS = 20
 
@@ -120,7 +120,8 @@ def plan(
     seeds = list(points[0].seeds)
     cached: dict[tuple[str, int], uuid.UUID] = {}
     if body.cache == "reuse":
-        cached = SweepRepository(session).cached_sources(
+        cached = cached_sources(
+            session,
             {(p.scenario.scenario_hash(), s) for p in points for s in seeds},
             engine_version=engine.ENGINE_VERSION,
             tenant_id=tenant_id,

@@ -12,12 +12,10 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-import engine
 from api.comparison import report
 from api.exceptions import NotFound
 from api.idempotency import create_once
 from api.limits import reserve_runs
-from api.runs.service import scenario_document
 from api.sweeps import speed
 from api.sweeps.plan import fingerprint, plan, warnings
 from api.sweeps.schemas import (
@@ -35,6 +33,7 @@ from api.sweeps.schemas import (
 )
 from settings import Settings
 from store.models import Run, RunStatus, Sweep
+from store.new_runs import add_runs, new_run
 from store.sweeps import Progress, SweepRepository
 from store.types import utcnow
 
@@ -142,38 +141,24 @@ def _insert(
     now = utcnow()
     runs = []
     for pt in p.points:
-        doc, scenario_hash = scenario_document(pt.scenario), pt.scenario.scenario_hash()
-        same = scenario_hash == p.base_hash
+        same = pt.scenario.scenario_hash() == p.base_hash
         for r, seed in enumerate(p.seeds):
-            source = p.cached.get((scenario_hash, seed))
-            hit: dict[str, Any] = {}
-            if source is not None:
-                hit = dict(
-                    status=RunStatus.succeeded,
-                    cache_hit=True,
-                    source_run_id=source,
-                    progress=1.0,
-                    started_at=now,
-                    finished_at=now,
-                )
             runs.append(
-                Run(
+                new_run(
                     tenant_id=tenant_id,
+                    scenario=pt.scenario,
+                    seed=seed,
+                    source=p.cached.get((pt.scenario.scenario_hash(), seed)),
+                    now=now,
                     sweep_id=sweep.id,
                     point_index=pt.index,
                     replication=r,
                     # A point is the base preset or stored scenario only if unchanged.
                     scenario_id=p.scenario_id if same else None,
                     preset=p.preset if same else None,
-                    scenario_name=pt.scenario.name,
-                    scenario_hash=scenario_hash,
-                    scenario=doc,
-                    seed=seed,
-                    engine_version=engine.ENGINE_VERSION,
-                    **hit,
                 )
             )
-    repo.add_runs(runs)
+    add_runs(session, runs)
     return sweep, runs
 
 

@@ -1,4 +1,5 @@
-"""The web pages: `/` → `/ui/`, the runs and sweeps list, a run's page, a sweep's page.
+"""The web pages: `/` → `/ui/`, the runs and sweeps list, a run's page, a sweep's page, an
+advice's page.
 
 Plain HTML, CSS and JavaScript over the public API (``assets/api.js`` is its whole client);
 uPlot draws the charts (``assets/vendor``, ``make ui-vendor``). The pages are static: they
@@ -15,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 HERE = Path(__file__).resolve().parent
-PAGES = {name: (HERE / f"{name}.html").read_bytes() for name in ("index", "run", "sweep")}
+PAGES = {name: (HERE / f"{name}.html").read_bytes() for name in ("index", "run", "sweep", "advice")}
 # Pages change with the code, not per request; assets are named the same across versions,
 # so the browser asks again (and gets a 304) rather than keep a stale script.
 PAGE_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
@@ -47,5 +48,9 @@ def install(app: FastAPI) -> None:
     @app.get("/ui/sweeps/{sweep_id}", include_in_schema=False)
     async def sweep_page(sweep_id: uuid.UUID) -> HTMLResponse:
         return _page("sweep")
+
+    @app.get("/ui/advice/{advice_id}", include_in_schema=False)
+    async def advice_page(advice_id: uuid.UUID) -> HTMLResponse:
+        return _page("advice")
 
     app.mount("/ui/assets", StaticFiles(directory=HERE / "assets"), name="ui-assets")

@@ -305,3 +305,48 @@ def test_with_auth_on_the_page_asks_for_a_key_and_keeps_it_for_the_tab(
     page.wait_for_selector("#runs td.empty")  # the new tenant's (empty) list, read with the key
     assert page.evaluate("sessionStorage.getItem('tcpfr.apiKey')") == key
     assert page.evaluate("localStorage.length") == 0
+
+
+def test_what_would_fix_it_from_a_run_page(pg_stack: Stack, page: Any) -> None:
+    """Seed 003's path, shortened to 2.5 MB: from the run's page, ask for a 20 s transfer;
+    the advice page ranks the fixes (a larger receive window, free, first), says why the
+    T3 upgrade cannot reach it, and draws a curve per lever. Then the run page checks the
+    run's remedies by simulation and shows each one's measured effect."""
+    with pg_stack.client as client:
+        scenario = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
+        scenario["flows"][0]["bytes"] = 2_500_000
+        # The preset's seed, as tests/integration/test_advice.py has it: the runs the two
+        # share come from the result cache, whichever runs first.
+        run = client.post("/v1/runs", json={"scenario": scenario}).json()
+    page.goto(f"{pg_stack.base_url}/ui/runs/{run['id']}")
+    page.wait_for_selector("#fix-form", timeout=120_000)
+    page.select_option("#fix-metric", "completion_time")
+    page.fill("#fix-target", "20")
+    page.fill("#fix-budget", "20")
+    page.click("#fix-form button")
+    page.wait_for_url("**/ui/advice/*")
+    page.wait_for_selector("#results[data-done=true]", timeout=180_000)
+    assert page.inner_text("#status") == "succeeded"
+    first = page.locator("#fixes tbody tr").first
+    assert "flows.backup.tcp.rcv_buf" in first.inner_text() and "free" in first.inner_text()
+    rejected = page.inner_text("#rejected")
+    assert "access1 + access2 rate" in rejected and "window" in rejected, rejected
+    assert "Cheapest fix" in page.inner_text("#conclusion")
+    page.wait_for_selector("#curves[data-ready=true]")
+    drawn = page.evaluate(COLOURED_PIXELS, "#curves .curve canvas")
+    assert drawn and all(n > 200 for n in drawn), drawn
+    assert page.locator("#runs tbody tr").count() >= 3
+    shot(page, "advice-page.png")
+
+    page.goto(f"{pg_stack.base_url}/ui/runs/{run['id']}")
+    page.wait_for_selector("#check-remedies", timeout=60_000)
+    page.click("#check-remedies")
+    page.wait_for_selector("#remedies[data-checked=true]", timeout=180_000)
+    rows = page.locator("#remedies-checked tbody tr")
+    assert rows.count() >= 1
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("td")
+        if cells.nth(4).inner_text() == "recommended":  # only a measured gain: less time
+            assert cells.nth(3).inner_text().startswith("-"), rows.nth(i).inner_text()
+    page.locator("#fix").scroll_into_view_if_needed()
+    shot(page, "run-page-remedies.png")

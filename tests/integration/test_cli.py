@@ -385,3 +385,64 @@ def test_export_in_the_embedded_mode(embedded_stack: Stack, tmp_path: Path) -> N
         json.loads(files["result.json"])
     )
     assert files2["series.parquet"] == files["series.parquet"]
+
+
+def test_tcpfr_advise_and_remedies(pg_stack: Stack, tmp_path: Path) -> None:
+    """`tcpfr advise` on a scenario file (seed 003's path, 2.5 MB): the cheapest fix is a
+    larger window, as W/RTT says (8,760 B per 186 ms round trip takes 53 s; 30 s needs at
+    least 2.5 MB x 0.186 s / 30 s = 15.5 kB); `tcpfr remedies RUN --check` measures the
+    run's remedies; a bad target is bad input (exit 2) naming the field."""
+    with pg_stack.client as client:
+        scenario = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
+    scenario["flows"][0]["bytes"] = 2_500_000
+    path = tmp_path / "short.json"
+    path.write_text(json.dumps(scenario))
+    curves = tmp_path / "curves.csv"
+    proc = tcpfr(
+        pg_stack.base_url,
+        "advise",
+        str(path),
+        "--target",
+        "backup.completion_time<=30s",
+        "--lever",
+        "flows.backup.tcp.rcv_buf",
+        "--budget",
+        "10",
+        "--curves",
+        str(curves),
+        "--json",
+        "-q",
+    )
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    doc = json.loads(proc.stdout)
+    fix = doc["report"]["fixes"][0]
+    assert fix["changes"][0]["path"] == "flows.backup.tcp.rcv_buf"
+    assert 15_500 <= fix["changes"][0]["value"] <= 31_000 and fix["measured"]["mean"] <= 30
+    assert curves.read_text().startswith("lever,paths,value,label,metric,measured[s]")
+
+    text = tcpfr(
+        pg_stack.base_url,
+        "advise",
+        str(path),
+        "--target",
+        "backup.completion_time<=30s",
+        "--lever",
+        "flows.backup.tcp.rcv_buf",
+        "--budget",
+        "10",
+    )
+    assert text.returncode == 0 and "Cheapest fix: rcv_buf" in text.stdout, text.stdout
+
+    base_run = doc["base"]["run_id"] or next(
+        r["id"]
+        for r in Client(pg_stack.base_url)
+        .request("GET", f"/v1/advice/{doc['id']}/runs")
+        .json()["items"]
+        if r["changes"] == {}
+    )
+    checked = tcpfr(pg_stack.base_url, "remedies", base_run, "--check", "-q")
+    assert checked.returncode == 0, (checked.stdout, checked.stderr)
+    assert "rcv_buf" in checked.stdout and "→" in checked.stdout, checked.stdout
+
+    bad = tcpfr(pg_stack.base_url, "advise", "riverbed-t1-8k", "--target", "backup.speed>=1")
+    assert bad.returncode == 2 and "target" in bad.stderr, bad.stderr

@@ -210,6 +210,7 @@
     if (run.status !== "succeeded") return;
     document.getElementById("results").hidden = false;
     diagnosis(run);
+    document.dispatchEvent(new CustomEvent("tcpfr:run", { detail: run })); // fix.js
     summary(run);
     downloads(run);
     index = (await api(`${base}/series`)).series;

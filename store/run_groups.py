@@ -1,0 +1,87 @@
+"""A group of runs made together (a sweep's, a workflow's): their counts by status, the
+progress of those running, and cancelling them all at once. The group is a condition on
+``Run`` (``Run.sweep_id == id``, or membership in a workflow's links), so sweeps and
+workflows count and cancel their runs the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, func, select, update
+from sqlalchemy.orm import Session
+
+from store.models import Run, RunStatus
+from store.run_events import EventKind, RunEventRepository
+from store.types import utcnow
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What a group's status and its time-left estimate are computed from."""
+
+    counts: dict[RunStatus, int]
+    cache_hits: int
+    running_progress: float  # sum of the running runs' progress fractions
+    simulated_done: int  # runs finished by a worker (not served from the cache)
+    first_started_at: datetime | None
+    last_finished_at: datetime | None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def finished(self) -> int:
+        return sum(n for s, n in self.counts.items() if s.finished)
+
+
+def progress(session: Session, members: ColumnElement[bool]) -> Progress:
+    """The counts of the runs `members` selects, in two statements."""
+    counts = {s: 0 for s in RunStatus}
+    stmt = (
+        select(Run.status, Run.cache_hit, func.count(), func.sum(Run.progress))
+        .where(members)
+        .group_by(Run.status, Run.cache_hit)
+    )
+    cache_hits = simulated_done = 0
+    running_progress = 0.0
+    for status, cache_hit, n, progress_sum in session.execute(stmt):
+        counts[status] += n
+        if cache_hit:
+            cache_hits += n
+        elif status.finished:
+            simulated_done += n
+        if status is RunStatus.running:
+            running_progress += float(progress_sum or 0.0)
+    first, last = session.execute(
+        select(func.min(Run.started_at), func.max(Run.finished_at)).where(
+            members, Run.cache_hit.is_(False)
+        )
+    ).one()
+    return Progress(counts, cache_hits, running_progress, simulated_done, first, last)
+
+
+def cancel(session: Session, members: ColumnElement[bool], *, what: str) -> tuple[int, int]:
+    """Cancel the queued runs of the group at once and flag the running ones for their
+    worker; `what` names the group in their history ("sweep", "advice"). Returns
+    (cancelled, flagged). In this order, a run that starts between the two statements is
+    still flagged."""
+    cancelled = session.scalars(
+        update(Run)
+        .where(members, Run.status == RunStatus.queued)
+        .values(status=RunStatus.cancelled, cancel_requested=True, finished_at=utcnow())
+        .returning(Run.id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    flagged = session.scalars(
+        update(Run)
+        .where(members, Run.status == RunStatus.running, Run.cancel_requested.is_(False))
+        .values(cancel_requested=True)
+        .returning(Run.id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    events = RunEventRepository(session)
+    events.add_many(cancelled, EventKind.cancelled, reason=f"{what} cancelled while queued")
+    events.add_many(flagged, EventKind.cancel_requested, reason=f"{what} cancelled")
+    return len(cancelled), len(flagged)
