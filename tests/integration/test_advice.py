@@ -237,8 +237,12 @@ def test_the_frame_relay_backups_remedies_checked_none_recommended_makes_it_slow
             assert after < before, item
         if after > before:
             assert item["verdict"] == "worse" and not item["recommended"], item
-    # BECN shaping to the 256 kbit/s CIR caps the flow below what policing lets through.
+    # Shaping at the contract's rate (CIR + Be/Tc = 512 kbit/s of frames) passes the policer:
+    # better, and never faster than that rate's payload (1460 of every 1508 bytes).
     shaping = next(i for i in report["items"] if i["remedy"]["action"] == "shape")
-    assert shaping["verdict"] == "worse"
+    assert shaping["verdict"] == "better" and shaping["after"]["mean"] < before
+    bucket = 32_000 * 1460 / 1508  # the shaper's Bc leaves at once
+    floor = (5_000_000 * 8 - bucket) / (512e3 * 1460 / 1508)
+    assert shaping["after"]["mean"] >= floor * (1 - 1e-9)
     be = next(i for i in report["items"] if i["remedy"]["action"] == "raise_be")
     assert be["recommended"] and be["after"]["mean"] < 0.8 * before
