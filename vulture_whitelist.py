@@ -57,6 +57,11 @@ _.shaper_reverse  # engine/result.py: PvcSummary
 # Read by Python's import system: engine/native.py's finder and the specs it returns.
 _.find_spec
 _.has_location
+_.receive_window  # engine/result.py: FlowTime, its states read by name (accounting.FIELDS)
+_.send_buffer  # engine/result.py: FlowTime, the same
+_.congestion_avoidance  # engine/result.py: FlowTime, the same
+_.application  # engine/result.py: FlowTime, the same
+_.charge_wait  # engine/accounting.py: the queueing hook of stages other than ports (a shaper)
 
 # Read by the tests alone: the client's public API, and what the tests check against.
 _.series_keys  # client/api.py: Run.series_keys(), public (tests/integration/test_cli.py)
@@ -67,3 +72,4 @@ _.undocumented  # engine/docs.py: tests/unit/test_docs.py fails when a field has
 _.css_entered_round  # engine/tcp/cc/slowstart.py: RFC 9406 rounds, asserted by test_engine_hystart
 _.exit_round  # engine/tcp/cc/slowstart.py: the same
 _.unregister  # engine/variants.py: a test forgets its own variant (test_variant_registry)
+_.bound  # engine/tcp/recovery/prr.py: the expression that set sndcnt, asserted by test_engine_prr

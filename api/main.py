@@ -39,6 +39,7 @@ from api.streams.sse import Stopping, StreamSlots
 from api.sweeps.endpoints import preset_router as preset_sweeps_router
 from api.sweeps.endpoints import router as sweeps_router
 from api.ui import endpoints as ui
+from engine.result import Result
 from messaging import make_celery
 from settings import Settings, get_settings
 from store.db import make_engine, make_sessionmaker
@@ -115,6 +116,15 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
                 responses.update(SERVER_REFUSALS)
         for name in ("HTTPValidationError", "ValidationError"):
             schema.get("components", {}).get("schemas", {}).pop(name, None)
+        # The engine's Result (docs/scenario.md), which a run's `summary` and `diagnosis`
+        # hold in parts and an export bundle's result.json whole: named here so that its
+        # fields (the flows' `time`, the diagnosis' `limit_time` ...) are documented.
+        result = Result.model_json_schema(
+            ref_template="#/components/schemas/{model}", mode="serialization"
+        )
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components.update(result.pop("$defs"))
+        components["Result"] = result
         app.openapi_schema = schema
         return schema
 

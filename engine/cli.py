@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import TextIO
@@ -21,9 +22,10 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from engine import findings
+from engine.accounting import spent
 from engine.advice import cli as advice_cli
 from engine.presets import UnknownPreset, list_presets, load_preset, load_study, preset_names
-from engine.result import Result
+from engine.result import Result, TcpFlowSummary
 from engine.scenario import Scenario, load_scenario
 from engine.simulation import simulate
 from engine.study import Point, StudyError, StudySpec, expand, resolve_base
@@ -62,6 +64,7 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
                 f"retx={f.retransmissions} timeouts={f.timeouts} fast_retx={f.fast_retransmits} "
                 f"rtt_mean={_fmt(f.rtt_mean, ' s')} cwnd_max={f.cwnd_max:,}\n"
             )
+            _print_time(f, w)
         else:
             w(
                 f"  {fid:<12} sent={f.packets_sent:,} received={f.packets_received:,} "
@@ -98,13 +101,42 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
         w("\ndiagnosis\n")
         for fid, d in result.diagnosis.items():
             b = d.bounds
+            cost = ""
+            flow = result.flows.get(fid)
+            if d.limit_time is not None and isinstance(flow, TcpFlowSummary) and flow.time:
+                cost = f", {d.limit_time:,.1f} of {flow.time.duration:,.1f} s"
             w(
-                f"  {fid}: limit = {d.limit}  (link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
+                f"  {fid}: limit = {d.limit}{cost}  "
+                f"(link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
                 f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
                 f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
                 f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n"
             )
             w(f"    {d.advice}\n")
+
+
+def _print_time(f: TcpFlowSummary, w: Callable[[str], object]) -> None:
+    """Where the flow's time went, the costliest state first, and its round trip by part
+    (the hops that queued it most named)."""
+    t = f.time
+    if t is not None and t.duration > 0:
+        parts = ", ".join(
+            f"{name.replace('_', ' ')} {sec:,.1f} s ({sec / t.duration:.0%})"
+            for name, sec in spent(t)
+        )
+        w(f"      time {t.duration:,.1f} s: {parts}\n")
+    r = f.rtt_split
+    if r is not None and r.hops:
+        # The hops that held the flow's packets a hundredth of a millisecond or more.
+        queues = sorted((h for h in r.hops if h.queueing >= 1e-5), key=lambda h: -h.queueing)
+        where = ", ".join(f"{h.hop} {h.queueing * 1e3:,.1f}" for h in queues[:3])
+        w(
+            f"      rtt {1e3 * (r.propagation + r.serialisation + r.queueing):,.1f} ms: "
+            f"propagation {r.propagation * 1e3:,.1f}, serialisation "
+            f"{r.serialisation * 1e3:,.1f}, queueing {r.queueing * 1e3:,.1f}"
+            + (f" ({where})" if where else "")
+            + "\n"
+        )
 
 
 def write_captures(result: Result, directory: Path) -> None:
@@ -151,14 +183,19 @@ def _study_spec(target: str) -> StudySpec:
 def print_study(rows: list[tuple[Point, int, Result]], out: TextIO = sys.stdout) -> None:
     paths = list(rows[0][0].parameters) if rows else []
     header = " | ".join(p.split(".")[-2] + "." + p.split(".")[-1] for p in paths)
-    out.write(f"{header} | seed | flow | time s | goodput kbit/s | retx | timeouts | limit\n")
+    out.write(
+        f"{header} | seed | flow | time s | goodput kbit/s | retx | timeouts | limit (its s)\n"
+    )
     for point, seed, result in rows:
         values = " | ".join(str(point.parameters[p]) for p in paths)
         mark = " (baseline)" if point.is_baseline else ""
         for fid, f in result.flows.items():
             if f.kind != "tcp":
                 continue
-            limit = result.diagnosis[fid].limit if fid in result.diagnosis else "-"
+            d = result.diagnosis.get(fid)
+            limit: str = "-" if d is None else d.limit
+            if d is not None and d.limit_time is not None:
+                limit += f" ({d.limit_time:,.1f})"
             out.write(
                 f"{values}{mark} | {seed} | {fid} | {_fmt(f.completion_time, '', 1)} | "
                 f"{f.goodput_bps / 1e3:,.1f} | {f.retransmissions} | {f.timeouts} | "

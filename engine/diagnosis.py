@@ -37,8 +37,7 @@ from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.usage import Share
 from engine.variants import variant
 
-REACHED = 0.85  # achieved/bound at or above which a bound counts as the binding one
-
+REACHED = 0.85  # share of a flow's life its bottleneck must be busy to be its limit
 
 def mathis_bps(mss: int, rtt: float, p: float, acked_per_ack: int) -> float:
     return mss * 8 / rtt * math.sqrt(3 / (2 * acked_per_ack * p))
@@ -169,42 +168,75 @@ def _diagnose_tcp(
         application_bps=None,
         achieved_bps=achieved,
     )
-    candidates: dict[Limit, float] = {"link_capacity": link.bound_bps}
-    if window_bps is not None:
-        candidates["receive_window"] = window_bps
-    # A fixed window has no window for loss to size: the bound is a figure, not a limit.
-    if loss_bound is not None and traits.limits_window:
-        candidates["loss"] = loss_bound
-    name: Limit
-    name, bound = min(candidates.items(), key=lambda kv: kv[1])
-    window_by_sndbuf = tcp.snd_buf is not None and f.window_bytes == tcp.snd_buf
-    if name == "receive_window" and window_by_sndbuf:
-        name = "send_buffer"
-    if achieved >= REACHED * link.bound_bps and name not in ("receive_window", "send_buffer"):
-        # The flow fills what the path left it: any loss it sees is the queue (or the
-        # policer) overflowing under it, a symptom of the link limit rather than its cause.
-        name = "link_capacity"
-    elif achieved < REACHED * bound:
-        if policing is not None and traits.limits_window:
-            name = "pvc_policing"
-        elif s.timeouts and s.timeouts * tcp.min_rto > 0.2 * (s.completion_time or 1e-9):
-            name = "timeouts"
-        elif s.retransmissions == 0:
-            # Nothing lost, every bound out of reach: the window had not grown to what the
-            # path holds, because the transfer or the run ended first.
-            name = "congestion_window"
-        elif p > 0 and traits.limits_window:
-            name = "loss"
-    if name == "loss" and policing is not None:
-        name = "pvc_policing"  # the losses that set the pace are the policer's discards
+    name, spent = _limit_by_time(flow, s, policing, bounds)
     return Diagnosis(
         limit=name,
         bounds=bounds,
         bdp_bytes=f.bdp_bytes,
         rtt=rtt,
         bottleneck=link.resource,
+        limit_time=spent,
         advice="",  # written from the remedies (`_with_remedies`)
     )
+
+
+# The limit each state of the flow's time is (engine/accounting.py), in the order ties go.
+# Congestion avoidance is the window that losses cut when the flow lost anything, else the
+# congestion window; a fixed-window sender recovers only after timeouts.
+_LIMIT_OF: dict[str, Limit] = {
+    "busy": "link_capacity",
+    "receive_window": "receive_window",
+    "send_buffer": "send_buffer",
+    "slow_start": "congestion_window",
+    "congestion_avoidance": "congestion_window",
+    "recovery": "loss",
+    "timeout": "timeouts",
+    "application": "application",
+}
+_LOSSES: frozenset[Limit] = frozenset({"loss", "timeouts"})
+_WINDOWS: frozenset[Limit] = frozenset({"receive_window", "send_buffer"})
+
+
+def _limit_by_time(
+    flow: TcpBulkFlow, s: TcpFlowSummary, policing: _Policing | None, bounds: Bounds
+) -> tuple[Limit, float | None]:
+    """The limit that cost the flow the most time, and that time. Every bound stays an
+    upper bound whatever the limit is; a limit must also be consistent with the bounds and
+    the causes behind it: losses are named only when packets were lost (timers that
+    expired on packets still queued or serialising mean a path slower than the timer:
+    the link); a window only when its bound is below the link's (a window that holds more
+    than the path carries is full because its packets wait in a queue: the link's); a
+    PVC's policer when its discards outnumber the links' drops.
+
+    The bottleneck's busy time is the transfer itself at the path's rate, not time a
+    limit added: it names the link only when the flow kept its bottleneck busy for most of
+    its life (REACHED, as the bounds' rule). A window that left a 1 Mbit/s link idle 30% of
+    the time is the window's limit, though the link was busy for the other 70%."""
+    t = s.time
+    if t is None:
+        return "incomplete", None
+    window_fits = bounds.window_bps is not None and bounds.window_bps < (bounds.link_bps or 0)
+    after_handshake = t.duration - t.handshake
+    full = after_handshake > 0 and t.busy >= REACHED * after_handshake
+    spent: dict[Limit, float] = {}
+    for state, limit in _LIMIT_OF.items():
+        if state == "busy" and not full and after_handshake > t.busy:
+            continue  # the others' time decides (the docstring's second paragraph)
+        if state == "congestion_avoidance" and s.retransmissions:
+            limit = "loss"
+        if not variant(flow.tcp.variant).limits_window and limit == "loss":
+            limit = "timeouts"
+        if limit in _LOSSES and s.packets_dropped == 0:
+            limit = "link_capacity"
+        if limit in _WINDOWS and not window_fits:
+            limit = "link_capacity"
+        spent[limit] = spent.get(limit, 0.0) + getattr(t, state)
+    name = max(spent, key=lambda k: spent[k])  # the first of equals, in _LIMIT_OF's order
+    if spent[name] <= 0:
+        return "incomplete", None  # never past the handshake
+    if name in _LOSSES and policing is not None:
+        return "pvc_policing", spent[name]  # the losses that set the pace are its discards
+    return name, spent[name]
 
 
 def _active(flow: TcpBulkFlow, end: float) -> float:

@@ -102,20 +102,27 @@ NOTES: dict[str, str] = {
     "TcpFlowSummary.goodput_bps": "bytes_delivered x 8 / the flow's active time, bit/s.",
     "TcpFlowSummary.segments_sent": "Data segments transmitted, retransmissions included.",
     "TcpFlowSummary.retransmissions": "Data segments sent again.",
-    "TcpFlowSummary.timeouts": "Retransmission timer expiries.",
+    "TcpFlowSummary.timeouts": "Retransmission timer expiries the sender acted on (a SYN's "
+    "included; an expiry with nothing outstanding is none).",
     "TcpFlowSummary.fast_retransmits": "Losses recovered by fast retransmit.",
     "TcpFlowSummary.dup_acks": "Duplicate ACKs received.",
     "TcpFlowSummary.rtt_mean": "Mean round-trip time sample, s.",
     "TcpFlowSummary.rtt_min": "Smallest round-trip time sample, s.",
     "TcpFlowSummary.rtt_max": "Largest round-trip time sample, s.",
-    "TcpFlowSummary.cwnd_max": "Largest effective congestion window, bytes.",
-    "TcpFlowSummary.cwnd_mean": "Time-average effective congestion window, bytes.",
+    "TcpFlowSummary.cwnd_max": "Largest congestion window, bytes: the peak of the `cwnd` "
+    "series (for variant `none`, which has none, the send window). It is the sender's "
+    "congestion state, not what it may have in flight: it may exceed the receive window or "
+    "the send buffer (fast recovery's inflation, a window grown while the receiver's held "
+    "the flight), which then cap the flight at min(cwnd, rwnd, snd_buf).",
+    "TcpFlowSummary.cwnd_mean": "Time-average of the `cwnd` series over the flow's life, "
+    "bytes (as cwnd_max, not capped by the receive window or the send buffer).",
     "UdpFlowSummary.kind": "`udp`.",
     "UdpFlowSummary.packets_sent": "Datagrams sent.",
     "UdpFlowSummary.packets_received": "Datagrams received.",
     "UdpFlowSummary.packets_dropped": "Datagrams dropped anywhere on the path.",
-    "UdpFlowSummary.pdr": "Packets delivered / sent.",
-    "UdpFlowSummary.plr": "Packets dropped / sent.",
+    "UdpFlowSummary.pdr": "Datagrams delivered / (delivered + dropped): those still in "
+    "flight when the run ends count as neither.",
+    "UdpFlowSummary.plr": "Datagrams dropped / (delivered + dropped).",
     "UdpFlowSummary.throughput_bps": "Payload bits received per second of the flow's activity.",
     "UdpFlowSummary.delay_mean": "Mean one-way delay, s.",
     "UdpFlowSummary.jitter": "Mean |difference| of consecutive one-way delays, s.",

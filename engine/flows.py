@@ -11,11 +11,12 @@ import math
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
+from engine.accounting import rtt_split
 from engine.kernel import Kernel, Later
 from engine.net import stream
 from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet, Path
 from engine.recorder import DelayStats, TcpProbe
-from engine.result import TcpFlowSummary, UdpFlowSummary
+from engine.result import RttSplit, TcpFlowSummary, UdpFlowSummary
 from engine.tcp.cc import congestion_ops
 from engine.tcp.receiver import TcpReceiver, advertised_window
 from engine.tcp.recovery import recovery_for
@@ -96,6 +97,8 @@ class TcpFlow(Flow):
         "sender",
         "receiver",
         "probe",
+        "lost_data",
+        "lost_acks",
     )
     spec: TcpBulkFlow  # narrowed from Flow's
 
@@ -126,6 +129,12 @@ class TcpFlow(Flow):
         self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
         # The last element of each path is the peer endpoint.
         self.sender.path = fwd + (self.receiver,)
+        # Queueing per hop of each direction, charged to its receiving end, and the
+        # packets lost at each hop (engine/accounting.py's round-trip split).
+        self.receiver.waits = [0.0] * len(fwd)
+        self.sender.waits = [0.0] * len(rev)
+        self.lost_data = [0] * len(fwd)
+        self.lost_acks = [0] * len(rev)
         self.probe = TcpProbe(spec.id)
         self.sender.probe = self.probe
 
@@ -145,6 +154,16 @@ class TcpFlow(Flow):
     def _stop(self, _: None) -> None:
         self.sender.stop()
         self.finish()
+
+    def finish(self) -> None:
+        if self.done_at is None:
+            self.sender.clock.finish(self.env.now)
+        super().finish()
+
+    def dropped(self, pkt: Packet) -> None:
+        super().dropped(pkt)
+        lost = self.lost_data if pkt.path is self.sender.path else self.lost_acks
+        lost[pkt.hop] += 1
 
     # --- notifications from endpoints and links ------------------------------------
 
@@ -202,11 +221,40 @@ class TcpFlow(Flow):
         out.update(self.delays.summary())
         out["cwnd_max"] = self.probe.cwnd_max
         out["cwnd_mean"] = self.probe.cwnd_mean(done_at if done_at is not None else end)
+        clock = s.clock
+        last = end if self.stop_at is None else min(end, self.stop_at)
+        clock.finish(max(last, self.start))
+        out["time"] = clock.record()
+        out["rtt_split"] = self._rtt_split()
         return TcpFlowSummary.model_validate(out)
+
+    def _rtt_split(self) -> RttSplit | None:
+        s = self.sender
+        if s.clock.started is None:
+            return None
+        syns = s.syn_retries + 1 if self.spec.tcp.handshake else 0
+        return rtt_split(
+            s.path,
+            s.segments_sent + syns,
+            self.lost_data,
+            self.receiver.path,
+            self.receiver.sent,
+            self.lost_acks,
+            self.spec.tcp.mss,
+        )
 
 
 class UdpFlow(Flow):
-    __slots__ = ("path", "size", "payload", "interval", "sent", "received_bytes", "sending_done")
+    __slots__ = (
+        "path",
+        "size",
+        "payload",
+        "interval",
+        "sent",
+        "received_bytes",
+        "sending_done",
+        "waits",
+    )
 
     def __init__(
         self,
@@ -224,6 +272,7 @@ class UdpFlow(Flow):
         self.sent = 0
         self.received_bytes = 0
         self.sending_done = False
+        self.waits = [0.0] * len(fwd)  # queueing per hop (the flow is its path's endpoint)
 
     def schedule(self) -> None:
         self.env.process(self._run())

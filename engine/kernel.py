@@ -238,17 +238,22 @@ _LATER_CALLBACKS: list[Callable[[Later], None]] = [_invoke_later]
 class Timer:
     """A one-shot timer with a movable deadline and at most one pending event."""
 
-    __slots__ = ("env", "fn", "deadline", "_due")
+    __slots__ = ("env", "fn", "deadline", "_due", "started")
 
     def __init__(self, env: Kernel, fn: Callable[[], None]):
         self.env = env
         self.fn = fn
         self.deadline: float | None = None
         self._due: float | None = None  # when the pending event fires, if there is one
+        # When it was last armed: a retransmission timer's expiry cost the flow the time
+        # since (engine/accounting.py).
+        self.started = -1.0
 
     def start(self, delay: float) -> None:
         """Arm (or re-arm) the timer to fire `delay` seconds from now."""
-        deadline = self.env.now + delay
+        now = self.env.now
+        self.started = now
+        deadline = now + delay
         self.deadline = deadline
         due = self._due
         # A pending event earlier than the new deadline will re-arm itself when it fires;

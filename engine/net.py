@@ -397,7 +397,11 @@ class Egress:
         if start > now:
             w.append((start, wire))
             self.queued_bytes += wire
-            self.wait_total += start - now
+            wait = start - now
+            self.wait_total += wait
+            # engine.accounting.charge_wait, inlined: the flow's queueing at this hop
+            # (taken back below if the line loses the packet: the mean is of those it left).
+            pkt.path[-1].waits[pkt.hop] += wait
             waiting += 1
             if waiting > self.queue_max:
                 self.queue_max = waiting
@@ -420,6 +424,8 @@ class Egress:
             tap.record(start, end, pkt, lost)
         if lost:
             self.error_drops += 1
+            if start > now:
+                pkt.path[-1].waits[pkt.hop] -= start - now
             pkt.flow.dropped(pkt)
             if probe is not None:
                 probe.on_drop(self, now, waiting)

@@ -14,6 +14,69 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class FlowTime(_Model):
+    """Where a TCP flow's time went (engine/accounting.py): its life, from the SYN (or its
+    first segment without a handshake) to the last byte delivered in order, its `stop`, or
+    the end of the run, split into states that add up to `duration`. Seconds throughout.
+    The states other than `handshake`, `busy` and `timeout` are the time the bottleneck was
+    idle while that was what held the sender back."""
+
+    duration: float = Field(
+        description="The flow's life: completion_time when it completed, else from its start "
+        "to its stop or the end of the run"
+    )
+    handshake: float = Field(description="SYN sent, SYN-ACK not yet back (its timeouts apart)")
+    busy: float = Field(
+        description="The bottleneck (the pipe of the data path with the least payload capacity: "
+        "a port, a PVC's contract, a shaper) was transmitting while the flow had data "
+        "outstanding: the pipe was full"
+    )
+    receive_window: float = Field(description="The receiver's advertised window was full")
+    send_buffer: float = Field(description="The send buffer (snd_buf) was full")
+    slow_start: float = Field(description="The congestion window was full, in slow start")
+    congestion_avoidance: float = Field(
+        description="The congestion window was full, in congestion avoidance"
+    )
+    recovery: float = Field(
+        description="Loss recovery: fast recovery, or after a timeout until what was "
+        "outstanding then is acknowledged"
+    )
+    application: float = Field(description="Nothing outstanding and nothing to send")
+    timeout: float = Field(
+        description="Waiting for the retransmission timer: from its last arming to each expiry "
+        "the sender acted on"
+    )
+
+
+class RttHop(_Model):
+    """One hop of a flow's round trip: a port (or a stage that held packets, such as a
+    PVC's shaper) in the direction of its data or of its ACKs."""
+
+    hop: str = Field(description="A link direction '<link>:<from>><to>', or 'pvc:<id>'")
+    direction: Literal["data", "ack"] = Field(
+        description="`data`: the way of the flow's segments; `ack`: the way back of its ACKs"
+    )
+    propagation: float = Field(description="The link's one-way delay, s")
+    serialisation: float = Field(
+        description="Transmission of a full-sized segment (data) or a bare ACK (ack), s"
+    )
+    queueing: float = Field(
+        description="Mean wait of the flow's packets that left this hop before their "
+        "transmission began, s"
+    )
+    packets: int = Field(description="The flow's packets that left this hop")
+
+
+class RttSplit(_Model):
+    """A flow's mean round trip as its packets made it, hop by hop; the sampled `rtt_mean`
+    also holds the receiver's delayed-ACK wait."""
+
+    propagation: float = Field(description="Sum of the hops' propagation delays, s")
+    serialisation: float = Field(description="Sum of the hops' serialisation times, s")
+    queueing: float = Field(description="Sum of the hops' mean queueing delays, s")
+    hops: list[RttHop] = Field(description="Data direction first, then the ACKs' way back")
+
+
 class TcpFlowSummary(_Model):
     kind: Literal["tcp"] = "tcp"
     completed: bool
@@ -49,6 +112,10 @@ class TcpFlowSummary(_Model):
     jitter: float | None = Field(description="Mean |difference| of consecutive one-way delays, s")
     cwnd_max: int
     cwnd_mean: float | None
+    time: FlowTime | None = Field(default=None, description="Where the flow's time went")
+    rtt_split: RttSplit | None = Field(
+        default=None, description="The round trip by hop: propagation, serialisation, queueing"
+    )
 
 
 class UdpFlowSummary(_Model):
@@ -159,6 +226,11 @@ class Diagnosis(_Model):
         default_factory=list,
         description="Concrete changes for this flow's limit, helpful ones cheapest first, "
         "then those that won't help (with why); `advice` is written from them",
+    )
+    limit_time: float | None = Field(
+        default=None,
+        description="Seconds of the flow's life that `limit` cost: its time in the states "
+        "that are this limit (the flow's `time`)",
     )
     advice: str
 

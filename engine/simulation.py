@@ -237,6 +237,9 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
             for key, trace in f.probe.series().items():
                 if len(trace.t):
                     series[key] = trace.series()
+            state = f.sender.clock.trace
+            if len(state.t):
+                series[f"flow.{f.id}.state"] = state.series()
             g = net.goodput[f.id]
             if len(g.t):
                 series[f"flow.{f.id}.goodput_bps"] = g.series()

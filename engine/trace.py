@@ -111,6 +111,17 @@ class Trace:
                 return
         self._thin()
 
+    def rewind(self, t: float) -> None:
+        """Forget the points at or after `t` (a stretch re-booked after the fact)."""
+        ts = self.t
+        n = len(ts)
+        while n and ts[n - 1] >= t:
+            n -= 1
+        if n < len(ts):
+            del self.t[n:]
+            del self.v[n:]
+            self.last_v = self.v[-1] if n else None
+
     def _thin(self) -> None:
         self.halvings += 1
         if self.rate:

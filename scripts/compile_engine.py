@@ -65,6 +65,7 @@ MODULES = [
     "recorder.py",
     "trace.py",  # Trace.add: a call per ACK and per packet queued
     "flows.py",
+    "accounting.py",  # every send attempt asks it why the sender stops
     "host.py",  # a backpressure sender asks it before and after every data segment
     "shaping.py",  # a shaped port's every packet
     "tcp/**/*.py",  # the whole TCP stack: its strategies subclass each other's bases

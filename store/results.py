@@ -46,8 +46,18 @@ COLUMNS = frozenset(
 )
 
 #: What a run document's `summary` shows of a stored result (the diagnosis has a field of
-#: its own there).
-SUMMARY_FIELDS = ("sim_time", "wall_time", "events", "warnings", "flows", "links", "pvcs", "extra")
+#: its own there). `engine_build`, kept in `extra` in the row, is lifted to a field of its own.
+SUMMARY_FIELDS = (
+    "sim_time",
+    "wall_time",
+    "events",
+    "warnings",
+    "flows",
+    "links",
+    "pvcs",
+    "extra",
+    "engine_build",
+)
 
 #: A capture's `codec`: its libpcap file deflated (zero payloads and repeating headers
 #: shrink it several times).
@@ -186,9 +196,9 @@ def document(row: RunResult) -> dict[str, Any]:
 def summary(row: RunResult) -> dict[str, Any]:
     """A run document's `summary`: the stored result's figures, less its diagnosis."""
     stored = document(row)
-    out = {key: stored[key] for key in SUMMARY_FIELDS}
-    out["extra"] = extra = dict(stored["extra"])
-    out["engine_build"] = extra.pop("engine_build", None)  # a field of its own
+    extra = dict(stored["extra"])
+    lifted = {"extra": extra, "engine_build": extra.pop("engine_build", None)}
+    out = {key: lifted[key] if key in lifted else stored[key] for key in SUMMARY_FIELDS}
     return out
 
 

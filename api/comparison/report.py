@@ -27,6 +27,7 @@ from api.comparison.schemas import (
     MetricStat,
     PointRow,
 )
+from engine.accounting import FIELDS as TIME_STATES
 
 # (metric, unit, better when) per flow kind: the figures a comparison is about.
 METRICS: dict[str, list[tuple[str, str, Literal["lower", "higher"]]]] = {
@@ -48,7 +49,13 @@ METRICS: dict[str, list[tuple[str, str, Literal["lower", "higher"]]]] = {
         ("jitter", "s", "lower"),
     ],
 }
+# Where a TCP flow's time went (its summary's `time`), state by state: compared where some
+# point spent time in the state.
+TIME_METRICS: list[tuple[str, str, Literal["lower", "higher"]]] = [
+    (f"time.{state}", "s", "lower") for state in TIME_STATES
+]
 LABELS = {
+    **{f"time.{state}": f"time in {state.replace('_', ' ')}" for state in TIME_STATES},
     "completion_time": "completion time",
     "goodput_bps": "goodput",
     "throughput_bps": "throughput",
@@ -101,14 +108,34 @@ def _finite(x: Any) -> TypeGuard[float]:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def metrics_of(kind: str) -> list[tuple[str, str, Literal["lower", "higher"]]]:
+    """The metrics compared for a flow of `kind`: its figures, then (TCP) its time."""
+    return METRICS.get(kind, []) + (TIME_METRICS if kind == "tcp" else [])
+
+
+def value(flow: Any, metric: str) -> Any:
+    """A flow summary's `metric`, a dotted path into it (`time.busy`), or None."""
+    for part in metric.split("."):
+        flow = flow.get(part) if isinstance(flow, dict) else None
+    return flow
+
+
 def _values(point: PointData, flow: str, metric: str) -> dict[int, float]:
     """seed -> value (a seed is one simulation, whatever number of runs served it)."""
     out = {}
     for obs in point.observations:
-        v = (obs.flows.get(flow) or {}).get(metric)
+        v = value(obs.flows.get(flow), metric)
         if _finite(v):
             out[obs.seed] = float(v)
     return out
+
+
+def _compared(points: Sequence[PointData], flow: str, metric: str) -> bool:
+    """Some point has the metric (a state of the time: some point spent time in it)."""
+    found = [_values(p, flow, metric) for p in points]
+    if metric.startswith("time."):
+        return any(v for values in found for v in values.values())
+    return any(found)
 
 
 def _interval(ci: tuple[float, float] | None) -> Interval | None:
@@ -128,8 +155,8 @@ def build(
     metrics = [
         MetricInfo(flow=fid, metric=m, kind=kind, unit=unit, direction=d, label=LABELS.get(m, m))
         for fid, kind in kinds.items()
-        for m, unit, d in METRICS.get(kind, [])
-        if any(_values(p, fid, m) for p in points)
+        for m, unit, d in metrics_of(kind)
+        if _compared(points, fid, m)
     ]
     des = stats.design([p.parameters for p in points], paths)
     rows = [_row(p, metrics, baseline) for p in points]

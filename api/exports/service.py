@@ -24,7 +24,14 @@ from sqlalchemy.orm import Session
 
 from api.deps import Db
 from api.exceptions import Conflict
-from api.exports.tables import FORMATS, SERIES_SCHEMA, SweepTable, TableWriter, series_rows
+from api.exports.tables import (
+    FORMATS,
+    SERIES_SCHEMA,
+    SweepTable,
+    TableWriter,
+    accounting,
+    series_rows,
+)
 from api.exports.zipstream import ZipStream
 from api.runs import service as runs
 from api.sweeps import service as sweeps
@@ -129,8 +136,9 @@ def _capture(session: Session, run_id: uuid.UUID, link: str, way: str) -> RunCap
 
 async def run_bundle(db: Db, export: RunExport) -> AsyncIterator[bytes]:
     """manifest.json, request.json, result.json, series.csv and series.parquet (long form:
-    key, unit, t, v; every stored sample, not downsampled), and each packet capture as
-    captures/<link>-<direction>.pcap; as the zip is written."""
+    key, unit, t, v; every stored sample, not downsampled), time.csv/.parquet and
+    rtt.csv/.parquet (where each TCP flow's time went, its round trip by hop), and each
+    packet capture as captures/<link>-<direction>.pcap; as the zip is written."""
     zs = ZipStream()
     zs.add("request.json", _json(export.request))
     zs.add("result.json", _json(export.result))
@@ -144,6 +152,13 @@ async def run_bundle(db: Db, export: RunExport) -> AsyncIterator[bytes]:
                 del rows
                 yield zs.take()
             await anyio.to_thread.run_sync(writer.close)
+        yield zs.take()
+    for name, table in accounting(export.result).items():  # a row per flow: small
+        for fmt in FORMATS:
+            with zs.member(f"{name}.{fmt}", compress=fmt == "csv") as out:
+                writer = TableWriter(fmt, out, table.schema)
+                writer.write(table)
+                writer.close()
         yield zs.take()
     for link, way in export.captures:
         row = await db.read(_capture, export.result_run_id, link, way)

@@ -16,7 +16,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from api.comparison.report import METRICS
+from api.comparison.report import metrics_of
+from engine.accounting import FIELDS as TIME_STATES
 from store.codec import decode
 from store.models import RunSeries
 
@@ -96,9 +97,9 @@ class SweepTable:
         result = run["result"] or {}
         values: dict[tuple[str, str], Any] = {}
         for fid, f in (result.get("flows") or {}).items():
-            for metric, _unit, _better in METRICS.get(f.get("kind", "tcp"), []):
+            for metric, _unit, _better in metrics_of(f.get("kind", "tcp")):
                 if (fid, metric) not in values:
-                    values[(fid, metric)] = f.get(metric)
+                    values[(fid, metric)] = value(f, metric)
                 if (fid, metric) not in self.metric_columns:
                     self.metric_columns.append((fid, metric))
         self.metrics.append(values)
@@ -117,6 +118,42 @@ class SweepTable:
         for fid in sorted({fid for fid, _ in self.metric_columns}):
             cols[f"{fid}.limit"] = pa.array([row.get(fid) for row in self.limits], pa.string())
         return pa.table(cols)
+
+
+#: A TCP flow's round trip by hop (the result's `rtt_split`), a row per flow and hop.
+RTT_COLUMNS = {
+    "flow": pa.string(),
+    "direction": pa.string(),
+    "hop": pa.string(),
+    "propagation": pa.float64(),
+    "serialisation": pa.float64(),
+    "queueing": pa.float64(),
+    "packets": pa.int64(),
+}
+
+
+def accounting(result: dict[str, Any]) -> dict[str, pa.Table]:
+    """Where each TCP flow's time went, a row per flow and a column per state (`time`), and
+    its round trip, a row per flow and hop (`rtt`); none when the result has no TCP flow."""
+    flows = {fid: f for fid, f in (result.get("flows") or {}).items() if f.get("time") is not None}
+    if not flows:
+        return {}
+    time = pa.table(
+        {
+            "flow": pa.array(list(flows), pa.string()),
+            **{
+                field: pa.array([f["time"][field] for f in flows.values()], pa.float64())
+                for field in ("duration", *TIME_STATES)
+            },
+        }
+    )
+    hops = [
+        {"flow": fid, **hop}
+        for fid, f in flows.items()
+        for hop in (f.get("rtt_split") or {}).get("hops", [])
+    ]
+    rtt = pa.table({c: pa.array([h[c] for h in hops], kind) for c, kind in RTT_COLUMNS.items()})
+    return {"time": time, "rtt": rtt}
 
 
 def _number(x: Any) -> bool:

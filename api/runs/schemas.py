@@ -78,7 +78,9 @@ def run_brief(run: Any) -> dict[str, Any]:
 
 
 class RunSummary(BaseModel):
-    """The Result less its series and diagnosis (see docs/scenario.md)."""
+    """The Result less its series and diagnosis (the `Result` schema, docs/scenario.md):
+    each TCP flow's summary holds where its time went (`time`) and its round trip by hop
+    (`rtt_split`)."""
 
     sim_time: float
     wall_time: float

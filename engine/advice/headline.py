@@ -69,11 +69,14 @@ def _capacity(ctx: Context) -> str:
             "packets wait in its queue, not on the path."
         )
     if share.resource.startswith("pvc:"):
-        return (
+        text = (
             f"The PVC's traffic contract ({share.resource[4:]}: {rate(share.capacity_bps)} of "
             f"payload in the long run, {rate(share.bound_bps)} for this flow over its "
             "transfer, bursts included) is the limit, not the access links."
         )
+        if ctx.policing is not None:
+            text += " " + _policing(ctx)
+        return text
     if share.others_fraction >= BUSY_OTHERS:
         return (
             f"The bottleneck {share.resource} is the limit: other traffic took "

@@ -101,6 +101,10 @@ def capacity(ctx: Context) -> list[Remedy | None]:
     resource = ctx.share.resource
     if ctx.share.kind == "shaper":
         out += _shaper(ctx, resource)
+    elif resource.startswith("pvc:") and ctx.policing is not None:
+        # The contract binds, and its policer discarded TCP's bursts besides: the burst
+        # rule's Be, the CIR, and shaping at the contract's rate, as for a policed flow.
+        out += policing(ctx)
     elif resource.startswith("pvc:") and ctx.facts.pvc is not None:
         out += _contract(ctx, _pvc(ctx))
     elif is_port(resource):

@@ -39,6 +39,11 @@ CAPTURE_COPIES = 3
 #: with every ACK.
 TCP_BUSY_TRACES, TCP_QUIET_TRACES, PACING_TRACES = 6, 4, 3
 QUIET_POINTS = 64  # what a trace that moves at losses and timeouts is given
+#: A flow's time-accounting state (`flow.<id>.state`, engine.accounting) changes when a
+#: send attempt stops for another reason than the last: a few times per loss, never per
+#: segment. A quarter of its segments bounds it (tests/unit/test_estimate.py's cases with
+#: loss change state at 5-18% of their segments).
+STATE_SHARE = 0.25
 
 
 def _points(n: float) -> int:
@@ -71,8 +76,9 @@ def series_points(
         busy = TCP_BUSY_TRACES + paced + (PACING_TRACES - 1) * rate_based
         ack_every = flow.tcp.delayed_ack.count if flow.tcp.delayed_ack.enabled else 1
         segments = f.est_packets * ack_every / (ack_every + 1)  # est_packets: data and ACKs
-        series += busy + TCP_QUIET_TRACES + 1  # and its goodput
+        series += busy + TCP_QUIET_TRACES + 2  # and its goodput and state
         points += busy * _points(segments) + TCP_QUIET_TRACES * QUIET_POINTS + _points(beats)
+        points += _points(STATE_SHARE * segments) + QUIET_POINTS
     points += sum(_points(n) for n in waiting.values())
     if scenario.frame_relay is not None:
         pvcs = len(scenario.frame_relay.pvcs)

@@ -28,7 +28,11 @@ PositiveDuration = Annotated[Duration, Field(gt=0)]
 MAX_INT = 2**53
 Count = Annotated[int, Field(le=MAX_INT)]
 PositiveByteSize = Annotated[ByteSize, Field(gt=0, le=MAX_INT)]
-PositiveRate = Annotated[Rate, Field(gt=0)]
+# At least 1 bit/s: below it nothing a run can hold is carried (a 64 KiB datagram takes six
+# days at 1 bit/s), and rates such as 1e-320 bit/s overflow the arithmetic of every
+# transmission to infinity; they are refused where they are written, not simulated.
+MIN_RATE = 1.0
+PositiveRate = Annotated[Rate, Field(ge=MIN_RATE)]
 
 
 def not_a_bool(value: Any) -> Any:

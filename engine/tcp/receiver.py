@@ -91,6 +91,8 @@ class TcpReceiver:
         "quick",
         "echo_at",
         "syn_options",
+        "sent",
+        "waits",
     )
 
     def __init__(self, env: Kernel, flow: TcpFlow, spec: TcpSpec, path: Path):
@@ -113,6 +115,8 @@ class TcpReceiver:
         self.quick = quick_acks(spec, self.wnd)
         self.echo_at = 0.0  # send time of the oldest segment the next ACK covers
         self.syn_options = spec.syn_options
+        self.sent = 0  # ACKs and SYN-ACKs sent
+        self.waits: list[float] = []  # queueing of the flow's data per hop, set by the flow
 
     def accept(self, pkt: Packet) -> None:
         if pkt.kind == Kind.SYN:
@@ -188,6 +192,7 @@ class TcpReceiver:
 
     def _send(self, kind: Kind, size: int, sack: SackBlocks | None = None) -> None:
         pkt = Packet(self.flow, kind, size, self.path, self.env.now)
+        self.sent += 1
         pkt.ack = self.rcv_nxt
         pkt.wnd = self.wnd
         pkt.sack = sack

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from engine.accounting import FlowClock, bottleneck_of
 from engine.kernel import Timer
 from engine.packet import TCP_IP_HEADERS, Kind, Packet, Path
 from engine.tcp.flight import cong_control, in_flight
@@ -64,6 +65,8 @@ class TcpSender:
         "ss_samples",
         "local",
         "cwr_high",
+        "clock",
+        "waits",
     )
 
     def __init__(
@@ -93,7 +96,10 @@ class TcpSender:
         self.rtt = RttEstimator(
             spec.initial_rto, spec.min_rto, spec.max_rto, spec.timer_granularity
         )
+        # Where the flow's time goes (engine/accounting.py): told at each send attempt.
+        self.clock = FlowClock(bottleneck_of(path, spec.mss), cc.limits_window)
         self.timer = Timer(env, self.on_timeout)
+        self.waits: list[float] = []  # queueing of this flow's ACKs per hop, set by the flow
         self.established = not spec.handshake
         self.syn_sent_at: float | None = None
         self.syn_retries = 0
@@ -122,6 +128,7 @@ class TcpSender:
 
     def open(self) -> None:
         """The application starts the transfer: SYN, or data at once without a handshake."""
+        self.clock.start(self.env.now, self.spec.handshake)
         if self.spec.handshake:
             self._send_syn()
         else:
@@ -150,6 +157,7 @@ class TcpSender:
             return
         pacer = self.pacer
         if pacer is not None and pacer.holds():
+            self.clock.attempt(self)
             return
         recovery = self.recovery
         if recovery.paces_recovery and self.st.phase == Phase.RECOVERY:
@@ -161,6 +169,7 @@ class TcpSender:
         rate = self.rate
         if rate is not None and not rate.app_limited and self.st.snd_max >= self.limit:
             rate.mark_app_limited(self.in_flight())  # the application has no more data
+        self.clock.attempt(self)  # why the sender stops here: the flow's state
 
     def may_send(self) -> bool:
         """Whether pacing lets a segment leave now; if not, the pacing timer is armed to
@@ -301,9 +310,12 @@ class TcpSender:
         st.recover = st.snd_max
 
     def sent_by_timer(self) -> None:
-        """A recovery timer (a tail loss probe) sent a segment: the recorder sees it."""
+        """A recovery timer (a tail loss probe, RACK's reordering timer) sent, and may have
+        re-armed the retransmission timer: the recorder sees it, and the time accounting
+        notes why the sender stops here, as after every other arming."""
         if self.probe is not None:
             self.probe.on_send(self)
+        self.clock.attempt(self)
 
     def reduce_window(self) -> None:
         self.congestion_event()
@@ -454,6 +466,7 @@ class TcpSender:
         if not self.established:
             self.syn_retries += 1
             self.timeouts += 1
+            self.clock.timeout(self.env.now, self.timer.started)
             self.rtt.backoff()
             self._send_syn()
             return
@@ -462,6 +475,7 @@ class TcpSender:
             return
         self.timeouts += 1
         st.now = self.env.now
+        self.clock.timeout(st.now, self.timer.started)
         # RFC 5681 3.1: ssthresh from FlightSize on the first timeout of a segment; held
         # constant when the same segment times out again.
         if self.rto_una != st.snd_una:

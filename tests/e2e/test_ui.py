@@ -116,7 +116,8 @@ def test_a_run_page_draws_its_charts_and_zoom_asks_for_the_range(
     page.click("#start-run button")
     page.wait_for_url("**/ui/runs/*")
     page.wait_for_selector("#charts[data-ready=true]", timeout=120_000)
-    assert "limited by loss" in page.inner_text("#diagnosis")
+    # 30 MB at 0.65% loss through an 8,760 B window: the window held the idle T1 longest.
+    assert "limited by receive window" in page.inner_text("#diagnosis")
     drawn = page.evaluate(COLOURED_PIXELS, "#charts .chart canvas")
     assert len(drawn) == 5, drawn
     assert sum(n > 300 for n in drawn) >= 4, drawn
@@ -259,6 +260,106 @@ def test_a_run_of_many_flows_reads_as_a_population(pg_stack: Stack, page: Any) -
     assert rows.count() == 12
     assert rows.nth(3).locator("th").inner_text() == "f3"
     shot(page, "run-page-many-flows.png")
+
+
+def policed_backup() -> dict[str, Any]:
+    """5 MB over Frame Relay: 768 kbit/s access links, a PVC policed to CIR 256 kbit/s with
+    Bc = Be = 32 kbit (its contract 512 kbit/s of frames), a 16 KiB window: TCP's bursts
+    overrun Bc + Be and the policer discards frames (the case of bench/goldens.py, shorter)."""
+    fr = {
+        "encap": "frame_relay",
+        "delay": "15ms",
+        "rate": "768kbps",
+        "queue": {"discipline": "droptail", "limit_packets": 100},
+    }
+    return {
+        "name": "policed-backup",
+        "duration": "600s",
+        "nodes": [
+            {"id": "ws", "kind": "host"},
+            {"id": "branch", "kind": "router"},
+            {"id": "cloud", "kind": "fr_switch"},
+            {"id": "dc", "kind": "router"},
+            {"id": "server", "kind": "host"},
+        ],
+        "links": [
+            {"id": "lan1", "a": "ws", "b": "branch", "rate": "100Mbps", "delay": "0.1ms"},
+            {"id": "access1", "a": "branch", "b": "cloud", **fr},
+            {"id": "access2", "a": "cloud", "b": "dc", **fr},
+            {"id": "lan2", "a": "dc", "b": "server", "rate": "100Mbps", "delay": "0.1ms"},
+        ],
+        "frame_relay": {
+            "pvcs": [
+                {
+                    "id": "p1",
+                    "dlci": 100,
+                    "src": "branch",
+                    "dst": "dc",
+                    "cir": "256kbps",
+                    "bc": 32000,
+                    "be": 32000,
+                }
+            ]
+        },
+        "flows": [
+            {
+                "id": "backup",
+                "kind": "tcp_bulk",
+                "src": "ws",
+                "dst": "server",
+                "bytes": "5MB",
+                "tcp": {"rcv_buf": "16KiB"},
+            }
+        ],
+    }
+
+
+def test_a_policed_pvc_run_shows_its_counters_bottleneck_and_discards(
+    pg_stack: Stack, page: Any
+) -> None:
+    """The run page of a policed PVC: the PVC's counters as the run counted them, the queue
+    chart of the bottleneck the diagnosis names, the policer's discards beside the link
+    drops and retransmissions, and where the flow's time went."""
+    with pg_stack.client as client:
+        run = client.post("/v1/runs", json={"scenario": policed_backup()}).json()
+        deadline = time.monotonic() + 120
+        while run["status"] not in ("succeeded", "failed") and time.monotonic() < deadline:
+            time.sleep(0.5)
+            run = client.get(f"/v1/runs/{run['id']}").json()
+        assert run["status"] == "succeeded", run
+        keys = {s["key"] for s in client.get(f"/v1/runs/{run['id']}/series").json()["series"]}
+    pvc = run["summary"]["pvcs"]["p1"]
+    assert pvc["excess_dropped"] > 0 and pvc["de_marked"] > 0  # the policer did act
+    page.goto(f"{pg_stack.base_url}/ui/runs/{run['id']}")
+    page.wait_for_selector("#charts[data-ready=true]", timeout=60_000)
+
+    row = page.locator("#pvcs tbody tr[data-pvc=p1] td")
+    cells = [row.nth(i).inner_text() for i in range(row.count())]
+    assert cells[:3] == [f"{pvc[k]:,}" for k in ("frames", "de_marked", "excess_dropped")]
+    assert cells[4:6] == [f"{pvc[k]:,}" for k in ("fecn_marked", "becn_marked")]
+
+    named = run["diagnosis"]["backup"]["bottleneck"]
+    assert named == "pvc:p1"
+    queue = page.locator("#chart-queue")
+    assert named in queue.inner_text()
+    assert page.evaluate(COLOURED_PIXELS, "#chart-queue canvas")[0] > 300
+
+    assert "pvc.p1.discards" in keys
+    losses = page.locator("#chart-losses")
+    assert "pvc.p1.discards" in losses.get_attribute("data-keys").split(",")
+    assert "PVC p1 policer discards" in losses.inner_text()
+    assert page.evaluate(COLOURED_PIXELS, "#chart-losses canvas")[0] > 300
+
+    time_row = page.locator("#time .time-row[data-flow=backup]")
+    states = {
+        time_row.locator(".seg").nth(i).get_attribute("data-state")
+        for i in range(time_row.locator(".seg").count())
+    }
+    spent = {
+        k for k, v in run["summary"]["flows"]["backup"]["time"].items() if k != "duration" and v > 0
+    }
+    assert states == spent
+    shot(page, "run-page-policed-pvc.png")
 
 
 def test_docs_and_redoc_load_with_the_network_off(pg_stack: Stack, page: Any) -> None:

@@ -100,6 +100,12 @@ class Host:
     def pids(self) -> list[int]:
         return [int(p) for p in _ip("netns", "pids", self.netns, check=False).split()]
 
+    def signal(self, sig: signal.Signals) -> None:
+        """Every process on the host gets `sig` (SIGSTOP freezes the machine mid-step)."""
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
     def take_away(self, switch: str) -> int:
         """The machine lost whole: unplugged from the LAN and every process in it killed at
         once (SIGKILL, nothing flushed, no goodbye to the broker or the database). Returns

@@ -215,7 +215,8 @@ def test_export_request_reproduces_the_result(
     proc = tcpfr(pg_stack.base_url, "export", t1_64k["id"], "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     manifest, files = read_bundle(out.read_bytes())
-    assert set(files) == {"request.json", "result.json", "series.csv", "series.parquet"}
+    tables = {f"{name}.{ext}" for name in ("series", "time", "rtt") for ext in ("csv", "parquet")}
+    assert set(files) == {"request.json", "result.json", *tables}
     assert manifest["run_id"] == t1_64k["id"]
     for field in ("engine_version", "scenario_hash", "seed", "created_at", "finished_at"):
         assert manifest[field] == t1_64k[field], field
@@ -234,6 +235,14 @@ def test_export_request_reproduces_the_result(
         index = http.get(f"/v1/runs/{t1_64k['id']}/series").json()["series"]
     assert {s["key"] for s in index} == set(table["key"])
     assert len(rows) == sum(s["length"] for s in index)
+
+    # Where the flow's time went, a row per flow; its round trip, a row per hop.
+    (time_row,) = pq.read_table(io.BytesIO(files["time.parquet"])).to_pylist()
+    assert time_row == {"flow": "backup", **result["flows"]["backup"]["time"]}
+    hops = list(csv.DictReader(io.StringIO(files["rtt.csv"].decode())))
+    split = result["flows"]["backup"]["rtt_split"]["hops"]
+    assert [(h["hop"], h["direction"]) for h in hops] == [(h["hop"], h["direction"]) for h in split]
+    assert [float(h["queueing"]) for h in hops] == [h["queueing"] for h in split]
 
     # request.json posted back, simulated afresh: the same result but for wall time.
     request = json.loads(files["request.json"])

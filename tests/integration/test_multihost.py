@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -311,17 +312,30 @@ def test_a_worker_host_taken_away_mid_sweep_loses_nothing(
     for host in (w1, w2):
         deployment.start_worker(host)
     sweep_id = deployment.run_sweep()
-    # Away while it is running one of the sweep's runs, a few runs in.
+    # Away while it is running one of the sweep's runs, a few runs in. A run seen running
+    # may finish before the cable is cut (a run takes tens of milliseconds), so the host is
+    # frozen first (SIGSTOP), whatever it had sent is let land, and the run it holds is the
+    # one read then; if it had none (its run finished as it froze), it thaws and we wait on.
     deadline = time.monotonic() + 120
-    while True:
-        ((done, on_w1),) = deployment.query(
+
+    def progress() -> tuple[int, list[Any] | None]:
+        ((done, running),) = deployment.query(
             "SELECT count(*) FILTER (WHERE status = 'succeeded'), array_agg(id) FILTER "
             "(WHERE status = 'running' AND worker LIKE '%%@w1:%%') FROM runs WHERE sweep_id = %s",
             uuid.UUID(sweep_id),
         )
-        if done >= 20 and on_w1:
-            break
+        return done, running
+
+    while True:
+        done, on_w1 = progress()
         assert done < RUNS and time.monotonic() < deadline, deployment.stack.logs()
+        if done >= 20 and on_w1:
+            w1.signal(signal.SIGSTOP)
+            time.sleep(0.5)
+            done, on_w1 = progress()
+            if on_w1:
+                break
+            w1.signal(signal.SIGCONT)
         time.sleep(0.01)
     killed = w1.take_away(deployment.net.switch)
     deployment.stack.procs.pop("worker-w1").wait(timeout=10)

@@ -99,9 +99,10 @@ def known_ids(api: Stack, key: str) -> dict[str, str]:
 
 
 def _refused_too_large(failure: Any, status: int) -> bool:
-    """An invalid body refused with 413 (over TCPFR_MAX_BODY_BYTES, before it is even read)
-    is refused: negative_data_rejection only counts other 4xx as refusals."""
-    return status == 413 and "Schema-violating request accepted" in str(
+    """An invalid request refused as too large is refused: a body with 413 (over
+    TCPFR_MAX_BODY_BYTES, before it is even read), a query with 414 (a target longer than
+    the server reads; both documented); negative_data_rejection only counts other 4xx."""
+    return status in (413, 414) and "Schema-violating request accepted" in str(
         getattr(failure, "title", "")
     )
 

@@ -1,15 +1,24 @@
 """The diagnosis is never wrong about what was possible: on generated small scenarios
-(flows that overlap or not, start apart, of any size, over lossy or clean links, with
-cross traffic, Frame Relay PVCs that police or shape, interface shapers, asymmetric links,
-hosts that push back or drop), every bound it reports is at least the goodput the flow
-achieved, and losses that are the PVC policer's are not blamed on the links (hypothesis).
+(flows that overlap or not, start apart or never, of any size, stopped by the application
+or not, over lossy or clean links of any speed down to a few hundred bit/s, with constant
+and on/off cross traffic, Frame Relay PVCs that police or shape, interface shapers,
+asymmetric links, hosts that push back or drop), every bound it reports is at least the
+goodput the flow achieved; losses that are the PVC policer's are not blamed on the links;
+nothing is blamed on losses where nothing was lost; each flow's time adds up to its
+duration; and the limit named cost at least as much time as any one state of the flow
+(hypothesis).
 
 Rounding: the bounds are computed from the same floating-point counters as the goodput,
-so they may only fall short by relative 1e-9.
+so they may only fall short by relative 1e-9; the states are sums of the same seconds.
+
+Examples: TCPFR_DIAGNOSIS_EXAMPLES (default 120, CI's share); run by hand with 1000:
+    TCPFR_DIAGNOSIS_EXAMPLES=1000 .venv/bin/python -m pytest tests/unit/test_diagnosis_properties.py
 """
 
 from __future__ import annotations
 
+import math
+import os
 from typing import Any
 
 import pytest
@@ -18,10 +27,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Scenario, simulate
+from engine.accounting import FIELDS
+from engine.diagnosis import REACHED
+from engine.result import TcpFlowSummary
 
 pytestmark = pytest.mark.unit
 
 ROUNDING = 1e-9
+EXAMPLES = int(os.environ.get("TCPFR_DIAGNOSIS_EXAMPLES", "120"))
 
 
 def check_bounds(result) -> None:
@@ -68,11 +81,43 @@ def pvc_shaping(draw, cir: float) -> dict[str, Any]:
     return {}
 
 
+def check_time(result) -> None:
+    """The states add up to each flow's duration (its completion time when it completed);
+    a flow that lost nothing is not limited by losses; the limit named cost at least as
+    much time as any single state a limit added (its time is a sum of states)."""
+    for fid, f in result.flows.items():
+        if not isinstance(f, TcpFlowSummary):
+            continue
+        t = f.time
+        assert t is not None
+        states = [getattr(t, name) for name in FIELDS]
+        assert min(states) >= 0, (fid, t)
+        assert math.fsum(states) == pytest.approx(t.duration, rel=ROUNDING, abs=1e-12), (fid, t)
+        if f.completed:
+            assert t.duration == pytest.approx(f.completion_time, rel=ROUNDING)
+        d = result.diagnosis[fid]
+        if f.packets_dropped == 0:
+            assert d.limit not in ("loss", "timeouts", "pvc_policing"), (fid, d, f)
+        if d.limit == "incomplete":
+            assert max(states[1:]) == 0, (fid, t)  # nothing but (part of) a handshake
+        else:
+            # The limit cost at least as much as any state that is time a limit added; the
+            # bottleneck's busy time (the transfer at the path's rate) competes only when
+            # it filled most of the flow's life (engine.diagnosis.REACHED).
+            assert d.limit_time is not None
+            added = [getattr(t, n) for n in FIELDS[1:] if n != "busy"]
+            assert d.limit_time >= max(added) * (1 - ROUNDING), (fid, d, t)
+            if t.busy >= REACHED * (t.duration - t.handshake):
+                assert d.limit_time >= t.busy * (1 - ROUNDING), (fid, d, t)
+
+
 @st.composite
 def scenarios(draw) -> Scenario:
     """h1 -[lan1]- r1 -[wan]- r2 -[lan2]- h2, or the same through an fr_switch with a PVC."""
     fr = draw(st.booleans())
-    wan_rate = draw(st.sampled_from([256e3, 1e6, 1.544e6]))
+    # A few hundred bit/s: the SYN alone outlasts the first RTO (timers that expire with
+    # nothing lost); the others are WAN rates.
+    wan_rate = draw(st.sampled_from([300.0, 9600.0, 256e3, 1e6, 1.544e6]))
     delay = draw(st.sampled_from([0.001, 0.02, 0.08]))
     limit = draw(st.integers(min_value=3, max_value=60))
     encap = "frame_relay" if fr else draw(st.sampled_from(["ppp", "ethernet", "atm_aal5", "none"]))
@@ -142,15 +187,23 @@ def scenarios(draw) -> Scenario:
             flow["stop"] = flow["start"] + draw(st.sampled_from([0.5, 2.0]))
         flows.append(flow)
     if draw(st.booleans()):
+        # An unlimited transfer due late: it runs from 25 s, or never when the finite
+        # flows are done before (the run stops with them).
+        flows.append({**flows[0], "id": "late", "start": 25.0})
+        flows[-1].pop("bytes", None)
+        flows[-1].pop("stop", None)
+    # Cross traffic: constant, or on/off (bursts of a second or two, then silence).
+    for j in range(draw(st.integers(min_value=0, max_value=3))):
+        start = draw(st.sampled_from([0.0, 1.0])) + 3.0 * j
         flows.append(
             {
-                "id": "cbr",
+                "id": f"cbr{j}",
                 "kind": "udp_cbr",
                 "src": "h1",
                 "dst": "h2",
                 "rate": draw(st.sampled_from([0.2, 0.6])) * wan_rate,
-                "start": draw(st.sampled_from([0.0, 1.0])),
-                "stop": 4.0,
+                "start": start,
+                "stop": start + draw(st.sampled_from([1.0, 2.0])),
             }
         )
     d: dict[str, Any] = {
@@ -172,8 +225,8 @@ def scenarios(draw) -> Scenario:
                     "src": "r1",
                     "dst": "r2",
                     "cir": cir,
-                    "bc": draw(st.sampled_from([0.05, 0.25, 1.0])) * cir,
-                    "be": draw(st.sampled_from([0.0, 0.5])) * cir,
+                    "bc": max(1, round(draw(st.sampled_from([0.05, 0.25, 1.0])) * cir)),
+                    "be": round(draw(st.sampled_from([0.0, 0.5])) * cir),
                     "policing": draw(st.sampled_from(["token_bucket", "interval"])),
                     **pvc_shaping(draw, cir),
                 }
@@ -185,9 +238,10 @@ def scenarios(draw) -> Scenario:
     return Scenario.model_validate(d)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios())
 def test_every_bound_is_at_least_the_achieved_goodput(scenario: Scenario):
     result = simulate(scenario)
     check_bounds(result)
     check_policing_attributed(result)
+    check_time(result)

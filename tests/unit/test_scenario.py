@@ -256,7 +256,7 @@ def test_zero_rate_is_rejected():
     data = example()
     data["links"][1]["rate"] = 0
     error = only_error(data)
-    assert (error["loc"], error["type"]) == (("links", 1, "rate"), "greater_than")
+    assert (error["loc"], error["type"]) == (("links", 1, "rate"), "greater_than_equal")
 
 
 def test_flow_errors_have_no_union_tag_in_their_path():

@@ -93,6 +93,7 @@
       ["packets dropped", (f) => f.packets_dropped],
       ["RTT mean / min / max", (f) => [f.rtt_mean, f.rtt_min, f.rtt_max].map(seconds).join(" / ")],
       ["cwnd max", (f) => bytes(f.cwnd_max)],
+      ["most time", (f) => tcpfrTime.most(f.time)],
     ];
     const names = Object.keys(flows);
     const table = document.getElementById("summary");
@@ -138,38 +139,108 @@
     table.after(el("div", { id: "summary-flows-box", class: "scroll" }, perFlow));
   }
 
-  // The link direction where packets were dropped or waited most: its queue is the one to
-  // watch (then the busiest one).
-  function bottleneck(doc) {
+  // Where each flow's time went: a bar per flow, or their sum for many.
+  function timeBars(doc) {
+    const flows = Object.fromEntries(Object.entries(doc.summary.flows).filter(([, f]) => f.kind === "tcp"));
+    tcpfrTime.render(document.getElementById("time"), flows, Object.keys(flows).length > MANY);
+  }
+
+  // Each PVC's counters: what entered it, what its policer marked and discarded, what the
+  // switches marked (FECN, BECN) and dropped.
+  function pvcs(doc) {
+    const entries = Object.entries(doc.summary.pvcs || {});
+    const table = document.getElementById("pvcs");
+    table.hidden = document.getElementById("pvcs-title").hidden = !entries.length;
+    const n = (v) => (v ?? 0).toLocaleString();
+    const cols = [
+      ["frames", (p) => n(p.frames)],
+      ["DE-marked", (p) => n(p.de_marked)],
+      ["discarded by the policer", (p) => n(p.excess_dropped)],
+      ["DE dropped", (p) => n(p.de_dropped)],
+      ["FECN", (p) => n(p.fecn_marked)],
+      ["BECN", (p) => n(p.becn_marked)],
+      ["shaper dropped", (p) => n(p.shaper_dropped)],
+      ["residual errors", (p) => `${((p.residual_error_rate || 0) * 100).toFixed(3)}%`],
+    ];
+    table.replaceChildren(
+      el("thead", {}, el("tr", {}, el("th", { text: "PVC" }), cols.map(([c]) => el("th", { text: c })))),
+      el("tbody", {}, entries.map(([id, p]) => el("tr", { "data-pvc": id }, el("th", { text: id }),
+        cols.map(([, fn]) => el("td", { text: fn(p) }))))));
+  }
+
+  // The link direction where packets were dropped or waited most (then the busiest one).
+  function busiest(doc) {
     const links = Object.entries(doc.summary.links || {});
     const rank = (l) => [l.drops || 0, l.queue_mean || 0, l.utilization || 0];
     links.sort((a, b) => {
       const [x, y] = [rank(a[1]), rank(b[1])];
       return (y[0] - x[0]) || (y[1] - x[1]) || (y[2] - x[2]);
     });
-    if (!links.length) return null;
-    const [name] = links[0];
-    const [id, dir] = name.split(":");
-    return { name, queue: `link.${id}.${dir}.queue_packets` };
+    return links.length ? links[0][0] : null;
+  }
+
+  const linkBase = (name) => { const [id, dir] = name.split(":"); return `link.${id}.${dir}`; };
+
+  // The bottleneck the diagnosis names for `flow` ("<link>:<from>><to>" or "pvc:<id>") and
+  // its queue and delay series, those the run has: a link direction's queue and its
+  // shaper's, a PVC's shaping queues (each direction). A bottleneck without a queue of its
+  // own (a policed PVC) shows the busiest link direction's, saying so.
+  function bottleneck(doc, flow, have) {
+    const named = ((doc.diagnosis || {})[flow] || {}).bottleneck || null;
+    let queue = [], delay = [];
+    if (named && named.startsWith("pvc:")) {
+      const p = `pvc.${named.slice(4)}.`;
+      queue = [`${p}queue_packets`, `${p}queue_packets_reverse`].filter((k) => have.has(k));
+      delay = [`${p}queue_delay`, `${p}queue_delay_reverse`].filter((k) => have.has(k));
+    } else if (named) {
+      const b = linkBase(named);
+      queue = [`${b}.queue_packets`, `${b}.shaper_queue_packets`].filter((k) => have.has(k));
+      delay = [`${b}.shaper_delay`].filter((k) => have.has(k));
+    }
+    if (queue.length) return { title: named, queue, delay };
+    const link = busiest(doc);
+    if (!link) return null;
+    const fallback = [`${linkBase(link)}.queue_packets`].filter((k) => have.has(k));
+    const title = named ? `${named} (no queue of its own: the busiest link direction, ${link})` : link;
+    return { title, queue: fallback, delay };
+  }
+
+  function label(k) {
+    const last = k.split(".").pop();
+    if (k.startsWith("pvc.")) {
+      const [, id, what] = k.split(".");
+      const words = { discards: "policer discards", queue_packets: "queue", queue_packets_reverse: "queue (reverse)",
+        queue_delay: "queueing delay", queue_delay_reverse: "queueing delay (reverse)" };
+      return `PVC ${id} ${words[what] || what}`;
+    }
+    if (last === "queue_packets") return "queue";
+    if (last === "shaper_queue_packets") return "shaper queue";
+    if (last === "shaper_delay") return "shaper delay";
+    if (k.startsWith("link.")) return k.slice(5).replace(/\.drops$/, " drops");
+    return last;
   }
 
   function chartSpecs(flow) {
     const have = new Set(index.map((s) => s.key));
     const pick = (keys) => keys.filter((k) => have.has(k));
-    const neck = bottleneck(run);
-    const drops = index.map((s) => s.key).filter((k) => k.endsWith(".drops"));
-    const label = (k) => k.split(".").slice(-1)[0] === "queue_packets" ? "queue" :
-      (k.startsWith("link.") ? k.slice(5).replace(/\.drops$/, " drops") : k.split(".").pop());
+    const neck = bottleneck(run, flow, have);
+    const keys = index.map((s) => s.key);
+    // Losses side by side: the flow's retransmissions, each link direction's queue and
+    // line drops, each PVC's policer discards.
+    const drops = keys.filter((k) => k.startsWith("link.") && k.endsWith(".drops"));
+    const discards = keys.filter((k) => k.startsWith("pvc.") && k.endsWith(".discards"));
     return [
       { id: "cwnd", title: `${flow}: congestion window, ssthresh, in flight`, stepped: true,
         keys: pick([`flow.${flow}.cwnd`, `flow.${flow}.ssthresh`, `flow.${flow}.inflight`, `flow.${flow}.rwnd`]), format: bytes },
       { id: "goodput", title: `${flow}: goodput`, keys: pick([`flow.${flow}.goodput_bps`]), format: bps },
       { id: "rtt", title: `${flow}: smoothed RTT and RTO`, stepped: true,
         keys: pick([`flow.${flow}.srtt`, `flow.${flow}.rto`]), format: seconds },
-      { id: "queue", title: `Bottleneck queue: ${neck ? neck.name : "–"}`, stepped: true,
-        keys: neck ? pick([neck.queue]) : [], format: packets },
-      { id: "losses", title: `Drops and retransmissions (cumulative)`, stepped: true,
-        keys: pick([`flow.${flow}.retransmissions`, ...drops]), format: packets },
+      { id: "queue", title: `Bottleneck queue: ${neck ? neck.title : "–"}`, stepped: true,
+        keys: neck ? neck.queue : [], format: packets },
+      { id: "queue-delay", title: `Bottleneck queueing delay: ${neck ? neck.title : "–"}`, stepped: true,
+        keys: neck ? neck.delay : [], format: seconds },
+      { id: "losses", title: `Drops${discards.length ? ", policer discards" : ""} and retransmissions (cumulative)`, stepped: true,
+        keys: pick([`flow.${flow}.retransmissions`, ...drops, ...discards]), format: packets },
     ].filter((s) => s.keys.length).map((s) => ({ ...s, labels: s.keys.map(label) }));
   }
 
@@ -211,7 +282,9 @@
     document.getElementById("results").hidden = false;
     diagnosis(run);
     document.dispatchEvent(new CustomEvent("tcpfr:run", { detail: run })); // fix.js
+    timeBars(run);
     summary(run);
+    pvcs(run);
     downloads(run);
     index = (await api(`${base}/series`)).series;
     const flows = Object.keys(run.summary.flows);

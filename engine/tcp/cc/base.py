@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
+from mypy_extensions import mypyc_attr
+
 from engine.tcp.cc.slowstart import SlowStart, slow_start_for
 from engine.tcp.recovery.base import NoRecovery
 from engine.tcp.recovery.reno import NewRenoRecovery
@@ -30,6 +32,9 @@ PACING_SS_RATIO = 2.0  # Linux sysctl tcp_pacing_ss_ratio = 200 (%)
 PACING_CA_RATIO = 1.2  # Linux sysctl tcp_pacing_ca_ratio = 120 (%)
 
 
+# A new variant's module subclasses one of these from interpreted code (a test registers a
+# toy one), so the compiled build lets interpreted classes extend them.
+@mypyc_attr(allow_interpreted_subclasses=True)
 class CongestionOps:
     # --- traits: what the rest of the engine knows of the variant ----------------------
     #: The variant's name, `tcp.variant` (engine.variants registers the class under it).
@@ -167,6 +172,7 @@ class CongestionOps:
         return ratio * (st.cwnd if st.cwnd > outstanding else outstanding) / st.srtt
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class RenoGrowth(CongestionOps):
     """RFC 5681 3.1 window growth shared by Tahoe, Reno, NewReno and SACK senders (their
     variants, in engine.tcp.cc.reno, differ only in recovery), and the slow start of
