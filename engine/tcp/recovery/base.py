@@ -10,7 +10,7 @@ an ACK it returns (`AckUse`).
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from engine.packet import Packet
 from engine.tcp.state import Phase, TcpState
@@ -83,7 +83,7 @@ class AckUse(IntEnum):
 class NoRecovery:
     """Variant `none`: duplicate ACKs are ignored; only the timer recovers."""
 
-    name = "none"
+    name: ClassVar[str] = "none"
     #: True when the strategy keeps a SACK scoreboard that every ACK must update.
     scoreboard = False
     #: True when, in fast recovery, the strategy chooses every segment sent (RFC 6675).

@@ -45,7 +45,7 @@ tcp_enter_loss marks it all lost); RACK resumes once the sender is open again.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from engine.kernel import Timer
 from engine.packet import Kind, Packet
@@ -65,7 +65,7 @@ INF = float("inf")
 
 
 class RackRecovery(SackRecovery):
-    name = "rack"
+    name: ClassVar[str] = "rack"
     tracks_sends = True
     #: Set by `bind`, once the sender (and its clock) exists.
     reo_timer: Timer

@@ -24,7 +24,7 @@ segment counts as lost until it is resent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
 from engine.tcp.recovery.prr import Prr
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 class TahoeRecovery(NoRecovery):
-    name = "tahoe"
+    name: ClassVar[str] = "tahoe"
     limited_transmit = True  # as ns-2's singledup_ (default on) does for every variant
 
     def on_dupack(self, snd: Sender) -> None:
@@ -53,7 +53,7 @@ class TahoeRecovery(NoRecovery):
 
 
 class RenoRecovery(NoRecovery):
-    name = "reno"
+    name: ClassVar[str] = "reno"
     limited_transmit = True
 
     def __init__(self, spec: TcpSpec) -> None:
@@ -159,7 +159,7 @@ class RenoRecovery(NoRecovery):
 
 
 class NewRenoRecovery(RenoRecovery):
-    name = "newreno"
+    name: ClassVar[str] = "newreno"
 
     def __init__(self, spec: TcpSpec) -> None:
         super().__init__(spec)

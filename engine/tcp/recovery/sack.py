@@ -19,7 +19,7 @@ still chooses what is sent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from engine.packet import Packet
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 
 class SackRecovery(NoRecovery):
-    name = "sack"
+    name: ClassVar[str] = "sack"
     scoreboard = True
     paces_recovery = True
     limited_transmit = True  # RFC 6675 5 step (3): new data on the first two dupacks
