@@ -49,9 +49,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engine.framerelay import PvcDirection
 from engine.net import Egress
 from engine.packet import TCP_IP_HEADERS, Packet
-from engine.trace import Trace
 from engine.result import FlowTime, RttHop, RttSplit
 from engine.tcp.state import Phase
+from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.packet import Path

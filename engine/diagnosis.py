@@ -39,6 +39,7 @@ from engine.variants import variant
 
 REACHED = 0.85  # share of a flow's life its bottleneck must be busy to be its limit
 
+
 def mathis_bps(mss: int, rtt: float, p: float, acked_per_ack: int) -> float:
     return mss * 8 / rtt * math.sqrt(3 / (2 * acked_per_ack * p))
 
