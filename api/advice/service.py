@@ -77,13 +77,13 @@ def create(
             cache=body.cache,
             engine_version=engine.ENGINE_VERSION,
             idempotency_key=idempotency_key,
-            request_fingerprint=print_,
+            request_fingerprint=request_print,
         )
 
-    print_ = fingerprint(ADVICE, body)
+    request_print = fingerprint(ADVICE, body)
     lookup = partial(repo.by_idempotency_key, tenant_id=tenant_id)
     return create_once(
-        session, key=idempotency_key, fingerprint=print_, lookup=lookup, insert=insert
+        session, key=idempotency_key, fingerprint=request_print, lookup=lookup, insert=insert
     )
 
 
@@ -160,11 +160,11 @@ def create_check(
             status_value=run.status.value,
         )
     repo = WorkflowRepository(session)
-    print_ = fingerprint(CHECK, body, run.id)
+    request_print = fingerprint(CHECK, body, run.id)
     earlier = repo.latest_for_run(run.id, kind=CHECK)
     if (
         earlier is not None
-        and earlier.request_fingerprint == print_
+        and earlier.request_fingerprint == request_print
         and earlier.status not in (WorkflowStatus.failed, WorkflowStatus.cancelled)
     ):
         return earlier, False
@@ -187,7 +187,7 @@ def create_check(
         run_budget=budget,
         cache=body.cache,
         engine_version=engine.ENGINE_VERSION,
-        request_fingerprint=print_,
+        request_fingerprint=request_print,
     )
     session.commit()
     return wf, True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import copy
+import math
 from typing import Any
 
 from engine import Scenario, simulate
@@ -209,6 +210,27 @@ def cbr(
 
 def script_loss(*drops: int, direction: str = "a_to_b") -> dict:
     return {"model": "script", "drop": list(drops), "direction": direction}
+
+
+# --- the steady-state TCP models the tests check against, written from the papers ----------
+
+
+def mathis_reference_bps(mss: int, rtt: float, p: float, b: int) -> float:
+    """Mathis, Semke, Mahdavi, Ott (1997): MSS / RTT * sqrt(3 / (2 b p)), b segments
+    acknowledged per ACK; written here from the paper, independently of engine.diagnosis."""
+    return mss * 8 / rtt * math.sqrt(3 / (2 * b * p))
+
+
+def padhye_bps(mss: int, rtt: float, p: float, b: int, t0: float) -> float:
+    """Padhye, Firoiu, Towsley, Kurose (1998), eq. (32) without the window limit."""
+    return (
+        mss
+        * 8
+        / (
+            rtt * math.sqrt(2 * b * p / 3)
+            + t0 * min(1.0, 3 * math.sqrt(3 * b * p / 8)) * p * (1 + 32 * p * p)
+        )
+    )
 
 
 def ser(nbytes: int, rate: float) -> float:

@@ -10,7 +10,7 @@ cwnd - 1 MSS and keeps BaseRTT.
 import math
 
 import pytest
-from engine_helpers import bulk, one_link, run
+from engine_helpers import bulk, mathis_reference_bps, one_link, padhye_bps, run
 
 from engine.scenario import TcpSpec
 from engine.tcp.cc.vegas import Vegas
@@ -104,21 +104,6 @@ P = 0.05
 B = 2
 
 
-def mathis_bps(rtt: float, p: float) -> float:
-    return MSS * 8 / rtt * math.sqrt(3 / (2 * B * p))
-
-
-def padhye_bps(rtt: float, p: float, t0: float = 1.0) -> float:
-    return (
-        MSS
-        * 8
-        / (
-            rtt * math.sqrt(2 * B * P / 3)
-            + t0 * min(1.0, 3 * math.sqrt(3 * B * p / 8)) * p * (1 + 32 * p * p)
-        )
-    )
-
-
 def lossy(mode: str, seed: int):
     flow = bulk(
         nbytes=None,
@@ -148,7 +133,7 @@ def rate_and_bounds(mode: str) -> tuple[float, float, float]:
     goodput = sum(f.goodput_bps for f in flows) / 3
     rtt = sum(f.rtt_mean for f in flows) / 3
     plr = sum(f.plr for f in flows) / 3
-    return goodput, mathis_bps(rtt, plr), padhye_bps(rtt, plr)
+    return goodput, mathis_reference_bps(MSS, rtt, plr, B), padhye_bps(MSS, rtt, plr, B, t0=1.0)
 
 
 @pytest.mark.parametrize("mode", ["linux", "ns3"])
