@@ -320,6 +320,22 @@ class FlowClock:
         return FlowTime(duration=duration, **values)
 
 
+#: How closely a flow's states must add up to its duration (relative; the issue's 1e-9).
+BOOKS_TOLERANCE = 1e-9
+
+
+def unbalanced(t: FlowTime) -> str | None:
+    """Why the books `t` do not balance, or None: no state negative, and the states add
+    up to the duration within BOOKS_TOLERANCE (relative, or 1e-12 s for a flow of none)."""
+    negative = [name for name in FIELDS if getattr(t, name) < 0]
+    if negative:
+        return f"negative states {negative}"
+    total = math.fsum(getattr(t, name) for name in FIELDS)
+    if abs(total - t.duration) > max(BOOKS_TOLERANCE * t.duration, 1e-12):
+        return f"states add up to {total!r} s, the duration is {t.duration!r} s"
+    return None
+
+
 def spent(t: FlowTime) -> list[tuple[str, float]]:
     """The states the flow spent time in, the costliest first (FlowTime's order on ties)."""
     states = [(name, getattr(t, name)) for name in FIELDS]

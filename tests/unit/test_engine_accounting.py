@@ -17,7 +17,7 @@ from engine_helpers import bulk, one_link, run, ser
 from pydantic import ValidationError
 
 from engine import Scenario, kernel, simulate
-from engine.accounting import FIELDS, FlowClock, State
+from engine.accounting import FIELDS, FlowClock, State, unbalanced
 from engine.native import engine_build
 from engine.net import wire_bytes
 from engine.presets import list_presets, load_preset
@@ -49,7 +49,7 @@ def check_books(result: Result) -> None:
             continue
         t = f.time
         assert t is not None, fid
-        assert all(getattr(t, name) >= 0 for name in FIELDS), (fid, t)
+        assert unbalanced(t) is None, (fid, unbalanced(t), t)
         assert states_sum(t) == pytest.approx(t.duration, rel=ROUNDING, abs=1e-12), (fid, t)
         if f.completed:
             assert t.duration == pytest.approx(f.completion_time, rel=ROUNDING), fid
