@@ -17,6 +17,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from api.comparison.report import metrics_of
+from api.comparison.report import value as metric_value
 from engine.accounting import FIELDS as TIME_STATES
 from store.codec import decode
 from store.models import RunSeries
@@ -99,7 +100,7 @@ class SweepTable:
         for fid, f in (result.get("flows") or {}).items():
             for metric, _unit, _better in metrics_of(f.get("kind", "tcp")):
                 if (fid, metric) not in values:
-                    values[(fid, metric)] = value(f, metric)
+                    values[(fid, metric)] = metric_value(f, metric)
                 if (fid, metric) not in self.metric_columns:
                     self.metric_columns.append((fid, metric))
         self.metrics.append(values)
