@@ -327,11 +327,16 @@ class TestRestarts:
         finally:
             pg.start()
 
-        # The API recovers by itself: its pool reconnects.
-        deadline = time.monotonic() + 30
-        while httpx.get(f"{stack.base_url}/v1/runs/{run_id}", timeout=10).status_code != 200:
-            assert time.monotonic() < deadline, stack.logs()
-            time.sleep(0.2)
+        # The API recovers by itself: each process's pool reconnects after the request
+        # that met its dead connections (a 503 with Retry-After, store/db.py). Every API
+        # process must have recovered: ten answers in a row from the database, each on a
+        # new connection, which the kernel spreads over the processes (SO_REUSEPORT).
+        deadline, in_a_row = time.monotonic() + 30, 0
+        while in_a_row < 10:
+            resp = httpx.get(f"{stack.base_url}/v1/runs/{run_id}/events", timeout=10)
+            in_a_row = in_a_row + 1 if resp.status_code == 200 else 0
+            assert resp.status_code in (200, 503) and time.monotonic() < deadline, stack.logs()
+            time.sleep(0.05)
         done = stack.wait_run(run_id, timeout=60)
         assert done["status"] == "succeeded", (done, stack.logs())
         # Stored by the same attempt, once, after retries: nothing simulated twice.
