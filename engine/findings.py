@@ -441,8 +441,9 @@ SEED_000 = (
         "p = 0.0065 per frame at the cloud, derived from the T1/8K point under the first "
         "(fixed-window) reading, 1.2 s per loss (§3). No single Bernoulli p puts the three "
         "no-Reno times within 15 % and Reno's too: ours cost 2.0 / 1.9 / 3.3 s per loss "
-        "without Reno and 1.05 / 0.97 / 2.05 s with it, so the no-Reno times need 89-115 "
-        "losses per run and Reno's 64 KB time at least 131 (§5)",
+        "without Reno and 1.05 / 0.97 / 2.05 s with it, so the no-Reno times need 90-115 "
+        "losses per run and Reno's 64 KB time at least 131 (§5). A Tahoe baseline would "
+        "reproduce it (812 / 723 / 466 s, §5)",
         (_L, _D),
         _f000_penalty,
         RIVERBED_DELAY,
@@ -491,8 +492,9 @@ SEED_000 = (
         "+24 % / +23 % / +180 %",
         "partly",
         "a larger window loses more per timeout and regrows longer; with p = 0.0065 every "
-        "penalty is 1.5-1.9x the paper's (the re-derived p = 0.0039 of §5 puts all three "
-        "within 1.5x and loses 000-7 and 000-9's sizes)",
+        "penalty is 1.5-1.9x the paper's (p = 0.0039, re-derived with this reading's 2.0 s "
+        "per loss, puts all three within 1.5x and loses 000-9; a Tahoe baseline gives "
+        "+22 / +23 / +188 %, §5)",
         (_L, _D),
         _f000_relative,
         RIVERBED_DELAY,
@@ -1608,11 +1610,14 @@ def render(rows: list[Row]) -> str:
     out.append(
         f"{c['reproduced']} of {len(rows)} reproduced, {c['partly']} in part, {c['not']} not."
     )
-    departs = [r.finding for r in rows if r.finding.departs]
-    if departs:
+    notes: dict[str, list[str]] = {}
+    for r in rows:
+        if r.finding.departs:
+            notes.setdefault(r.finding.departs, []).append(r.finding.key)
+    for text, keys in notes.items():
         out.append("")
-        for f in departs:
-            out.append(f"† {f.key}: {f.departs}")
+        which = "every finding" if len(keys) == len(rows) else ", ".join(keys)
+        out.append(f"† {which}: {text}")
     return "\n".join(out) + "\n"
 
 
