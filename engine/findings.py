@@ -740,7 +740,8 @@ def _f001_best(v: View) -> tuple[str, list[Test]]:
         ordering(
             "10 ms drops least in the QL 32 column, by more than 3",
             col[4] < min(col[:4] + col[5:]) - 3,
-        )
+        ),
+        size("drops at 10 ms", col[4], 9),
     ]
 
 
