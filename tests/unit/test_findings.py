@@ -4,10 +4,11 @@ Three things can drift apart: the engine, the stored numbers (presets/findings.j
 findings tables of the derivations (presets/*.md). Every table must be what the stored
 numbers render to; the stored numbers must be what the engine gives now (checked on the
 first seed of every point of every study: ≈ 10 s of simulation); and every finding the
-derivations call reproduced must hold — as the paper's ordering or ratio, encoded in the
-finding's check — in fresh runs, while a finding called `not` must still fail. When one of
-these tests fails, `python -m engine findings --write` regenerates numbers and tables, and
-the derivation's verdict or reason may need revising.
+derivations expect must be the grade the rule of `engine/presets/grading.py` computes from
+the finding's tests (an ordering, a size, a shape, as the paper states them), on the stored
+numbers and in fresh runs. When one of these tests fails, `python -m engine findings
+--write` regenerates numbers, tables and the README's summary, and the derivation's
+expected verdict or reason may need revising.
 """
 
 from __future__ import annotations
@@ -63,26 +64,67 @@ def test_each_derivation_carries_the_table_its_numbers_render_to(name, snapshot)
 
 
 @pytest.mark.parametrize("finding", ALL, ids=lambda f: f.key)
-def test_every_verdict_agrees_with_its_check(finding, snapshot):
+def test_every_grade_is_what_its_derivation_expects(finding, snapshot):
     (row,) = findings.evaluate([finding], snapshot)
     assert row.consistent, (
-        f"{finding.key} is marked {finding.verdict} but its check says "
-        f"{'it holds' if row.holds else 'it fails'}: {row.ours}"
+        f"{finding.key} is expected {finding.verdict} but the rule grades it {row.grade}: "
+        f"{row.ours}; " + "; ".join(t.render() for t in row.tests)
     )
 
 
-@pytest.mark.parametrize(
-    "finding", [f for f in ALL if f.verdict == "reproduced"], ids=lambda f: f.key
-)
-def test_every_reproduced_finding_holds_in_fresh_runs(finding, fresh):
+def _one_seed(runs: findings.Runs, study: str) -> bool:
+    return len({r["seed"] for r in runs[study]}) == 1
+
+
+@pytest.mark.parametrize("finding", ALL, ids=lambda f: f.key)
+def test_every_grade_holds_in_fresh_runs(finding, snapshot, fresh):
+    """Deterministic studies grade the same on a fresh run; on studies with several seeds
+    the fresh runs are the first seed only, where a reproduced finding's orderings must
+    hold (its sizes are means over the seeds)."""
     (row,) = findings.evaluate([finding], fresh)
-    assert row.holds, f"{finding.key}: {finding.claim}; ours now: {row.ours}"
+    if all(_one_seed(snapshot, s) for s in finding.studies):
+        assert row.grade == finding.verdict, f"{finding.key}: {row.ours}"
+    elif finding.verdict == "reproduced":
+        failed = [t.render() for t in row.tests if t.kind == "ordering" and not t.holds]
+        assert not failed, f"{finding.key}: {failed}"
+
+
+def test_the_readme_summary_is_what_the_numbers_grade_to(snapshot):
+    readme = findings.readme_path()
+    if not readme.is_file():
+        pytest.skip("an installed package carries no README")
+    assert findings.table_in(readme.read_text()) == findings.summary(snapshot)
+
+
+def test_every_finding_has_its_tests_and_every_departure_is_in_its_derivation():
+    for name, items in findings.DERIVATIONS.items():
+        text = (findings.presets_dir() / name).read_text()
+        first_screen = text[: text.index(findings.BEGIN)].split("\n## 2")[0]
+        for f in items:
+            if f.departs:
+                assert "Departures from the paper" in first_screen, (
+                    f"{name} marks {f.key} as departing from its paper but says so nowhere "
+                    "before its section 2"
+                )
 
 
 def test_every_miss_is_explained():
     for f in ALL:
         if f.verdict != "reproduced":
             assert len(f.reason) > 40, f"{f.key} needs its reason"
+
+
+def test_the_study_covers_the_queues_and_the_next_link_the_paper_speaks_of(fresh):
+    # seed 004: "the default value of the queue in NS2 topology is 50 packets" and Fig. 3's
+    # claim runs over the whole range; the text under Fig. 2 upgrades "the next link after
+    # the bottleneck" (n3-n4, 0.5 Mb/s). Points 34-36 are ns-2 limits 30/50/100, 37-40 n3-n4
+    # at 1 and 2 Mb/s. Point 35 is the baseline (point 14) again: the same numbers.
+    view = findings.View(fresh)
+    assert view.mean("hadi-study", 35, "plr") == view.mean("hadi-study", 14, "plr")
+    for base, up in ((5, 37), (14, 39)):
+        # the exit limits: at twice its rate the FTP gets at least 1.5x, at most 2x + 5 %
+        ratio = view.mean("hadi-study", up, "goodput") / view.mean("hadi-study", base, "goodput")
+        assert 1.5 <= ratio <= 2.1
 
 
 # --- the papers' headline orderings, spelled out -------------------------------------------
