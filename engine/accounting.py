@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.framerelay import PvcDirection
 from engine.net import Egress
-from engine.packet import TCP_IP_HEADERS, Packet
+from engine.packet import Packet
+from engine.protocol import TCP_IP_HEADERS
 from engine.result import FlowTime, RttHop, RttSplit
 from engine.tcp.state import Phase
 from engine.trace import Trace

@@ -42,7 +42,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from engine.net import Egress
-from engine.packet import IP_HEADER, TCP_HEADER, UDP_HEADER, Kind, Packet, Path, SackBlocks
+from engine.packet import Kind, Packet, Path, SackBlocks
+from engine.protocol import IP_HEADER, TCP_HEADER, UDP_HEADER
 from engine.tcp.receiver import advertised_window, window_shift
 from engine.variants import variant
 

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 import math
 
-from engine import routing
 from engine.advice import remedies
 from engine.advice.whatif import PathModel
 from engine.analysis import PathFacts
 from engine.analysis.paths import flow_facts
 from engine.net import link_wire
-from engine.packet import TCP_IP_HEADERS
+from engine.protocol import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, Limit, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
+from engine.scenario.topology import Topology
 from engine.usage import Share
 from engine.variants import variant
 
@@ -48,12 +48,12 @@ def diagnose(
     scenario: Scenario,
     result: Result,
     shares: dict[str, list[Share]] | None = None,
-    topo: routing.Topology | None = None,
+    topo: Topology | None = None,
 ) -> dict[str, Diagnosis]:
     """Each TCP flow's diagnosis; `shares` are the measured shares of engine/usage.py (the
     static 1/n split of the path facts stands in without them). `topo`, the run's own
     topology, already knows every flow's route."""
-    topo = topo or routing.Topology(scenario)
+    topo = topo or Topology(scenario)
     facts, routes = flow_facts(scenario, topo)
     pvcs = {p.id: p for p in scenario.frame_relay.pvcs} if scenario.frame_relay else {}
     links = {link.id: link for link in scenario.links}

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from engine.accounting import rtt_split
 from engine.kernel import Kernel, Later
 from engine.net import stream
-from engine.packet import IP_HEADER, UDP_HEADER, Kind, Packet, Path
+from engine.packet import Kind, Packet, Path
+from engine.protocol import IP_HEADER, UDP_HEADER
 from engine.recorder import DelayStats, TcpProbe
 from engine.result import RttSplit, TcpFlowSummary, UdpFlowSummary
 from engine.tcp.cc import congestion_ops

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 
 from engine.kernel import Kernel, Timer
 from engine.net import Discipline, Egress
-from engine.packet import TCP_IP_HEADERS, Kind, Packet
+from engine.packet import Kind, Packet
+from engine.protocol import TCP_IP_HEADERS
 
 if TYPE_CHECKING:
     from engine.tcp.sender import TcpSender

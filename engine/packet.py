@@ -14,16 +14,6 @@ if TYPE_CHECKING:
     from engine.flows import Flow
     from engine.framerelay import PvcDirection
 
-IP_HEADER = 20
-TCP_HEADER = 20
-UDP_HEADER = 8
-TCP_IP_HEADERS = IP_HEADER + TCP_HEADER
-UDP_IP_HEADERS = IP_HEADER + UDP_HEADER
-# RFC 7323: a window field is 16 bits; a negotiated shift of at most 14 scales it.
-MAX_UNSCALED_WINDOW = 65_535
-MAX_WINDOW_SHIFT = 14
-MAX_SCALED_WINDOW = MAX_UNSCALED_WINDOW << MAX_WINDOW_SHIFT
-
 
 #: SACK blocks as an ACK carries them: (start, end) byte ranges, RFC 2018.
 SackBlocks = tuple[tuple[int, int], ...]

@@ -17,7 +17,8 @@ from typing import Any, Literal, cast
 import simpy
 from simpy.core import StopSimulation
 
-from engine import native, routing
+from engine import native
+from engine.analysis.warnings import scenario_warnings
 from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
@@ -36,6 +37,7 @@ from engine.result import (
     UdpFlowSummary,
 )
 from engine.scenario import Scenario
+from engine.scenario.topology import Topology
 from engine.shaping import interface_shapers, splice
 from engine.trace import PointBudget, Trace
 from engine.usage import FlowUsage
@@ -78,8 +80,8 @@ class Network:
         self.env = env = Kernel()
         self.scenario = scenario
         self.seed = seed
-        self.topology = routing.Topology(scenario)  # one per run: every path asks it
-        self.warnings: list[str] = list(scenario.warnings(self.topology))
+        self.topology = Topology(scenario)  # one per run: every path asks it
+        self.warnings: list[str] = list(scenario_warnings(scenario, self.topology))
         self.ports = _ports(env, scenario, seed)
         pushing = {n.id for n in scenario.nodes if n.kind == "host" and n.egress == "backpressure"}
         hold_back(pushing, self.ports)

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 from engine.framerelay import PvcDirection
 from engine.kernel import Later
 from engine.net import Egress
-from engine.packet import TCP_IP_HEADERS, Path
+from engine.packet import Path
+from engine.protocol import TCP_IP_HEADERS
 from engine.shaping import Shaper
 
 if TYPE_CHECKING:

@@ -61,6 +61,7 @@ native = _load_native()
 MODULES = [
     "kernel.py",
     "packet.py",
+    "protocol.py",  # header sizes, Final: folded into the compiled modules that read them
     "net.py",
     "recorder.py",
     "trace.py",  # Trace.add: a call per ACK and per packet queued

@@ -19,6 +19,7 @@ from api.exceptions import Conflict, InvalidScenario, NotFound, field_error, fie
 from api.idempotency import create_once
 from api.limits import enforce_budget, reserve_runs
 from api.runs.schemas import RunCreate
+from engine.analysis.warnings import scenario_warnings
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
 from settings import Settings
 from store import results as stored_results
@@ -40,7 +41,7 @@ def warnings_of(run: Run) -> list[str]:
     """The scenario's advisory warnings (a transfer that cannot finish within `duration`,
     a window above the BDP without scaling ...): the run is valid and queued regardless."""
     try:
-        return list(engine.Scenario.model_validate(run.scenario).warnings())
+        return list(scenario_warnings(engine.Scenario.model_validate(run.scenario)))
     except (ValidationError, ValueError, LookupError, ArithmeticError):
         return []
 

@@ -14,6 +14,7 @@ from api.responses import problem_responses
 from api.scenarios import service
 from api.scenarios.schemas import ScenarioFacts, ScenarioListItem, ScenarioOut
 from engine import Scenario
+from engine.analysis.warnings import scenario_warnings
 from store.models import StoredScenario
 from store.repository import Page as StorePage
 from store.scenarios import ScenarioRepository
@@ -40,7 +41,7 @@ async def validate_scenario(scenario: Scenario, settings: SettingsDep) -> Scenar
     return ScenarioFacts(
         name=scenario.name,
         scenario_hash=scenario.scenario_hash(),
-        warnings=list(scenario.warnings()),
+        warnings=list(scenario_warnings(scenario)),
         facts=facts,
         cost=cost_of(facts["estimate"], settings),
     )

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 import engine
 from api.exceptions import InvalidScenario, NotFound
+from engine.analysis.warnings import scenario_warnings
 from store.models import StoredScenario
 from store.new_runs import scenario_document
 from store.scenarios import ScenarioRepository
@@ -40,7 +41,7 @@ def delete(session: Session, scenario_id: uuid.UUID, *, tenant_id: uuid.UUID) ->
 
 def warnings_of(body: dict[str, Any]) -> list[str]:
     try:
-        return list(engine.Scenario.model_validate(body).warnings())
+        return list(scenario_warnings(engine.Scenario.model_validate(body)))
     except Exception:  # a scenario stored by an older engine: show it, warn nothing
         return []
 

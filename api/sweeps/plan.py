@@ -20,6 +20,7 @@ from api.exceptions import InvalidScenario, OverBudget, Unprocessable, field_err
 from api.limits import Cost, cost_of
 from api.runs.service import preset_scenario
 from api.sweeps.schemas import SweepCreate
+from engine.analysis.warnings import scenario_warnings
 from engine.study import Point, StudyError, expand, resolve_base, set_path
 from settings import Settings
 from store.new_runs import cached_sources
@@ -142,7 +143,7 @@ def warnings(p: Plan) -> list[str]:
     where: dict[str, list[int]] = {}
     for pt in p.points:
         try:
-            found = pt.scenario.warnings()
+            found = scenario_warnings(pt.scenario)
         except (ValueError, LookupError, ArithmeticError):  # advisory: never fail a sweep
             continue
         for w in dict.fromkeys(found):

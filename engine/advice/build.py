@@ -17,7 +17,7 @@ from engine.advice.levers import ladder_for
 from engine.advice.model import Action, Change, CostClass, Effect, Remedy, WhyNot
 from engine.advice.whatif import PathModel
 from engine.analysis import PathFacts
-from engine.packet import TCP_IP_HEADERS
+from engine.protocol import TCP_IP_HEADERS
 from engine.result import Bounds, Result, TcpFlowSummary
 from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow
 from engine.usage import Share

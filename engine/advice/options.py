@@ -26,9 +26,9 @@ from engine.advice.levers import (
     tier_price,
 )
 from engine.analysis.paths import flow_facts
-from engine.packet import TCP_IP_HEADERS
-from engine.routing import Topology
+from engine.protocol import TCP_IP_HEADERS
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
+from engine.scenario.topology import Topology
 from engine.study import StudyError, apply_changes, get_path
 from engine.variants import names, variant
 

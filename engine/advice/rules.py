@@ -24,7 +24,7 @@ from engine.advice.build import (
 )
 from engine.advice.model import Action, Change, Remedy
 from engine.net import link_wire
-from engine.packet import TCP_IP_HEADERS
+from engine.protocol import TCP_IP_HEADERS
 from engine.scenario import Link, Pvc
 from engine.variants import names, variant
 

@@ -40,8 +40,8 @@ from engine.advice.reports import (
 from engine.advice.request import RANDOM_REPLICATIONS, AdviceRequest, is_random, key_of
 from engine.advice.target import Target
 from engine.advice.whatif import Bound, PathModel, reaches
-from engine.routing import Topology
 from engine.scenario import Scenario, TcpBulkFlow
+from engine.scenario.topology import Topology
 from engine.stats import estimate
 from engine.study import get_path
 from engine.workflow import Candidate

@@ -32,7 +32,7 @@ from typing import Any
 from engine.advice.options import Lever
 from engine.advice.reports import Measured
 from engine.advice.whatif import Bound
-from engine.packet import TCP_IP_HEADERS
+from engine.protocol import TCP_IP_HEADERS
 
 GROW = 1.25  # a missed probe's next value, as a factor
 TOLERANCE = 0.02  # bisection stops when the bracket is this narrow (relative)

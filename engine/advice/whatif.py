@@ -19,12 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engine import routing
 from engine.advice.levers import parse_value
 from engine.net import link_wire
-from engine.packet import TCP_IP_HEADERS
+from engine.protocol import TCP_IP_HEADERS
 from engine.scenario import Link, Pvc, QueueSpec, Scenario, TcpBulkFlow, TcpSpec
 from engine.scenario.shaping import ShapingSpec
+from engine.scenario.topology import Hop, Topology
 from engine.tcp.receiver import effective_window
 
 SLACK = 0.02  # relative margin before a bound counts as ruling a target out
@@ -80,12 +80,12 @@ class PathModel:
         cls,
         scenario: Scenario,
         flow: TcpBulkFlow,
-        topo: routing.Topology | None = None,
+        topo: Topology | None = None,
         links: Mapping[str, Link] | None = None,
-        route: list[routing.Hop] | None = None,
+        route: list[Hop] | None = None,
     ) -> PathModel | None:
         """The flow's model, or None when it has no route (`route`: its hops, when known)."""
-        topo = topo or routing.Topology(scenario)
+        topo = topo or Topology(scenario)
         links = links if links is not None else {link.id: link for link in scenario.links}
         if route is None:
             route = topo.route(flow.src, flow.dst) or []
@@ -281,7 +281,7 @@ def _way(link: Link, direction: str) -> tuple[float, float]:
     return (link.rate if rate is None else rate), (link.delay if delay is None else delay)
 
 
-def _hop(links: Mapping[str, Link], hop: routing.Hop) -> _Hop:
+def _hop(links: Mapping[str, Link], hop: Hop) -> _Hop:
     link = links[hop.link_id]
     direction = "a_to_b" if hop.src == link.a else "b_to_a"
     return _Hop(link, f"{hop.link_id}:{hop.src}>{hop.dst}", direction)

@@ -9,18 +9,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from engine import routing
 from engine.analysis.memory import memory
 from engine.analysis.paths import PathFacts, _links
 from engine.kernel import SLICES
 from engine.net import link_wire
-from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
+from engine.protocol import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Link, Scenario, TcpBulkFlow
 from engine.scenario.common import PCAP_FILE_HEADER, PCAP_RECORD_HEADER
+from engine.scenario.topology import Hop, Topology
 from engine.variants import variant
 
 Links = dict[str, Link]
-Routes = dict[str, list[routing.Hop]]  # flow id -> its hops
+Routes = dict[str, list[Hop]]  # flow id -> its hops
 
 # --- the size estimate -----------------------------------------------------------------
 # What a run costs is its SimPy events: one per packet per hop it crosses, one per CBR
@@ -53,7 +53,7 @@ class _Loss(NamedTuple):
 NO_LOSS = _Loss(0.0, 0.0, 0.0, 0.0)
 
 
-def _loss(link: Link, hop: routing.Hop, wire: int, flight: float = 1.0) -> _Loss:
+def _loss(link: Link, hop: Hop, wire: int, flight: float = 1.0) -> _Loss:
     """What the loss model of `link` does to packets of `wire` bytes crossing it in `hop`'s
     direction, `flight` packets following a lost one before its retransmission (scripted
     drops are counted apart, in `_scripted`)."""
@@ -87,7 +87,7 @@ def _loss(link: Link, hop: routing.Hop, wire: int, flight: float = 1.0) -> _Loss
     return NO_LOSS
 
 
-def _path_loss(links: Links, hops: list[routing.Hop], size: int, flight: float) -> _Loss:
+def _path_loss(links: Links, hops: list[Hop], size: int, flight: float) -> _Loss:
     survive, events, first, again = 1.0, 0.0, 1.0, 1.0
     for hop in hops:
         link = links[hop.link_id]
@@ -114,7 +114,7 @@ def _stall(t0: float, most: float, first: float, again: float) -> tuple[float, f
     return time, sends
 
 
-def _scripted(links: Links, hops: list[routing.Hop]) -> int:
+def _scripted(links: Links, hops: list[Hop]) -> int:
     """Data packets a `script` loss model drops on the path: each one is sent again."""
     n = 0
     for hop in hops:
@@ -229,7 +229,7 @@ def _run_events(scenario: Scenario, horizon: float) -> int:
 
 
 def estimate_into(
-    scenario: Scenario, facts: dict[str, PathFacts], routes: Routes, topo: routing.Topology
+    scenario: Scenario, facts: dict[str, PathFacts], routes: Routes, topo: Topology
 ) -> float:
     """Fill each flow's est_packets and est_events (see the comment above SLICES); return
     when the run is expected to end."""

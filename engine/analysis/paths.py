@@ -8,10 +8,10 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from engine import routing
 from engine.net import link_wire
-from engine.packet import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
+from engine.protocol import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow
+from engine.scenario.topology import Hop, Topology
 from engine.tcp.receiver import effective_window
 
 
@@ -47,7 +47,7 @@ def _links(scenario: Scenario) -> dict[str, Link]:
     return {link.id: link for link in scenario.links}
 
 
-def _port_key(hop: routing.Hop) -> str:
+def _port_key(hop: Hop) -> str:
     return f"{hop.link_id}:{hop.src}>{hop.dst}"
 
 
@@ -62,7 +62,7 @@ class _Ports:
         self.directions: dict[tuple[str, str], tuple[float, float, float | None]] = {}
         self.wires: dict[tuple[str, int], int] = {}
 
-    def direction(self, hop: routing.Hop) -> tuple[float, float, float | None]:
+    def direction(self, hop: Hop) -> tuple[float, float, float | None]:
         """(rate, delay, shaped rate or None) of the link direction `hop` crosses."""
         link = self.links[hop.link_id]
         shaper = link.shaping_of(link.direction_from(hop.src))
@@ -79,7 +79,7 @@ class _Ports:
         wire = self.wires[(link_id, size)] = link_wire(self.links[link_id], size)
         return wire
 
-    def hop_time(self, hop: routing.Hop, size: int) -> float:
+    def hop_time(self, hop: Hop, size: int) -> float:
         """Propagation plus serialisation of an IP packet of `size` across `hop`, s."""
         rate, delay, _ = self.directions.get((hop.link_id, hop.src)) or self.direction(hop)
         wire = self.wires.get((hop.link_id, size)) or self.wire(hop.link_id, size)
@@ -91,8 +91,8 @@ _Limit = tuple[str, float, float, float]
 
 
 def flow_facts(
-    scenario: Scenario, topo: routing.Topology
-) -> tuple[dict[str, PathFacts], dict[str, list[routing.Hop]]]:
+    scenario: Scenario, topo: Topology
+) -> tuple[dict[str, PathFacts], dict[str, list[Hop]]]:
     """Each flow's facts (its estimate still zero) and route. Routes
     come from one `Topology`: thousands of flows share a few paths, and a dry run (every run
     request's budget check) must stay cheap for any valid scenario."""
@@ -166,8 +166,8 @@ _NOT_TCP = _Tcp(None, None, None, None, None, None)
 
 def _tcp_facts(
     ports: _Ports,
-    hops: list[routing.Hop],
-    back: list[routing.Hop],
+    hops: list[Hop],
+    back: list[Hop],
     flow: TcpBulkFlow,
     capacity: float,
     one_way: float,
@@ -202,7 +202,7 @@ def _tcp_facts(
 
 def _port_limit(
     ports: _Ports,
-    hops: list[routing.Hop],
+    hops: list[Hop],
     payload: int,
     size: int,
     tcp_on: dict[str, int],

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from simpy import Environment
 
-from engine import routing
 from engine.framerelay.circuit import Circuit
 from engine.framerelay.switch import FrQueue
 from engine.net import Egress
 from engine.packet import Path
 from engine.result import PvcSummary
 from engine.scenario import Scenario
+from engine.scenario.topology import Hop, Topology
 from engine.trace import Trace
 
 
@@ -35,9 +35,7 @@ class FrameRelay:
                 port.use_queue(FrQueue(port.queue, port, spec.switch))
         self.circuits = {pvc.id: Circuit(env, pvc, seed) for pvc in spec.pvcs}
 
-    def wrap(
-        self, topology: routing.Topology, hops: list[routing.Hop], ports: tuple[Egress, ...]
-    ) -> Path:
+    def wrap(self, topology: Topology, hops: list[Hop], ports: tuple[Egress, ...]) -> Path:
         """The path of `ports` (one per hop) with the PVC's entry and exit hops spliced in."""
         span = topology.pvc_span(hops)
         if span is None:

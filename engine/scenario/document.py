@@ -18,8 +18,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from engine.example import EXAMPLE_SCENARIO
-from engine.packet import TCP_IP_HEADERS
-from engine.routing import Topology
+from engine.protocol import TCP_IP_HEADERS
 from engine.scenario.common import (
     MAX_CAPTURE_BYTES,
     MAX_CAPTURE_TOTAL,
@@ -34,7 +33,7 @@ from engine.scenario.common import (
 from engine.scenario.flows import CaptureSpec, Flow, TcpBulkFlow
 from engine.scenario.framerelay import FrameRelaySpec
 from engine.scenario.network import Link, Node
-from engine.scenario.warnings import scenario_warnings
+from engine.scenario.topology import Topology
 from engine.units import format_duration
 
 
@@ -266,11 +265,6 @@ class Scenario(_Model):
     def scenario_hash(self) -> str:
         """Identity of what is simulated: "sha256:" and the hex digest of canonical_json()."""
         return "sha256:" + hashlib.sha256(self.canonical_json().encode()).hexdigest()
-
-    def warnings(self, topology: Topology | None = None) -> list[str]:
-        """Legal but suspicious settings, and what the engine will do about them; pass the
-        scenario's `Topology` when the caller has one (engine.scenario.warnings)."""
-        return scenario_warnings(self, topology)
 
 
 # Fields added after scenarios were first stored, with the values at which they simulate

@@ -7,15 +7,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.kernel import Timer
-from engine.packet import (
-    MAX_UNSCALED_WINDOW,
-    MAX_WINDOW_SHIFT,
-    TCP_IP_HEADERS,
-    Kind,
-    Packet,
-    Path,
-    SackBlocks,
-)
+from engine.packet import Kind, Packet, Path, SackBlocks
+from engine.protocol import MAX_UNSCALED_WINDOW, MAX_WINDOW_SHIFT, TCP_IP_HEADERS
 from engine.tcp.ranges import Ranges
 from engine.variants import variant
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from engine.accounting import FlowClock, bottleneck_of
 from engine.kernel import Timer
-from engine.packet import TCP_IP_HEADERS, Kind, Packet, Path
+from engine.packet import Kind, Packet, Path
+from engine.protocol import TCP_IP_HEADERS
 from engine.tcp.flight import cong_control, in_flight
 from engine.tcp.pacing import Pacer
 from engine.tcp.rate import DeliveryRate

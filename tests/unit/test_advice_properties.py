@@ -29,8 +29,8 @@ import engine
 from engine.advice.levers import parse_value
 from engine.advice.whatif import PathModel
 from engine.analysis.paths import flow_facts
-from engine.routing import Topology
 from engine.scenario import Scenario, TcpBulkFlow
+from engine.scenario.topology import Topology
 from engine.study import apply_changes, get_path
 
 pytestmark = pytest.mark.unit

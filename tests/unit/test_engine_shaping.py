@@ -26,6 +26,8 @@ from engine.net import wire_bytes
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from goldens import frame_relay_backup  # noqa: E402  (the issue's case, one home)
 
+from engine.analysis.warnings import scenario_warnings
+
 pytestmark = pytest.mark.unit
 
 MSS = 1460
@@ -186,5 +188,5 @@ def test_bad_shaping_is_refused_at_its_field(where: str, spec: dict, loc: tuple)
 def test_shaping_above_what_the_contract_admits_is_warned():
     """cir + be / Tc = 256 + 32 / 0.125 = 512 kb/s: a shaper at 600 kb/s feeds the policer
     more than it admits in the long run; at 512 kb/s it does not."""
-    assert any("512 kbit/s" in w for w in backup(1000, shaping={"rate": 600e3}).warnings())
-    assert not any("shaping" in w for w in backup(1000, shaping={"rate": 512e3}).warnings())
+    assert any("512 kbit/s" in w for w in scenario_warnings(backup(1000, shaping={"rate": 600e3})))
+    assert not any("shaping" in w for w in scenario_warnings(backup(1000, shaping={"rate": 512e3})))

@@ -7,8 +7,6 @@ decision. Linux halves on loss and forgets BaseRTT at a timeout; ns-3 cuts ssthr
 cwnd - 1 MSS and keeps BaseRTT.
 """
 
-import math
-
 import pytest
 from engine_helpers import bulk, mathis_reference_bps, one_link, padhye_bps, run
 

@@ -168,6 +168,23 @@ def test_engine_has_no_service_imports() -> None:
     assert bad == []
 
 
+#: What the scenario language may import of the engine: itself, units, the variant registry
+#: (names only), the worked example and the protocols' numbers; never the simulator.
+SCENARIO_MAY = ("engine.scenario", "engine.units", "engine.variants", "engine.example",
+                "engine.protocol")  # fmt: skip
+
+
+def test_the_scenario_language_imports_nothing_of_the_simulator() -> None:
+    bad = sorted(
+        f"{a} imports {b}"
+        for a, targets in _graph().items()
+        if a.startswith("engine.scenario")
+        for b in targets
+        if b.startswith("engine.") and not b.startswith(SCENARIO_MAY)
+    )
+    assert bad == []
+
+
 def test_the_checker_sees_a_cycle() -> None:
     """The checker itself: a two-module cycle hidden in a function is found."""
     graph = {"a": {"b"}, "b": {"a"}, "c": {"a"}}

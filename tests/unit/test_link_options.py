@@ -10,6 +10,7 @@ from engine_helpers import IP_TCP, bulk, cbr, one_link, run, ser
 from pydantic import ValidationError
 
 from engine import Scenario
+from engine.analysis.warnings import scenario_warnings
 from engine.net import DropTail, Red
 from engine.simulation import Network
 
@@ -83,7 +84,7 @@ def test_each_direction_can_have_its_own_queue():
 def test_per_direction_red_thresholds_are_checked_and_warned_at_their_path():
     d = one_link().model_dump(mode="json")
     d["links"][0]["queue_b_to_a"] = red(limit_packets=10)
-    assert Scenario.model_validate(d).warnings() == [
+    assert scenario_warnings(Scenario.model_validate(d)) == [
         "links.wan.queue_b_to_a.max_th 15 is not below limit_packets 10: the queue "
         "overflows before RED's max_th is reached"
     ]
@@ -104,9 +105,9 @@ def test_a_pvc_whose_bc_plus_be_is_below_one_frame_is_warned_about():
         "(12,064 bit on link a1): the policer discards every such frame, so the PVC "
         "delivers none of them; raise bc (or be) to at least one frame"
     )
-    assert warning in scenario.warnings()
+    assert warning in scenario_warnings(scenario)
     result = run(scenario)
     assert warning in result.warnings and result.flows["f"].bytes_delivered == 0
     # One frame exactly is enough: no warning.
     fine = fr_net(pvcs=[pvc(cir=256e3, bc=12064, be=0)], flows=[greedy(), cbr(rate=10e3)])
-    assert not [w for w in fine.warnings() if "smaller than one frame" in w]
+    assert not [w for w in scenario_warnings(fine) if "smaller than one frame" in w]

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from engine.analysis.warnings import scenario_warnings
 from engine.presets import (
     PresetError,
     UnknownPreset,
@@ -86,7 +87,7 @@ def test_each_scenario_preset_loads_and_validates(name: str) -> None:
 
 @pytest.mark.parametrize("name", RIVERBED)
 def test_riverbed_presets_raise_no_warnings(name: str) -> None:
-    assert load_preset(name).warnings() == []
+    assert scenario_warnings(load_preset(name)) == []
 
 
 def test_unknown_preset_is_a_key_error_listing_the_names() -> None:

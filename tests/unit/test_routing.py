@@ -1,8 +1,9 @@
-"""Static routing: shortest paths, tie-breaking, host transit, path MTU, PVCs (engine.routing)."""
+"""Static routing: shortest paths, tie-breaking, host transit, path MTU, PVCs (engine.scenario.topology)."""
 
 import pytest
 
-from engine.routing import (
+from engine.scenario import FrameRelaySpec, Link, Node, Pvc, Scenario
+from engine.scenario.topology import (
     Hop,
     Topology,
     bottleneck_link,
@@ -12,7 +13,6 @@ from engine.routing import (
     pvc_span,
     route,
 )
-from engine.scenario import FrameRelaySpec, Link, Node, Pvc, Scenario
 
 pytestmark = pytest.mark.unit
 

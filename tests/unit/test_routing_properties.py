@@ -1,4 +1,4 @@
-"""Property test of engine.routing: the Topology's shared searches give the same route as a
+"""Property test of engine.scenario.topology: the Topology's shared searches give the same route as a
 plain breadth-first search from each destination, on random topologies with hosts,
 routers, switches, parallel links and ties (hypothesis)."""
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine.routing import Hop, Topology
 from engine.scenario import Link, Node, Scenario
+from engine.scenario.topology import Hop, Topology
 
 pytestmark = pytest.mark.unit
 

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
+from engine.analysis.warnings import scenario_warnings
 from engine.scenario import (
     LossSpec,
     QueueSpec,
@@ -528,28 +529,28 @@ def with_tcp(**tcp) -> Scenario:
 
 
 def test_example_has_no_warnings():
-    assert Scenario.model_validate(EXAMPLE).warnings() == []
+    assert scenario_warnings(Scenario.model_validate(EXAMPLE)) == []
 
 
 def test_large_window_without_scaling_is_reported_not_capped():
     scenario = with_tcp(rcv_buf=200000, snd_buf=None)
     assert scenario.flows[0].tcp.rcv_buf == 200000
-    assert scenario.warnings() == [
+    assert scenario_warnings(scenario) == [
         "flows.backup.tcp.rcv_buf 200000 B exceeds 65,535 B without window_scaling: "
         "capped at 65,535 B (RFC 7323)"
     ]
-    assert with_tcp(rcv_buf=200000, snd_buf=None, window_scaling=True).warnings() == []
+    assert scenario_warnings(with_tcp(rcv_buf=200000, snd_buf=None, window_scaling=True)) == []
 
 
 def test_send_buffer_smaller_than_the_window():
-    assert with_tcp(rcv_buf=65535, snd_buf=8760).warnings() == [
+    assert scenario_warnings(with_tcp(rcv_buf=65535, snd_buf=8760)) == [
         "flows.backup.tcp.snd_buf 8760 B is smaller than the receive window 65,535 B: "
         "the send buffer limits the flight size"
     ]
 
 
 def test_initial_rto_outside_bounds_and_sack_without_congestion_control():
-    found = with_tcp(min_rto="2s", variant="none", sack=True).warnings()
+    found = scenario_warnings(with_tcp(min_rto="2s", variant="none", sack=True))
     assert found == [
         "flows.backup.tcp.initial_rto 1 s is outside [min_rto 2 s, max_rto 60 s]: the bounds apply",
         "flows.backup.tcp.sack has no effect with variant none (go-back-N on timeout)",
@@ -559,17 +560,17 @@ def test_initial_rto_outside_bounds_and_sack_without_congestion_control():
 def test_transfer_that_cannot_finish_before_the_end_of_the_run():
     # 25 MB at one 8,760 B window per 156.4 ms round trip takes about 446 s.
     scenario = Scenario.model_validate(example(duration="300s"))
-    (warning,) = scenario.warnings()
+    (warning,) = scenario_warnings(scenario)
     assert warning.startswith("flows.backup cannot deliver 25,000,000 B by 300 s (duration)")
     assert "bottleneck 1.544 Mbit/s on link access1" in warning
     assert "window 8,760 B per 156.4 ms round trip" in warning
-    assert Scenario.model_validate(example(duration="500s")).warnings() == []
+    assert scenario_warnings(Scenario.model_validate(example(duration="500s"))) == []
 
 
 def test_flow_stop_after_duration_and_udp_faster_than_the_bottleneck():
     data = example(duration="100s")
     data["flows"] = [dict(EXAMPLE["flows"][1], rate="2Mbps", stop="200s", packet_size=1500)]
-    assert Scenario.model_validate(data).warnings() == [
+    assert scenario_warnings(Scenario.model_validate(data)) == [
         "flows.cross.stop 200 s is after duration 100 s: the flow ends at 100 s",
         "flows.cross.rate 2 Mbit/s exceeds the bottleneck 1.544 Mbit/s (link access1): "
         "its queue will overflow",
@@ -582,7 +583,7 @@ def test_queue_and_pvc_warnings():
     data = example()
     data["links"][0]["queue"] = {"discipline": "red", "limit_packets": 10}
     data["frame_relay"]["pvcs"][0].update(cir="2Mbps", min_cir="T1")
-    assert Scenario.model_validate(data).warnings() == [
+    assert scenario_warnings(Scenario.model_validate(data)) == [
         "links.lan1.queue.max_th 15 is not below limit_packets 10: the queue overflows before "
         "RED's max_th is reached",
         "frame_relay.pvcs.pvc1.cir 2 Mbit/s exceeds the rate of link access1 (1.544 Mbit/s) "

@@ -27,8 +27,8 @@ from pydantic import ValidationError
 
 import engine
 from engine.analysis import describe
-from engine.routing import route
 from engine.scenario import Scenario, ScenarioFormatError, TcpBulkFlow, load_scenario
+from engine.scenario.topology import route
 
 pytestmark = pytest.mark.unit
 

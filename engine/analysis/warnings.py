@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.net import link_wire
-from engine.packet import MAX_SCALED_WINDOW, MAX_UNSCALED_WINDOW, TCP_IP_HEADERS, UDP_IP_HEADERS
-from engine.routing import Hop, Topology
+from engine.protocol import MAX_SCALED_WINDOW, MAX_UNSCALED_WINDOW, TCP_IP_HEADERS, UDP_IP_HEADERS
 from engine.scenario.flows import TcpBulkFlow, UdpCbrFlow
 from engine.scenario.framerelay import Pvc
 from engine.scenario.network import Link
 from engine.scenario.tcp import TcpSpec
+from engine.scenario.topology import Hop, Topology
 from engine.tcp.receiver import effective_window
 from engine.units import format_duration, format_rate, format_size
 from engine.variants import variant
