@@ -24,6 +24,7 @@ doubling of the run's length.
 
 from __future__ import annotations
 
+import math
 from array import array
 
 import numpy as np
@@ -41,6 +42,20 @@ KEEP = 4  # points a bucket keeps: first, least, greatest, last (M4)
 #: A bucket width for points that all came at one instant (time cannot be cut by zero):
 #: the next later point doubles it to its scale.
 TINY_WIDTH = 1e-9
+
+
+# What else the last point of the current bucket is (Trace.role): nothing, so a later point
+# replaces it; its greatest (least) only, so a greater (lesser) one replaces it; or its first,
+# or both extremes, so it stays.
+FREE, TOP, BOTTOM, HELD = 0, 1, 2, 3
+
+
+def _role(last: int, first: int, least: int, greatest: int) -> int:
+    if last == first:
+        return HELD
+    if last == greatest:
+        return HELD if last == least else TOP
+    return BOTTOM if last == least else FREE
 
 
 class PointBudget:
@@ -93,6 +108,10 @@ class Trace:
         "o",
         "mn",
         "mx",
+        "lo",
+        "hi",
+        "role",
+        "edge",
         "stride",
         "acc",
         "acc_n",
@@ -109,13 +128,17 @@ class Trace:
         self.halvings = 0
         # Change-driven, once bucketed (width > 0): buckets [t0 + k*width, t0 + (k+1)*width);
         # the current one is bucket `k`, its kept points are t[o:], its least and greatest
-        # at t[mn] and t[mx] (the earliest of equals).
+        # at indices mn and mx (the earliest of equals), their values lo and hi.
         self.t0 = 0.0
         self.width = 0.0
         self.k = 0
         self.o = 0
         self.mn = 0
         self.mx = 0
+        self.lo = 0.0  # t[mn]'s and t[mx]'s values
+        self.hi = 0.0
+        self.role = HELD  # what else the last point of the current bucket is
+        self.edge = -math.inf  # where bucket k ends; -inf until bucketed
         # Sampled: samples per point, and the sum and count of the last point's samples
         # while it has fewer than `stride` (acc_n 0: the last point is complete).
         self.stride = 1
@@ -128,20 +151,46 @@ class Trace:
         if v == self.last_v:
             return
         self.last_v = v
-        width = self.width
-        if width == 0.0:
+        if t < self.edge:  # the current bucket
+            # The last point moves on when it held no role the new one does not take over:
+            # only last, or the greatest (least) exceeded, as a rising (falling) run does.
+            role = self.role
+            if (
+                (role == FREE and self.lo <= v <= self.hi)
+                or (role == TOP and v > self.hi)
+                or (role == BOTTOM and v < self.lo)
+            ):
+                self.t[-1] = t
+                self.v[-1] = v
+                if role == TOP:
+                    self.hi = v
+                elif role == BOTTOM:
+                    self.lo = v
+                return
+            self._into_bucket(t, v)
+            return
+        if self.width == 0.0:  # not bucketed yet (edge is -inf): every change
             self.t.append(t)
             self.v.append(v)
             if len(self.t) >= self.cap:
                 self._full()
             return
-        k = int((t - self.t0) / width)
-        if k <= self.k:
-            self._into_bucket(t, v)
-        elif k < self.cap // KEEP:
+        k = int((t - self.t0) / self.width)
+        if k < self.cap // KEEP:
             self._open(k, t, v)
         else:
             self._past_cap(t, v)
+
+    def _edge(self, k: int) -> float:
+        """Where bucket `k` ends: the least time `add`'s arithmetic puts in a later bucket
+        (the index is monotonic in t, so one comparison tells the current bucket)."""
+        t0, width = self.t0, self.width
+        e = t0 + (k + 1) * width
+        while int((e - t0) / width) <= k:
+            e = math.nextafter(e, math.inf)
+        while int((math.nextafter(e, -math.inf) - t0) / width) > k:
+            e = math.nextafter(e, -math.inf)
+        return e
 
     def _open(self, k: int, t: float, v: float) -> None:
         """`(t, v)` starts bucket `k`."""
@@ -149,6 +198,9 @@ class Trace:
         self.o = self.mn = self.mx = len(self.t)
         self.t.append(t)
         self.v.append(v)
+        self.lo = self.hi = v
+        self.role = HELD
+        self.edge = self._edge(k)
 
     def _into_bucket(self, t: float, v: float) -> None:
         """`(t, v)` is the current bucket's latest point: kept as its last, and as its least
@@ -156,31 +208,25 @@ class Trace:
         ts, vs = self.t, self.v
         last = len(ts) - 1
         o, mn, mx = self.o, self.mn, self.mx
-        if vs[mn] <= v <= vs[mx]:
-            if last != o and last != mn and last != mx:
-                ts[last] = t  # the previous last held no other role
-                vs[last] = v
-                return
-            ts.append(t)
-            vs.append(v)
-            return
         new = last + 1
-        gone = mn if v < vs[mn] else mx  # the old extreme this point replaces
-        if v < vs[mn]:
-            mn = new
-        else:
-            mx = new
         ts.append(t)
         vs.append(v)
-        drop = [i for i in (gone, last) if i not in (o, mn, mx, new)]
-        for i in sorted(set(drop), reverse=True):
-            del ts[i]
-            del vs[i]
-            if mn > i:
-                mn -= 1
-            if mx > i:
-                mx -= 1
+        gone = -1  # the old extreme this point replaces
+        if v < self.lo:
+            gone, mn, self.lo = mn, new, v
+        elif v > self.hi:
+            gone, mx, self.hi = mx, new, v
+        for i in sorted({gone, last}, reverse=True):
+            if i > o and i != mn and i != mx:
+                del ts[i]
+                del vs[i]
+                new -= 1
+                if mn > i:
+                    mn -= 1
+                if mx > i:
+                    mx -= 1
         self.mn, self.mx = mn, mx
+        self.role = _role(new, o, mn, mx)
 
     def _past_cap(self, t: float, v: float) -> None:
         """A point past the last bucket the cap allows: a larger share of the budget, or
@@ -192,11 +238,10 @@ class Trace:
             self.halvings += 1
         if width != self.width:
             self._rebucket(width)
-        k = int((t - self.t0) / width)
-        if k <= self.k:
+        if t < self.edge:
             self._into_bucket(t, v)
         else:
-            self._open(k, t, v)
+            self._open(int((t - self.t0) / width), t, v)
 
     def _grow(self) -> None:
         if self.budget is not None and self.cap < TRACE_CAP:
@@ -227,6 +272,8 @@ class Trace:
         n = len(ts)
         if not n:
             self.k = self.o = self.mn = self.mx = 0
+            self.role = HELD
+            self.edge = -math.inf  # the next point opens its bucket
             return
         k = int((ts[n - 1] - self.t0) / self.width)
         o = n - 1
@@ -239,6 +286,9 @@ class Trace:
             if vs[i] > vs[mx]:
                 mx = i
         self.k, self.o, self.mn, self.mx = k, o, mn, mx
+        self.lo, self.hi = vs[mn], vs[mx]
+        self.role = _role(n - 1, o, mn, mx)
+        self.edge = self._edge(k)
 
     # --- sampled --------------------------------------------------------------------------
 
@@ -261,19 +311,44 @@ class Trace:
             self._full()
 
     def sample_block(self, t: np.ndarray, v: np.ndarray) -> None:
-        """`sample()` for each (t[i], v[i]) in turn, a run of points at a time."""
+        """`sample()` for each (t[i], v[i]) in turn, a run of points at a time: the same
+        sums, added left to right (cumsum), so the same floats."""
         i, n = 0, len(t)
         while i < n:
-            if self.stride > 1:
-                for j in range(i, n):
-                    self.sample(float(t[j]), float(v[j]))
+            stride = self.stride
+            if self.acc_n:  # the open point takes what it lacks
+                m = min(stride - self.acc_n, n - i)
+                acc = float(np.cumsum(np.concatenate(([self.acc], v[i : i + m])))[-1])
+                count = self.acc_n + m
+                i += m
+                self.t[-1] = float(t[i - 1])
+                self.v[-1] = acc / count
+                if count < stride:
+                    self.acc, self.acc_n = acc, count
+                    return
+                self.acc_n = 0
+                if len(self.t) >= self.cap:
+                    self._full()
+                continue
+            full = min(self.cap - len(self.t), (n - i) // stride)
+            if full:
+                j = i + full * stride
+                if stride == 1:
+                    means = v[i:j]
+                else:
+                    means = np.cumsum(v[i:j].reshape(full, stride), axis=1)[:, -1] / stride
+                self.t.frombytes(np.ascontiguousarray(t[i + stride - 1 : j : stride]).tobytes())
+                self.v.frombytes(np.ascontiguousarray(means, dtype=np.float64).tobytes())
+                i = j
+                if len(self.t) >= self.cap:
+                    self._full()
+                    continue
+            if i < n:  # fewer than a stride left: an open point
+                acc = float(np.cumsum(v[i:n])[-1])
+                self.t.append(float(t[n - 1]))
+                self.v.append(acc / (n - i))
+                self.acc, self.acc_n = acc, n - i
                 return
-            k = min(self.cap - len(self.t), n - i)
-            self.t.frombytes(t[i : i + k].tobytes())
-            self.v.frombytes(v[i : i + k].tobytes())
-            i += k
-            if len(self.t) >= self.cap:
-                self._full()
 
     def _halve(self) -> None:
         """Adjacent points averaged in pairs, each the mean of twice the samples; an odd
