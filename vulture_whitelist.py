@@ -33,6 +33,8 @@ _.href  # api/runs/schemas.py and client/models.py: CaptureOut
 _.units  # api/series/schemas.py: Frame
 _.cost_classes  # engine/advice/reports.py: Fix (the advice report)
 _.min_spacing  # engine/result.py and client/models.py: Thinning
+_.bucket  # engine/result.py: Thinning
+_.samples_per_point  # engine/result.py: Thinning
 _.to_simulate  # api/sweeps/schemas.py: SweepCost
 _.cpu_seconds  # api/sweeps/schemas.py: SweepCost
 _.speed_basis  # api/sweeps/schemas.py: SweepCost

@@ -134,8 +134,8 @@ class TcpProbe:
         self.ack = Trace("bytes")
         self.retransmissions = Trace("packets")
         # One point per data packet arriving (its one-way delay), as seed 002 plots it;
-        # past the cap adjacent points average in pairs, so a point may then stand for
-        # several consecutive packets.
+        # past the cap each point is the mean of as many consecutive packets as every
+        # other (engine.trace), so the series' mean stays the packets' mean.
         self.delay = Trace("s", rate=True)
         # The last values of ssthresh, rwnd, srtt, rto and retransmissions, as their traces
         # hold them: read here, on every ACK, instead of in five trace objects (each a

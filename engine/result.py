@@ -236,16 +236,27 @@ class Diagnosis(_Model):
 
 
 class Thinning(_Model):
-    """How a series was kept within its share of the run's point budget (engine.recorder):
-    each halving kept every other point of a change-driven series (and doubled the least
-    spacing between its points), or replaced each pair of a sampled rate series by its mean
-    (so its integral is kept)."""
+    """How a series was kept within its share of the run's point budget (engine.trace).
 
-    method: Literal["every_other", "pair_mean"]
-    halvings: int = Field(description="Times the series was halved")
-    cap: int = Field(description="Its share of the run's points when it was last halved")
+    `bucket_m4`, a change-driven series: time cut into buckets of `bucket` seconds from
+    `origin`, each keeping its first, least, greatest and last points, so its extremes are
+    those recorded. `stride_mean`, a sampled series: each point the mean of
+    `samples_per_point` consecutive samples (the last point of fewer), so its integral is
+    kept. (`every_other` and `pair_mean`: series stored by earlier engine versions, thinned
+    unevenly.)"""
+
+    method: Literal["bucket_m4", "stride_mean", "every_other", "pair_mean"]
+    halvings: int = Field(description="Times the buckets or the stride doubled")
+    cap: int = Field(description="Its share of the run's points when it was last thinned")
     min_spacing: float | None = Field(
-        description="A change-driven series: changes closer than this were merged, s"
+        default=None, description="`every_other` only: changes closer than this were merged, s"
+    )
+    bucket: float | None = Field(default=None, description="`bucket_m4`: the width of a bucket, s")
+    origin: float | None = Field(
+        default=None, description="`bucket_m4`: where the first bucket starts, s"
+    )
+    samples_per_point: int | None = Field(
+        default=None, description="`stride_mean`: consecutive samples averaged into a point"
     )
 
 

@@ -1,13 +1,30 @@
 """A time-series as the recorder keeps it (`Trace`): a point when a value changes, or one per
-sampling beat, at most `cap` points. On overflow a change-driven trace drops every other
-point and doubles its minimum spacing; a sampled rate series averages adjacent pairs
-instead, so its integral is preserved. Each trace's cap is its share of the run's
-`PointBudget`, so the run as a whole holds a bounded number of points however many series
-it has.
+sample, at most `cap` points, thinned evenly over the whole run when it has more.
+
+- A **change-driven** series (cwnd, in flight, queue…) is stored exactly until it fills its
+  cap. From then on time is cut into buckets of equal width from the series' first point,
+  and each bucket keeps at most four of its points, the M4 rule (Jugel et al., "M4: a
+  visualization-oriented time series data aggregation", VLDB 2014): its first, its least,
+  its greatest and its last. Every stored point is a recorded one, so the series' extremes
+  (the summary's `cwnd_max`, `queue_max`) and each bucket's are kept, and the held value at
+  every bucket's end is right. When a point falls past the cap's last bucket the width
+  doubles and pairs of buckets merge (M4 of a union of buckets is M4 of their kept points),
+  so the resolution stays even from the first point to the last.
+- A **sampled** series (goodput and utilisation per beat, per-packet delay) keeps each
+  point the mean of the same number of consecutive samples (`stride`, a power of two): at
+  the cap adjacent points average in pairs and the stride doubles, so the integral (a
+  rate's bytes, the delays' sum) is kept and every point stands for as many samples as
+  every other; the last point may stand for fewer, those since the last full one.
+
+Each trace's cap is its share of the run's `PointBudget`, so the run as a whole holds a
+bounded number of points however many series it has. The per-packet cost is O(1): a
+comparison or two in the current bucket; thinning, O(points kept), happens once per
+doubling of the run's length.
 """
 
 from __future__ import annotations
 
+import math
 from array import array
 
 import numpy as np
@@ -21,6 +38,24 @@ TRACE_CAP = 20_000  # the most points one series holds
 POINT_BUDGET = 4_000_000
 FIRST_CAP = 64  # a series' first share of the budget, doubled as it fills
 MIN_CAP = 16  # the least share, when a run has more series than FIRST_CAP each allows
+KEEP = 4  # points a bucket keeps: first, least, greatest, last (M4)
+#: A bucket width for points that all came at one instant (time cannot be cut by zero):
+#: the next later point doubles it to its scale.
+TINY_WIDTH = 1e-9
+
+
+# What else the last point of the current bucket is (Trace.role): nothing, so a later point
+# replaces it; its greatest (least) only, so a greater (lesser) one replaces it; or its first,
+# or both extremes, so it stays.
+FREE, TOP, BOTTOM, HELD = 0, 1, 2, 3
+
+
+def _role(last: int, first: int, least: int, greatest: int) -> int:
+    if last == first:
+        return HELD
+    if last == greatest:
+        return HELD if last == least else TOP
+    return BOTTOM if last == least else FREE
 
 
 class PointBudget:
@@ -56,60 +91,301 @@ class PointBudget:
 
 
 class Trace:
-    """A change-driven series: a point when the value changes, at most `cap` points."""
+    """A change-driven series (`add`) or a sampled one (`sample`), at most `cap` points."""
 
-    __slots__ = ("unit", "t", "v", "cap", "min_dt", "last_v", "rate", "budget", "halvings")
+    __slots__ = (
+        "unit",
+        "t",
+        "v",
+        "cap",
+        "last_v",
+        "rate",
+        "budget",
+        "halvings",
+        "t0",
+        "width",
+        "k",
+        "o",
+        "mn",
+        "mx",
+        "lo",
+        "hi",
+        "role",
+        "edge",
+        "stride",
+        "acc",
+        "acc_n",
+    )
 
     def __init__(self, unit: str, cap: int = TRACE_CAP, rate: bool = False):
         self.unit = unit
         self.t = array("d")
         self.v = array("d")
         self.cap = cap
-        self.min_dt = 0.0
         self.last_v: float | None = None
         self.rate = rate
         self.budget: PointBudget | None = None  # set by PointBudget.attach
         self.halvings = 0
+        # Change-driven, once bucketed (width > 0): buckets [t0 + k*width, t0 + (k+1)*width);
+        # the current one is bucket `k`, its kept points are t[o:], its least and greatest
+        # at indices mn and mx (the earliest of equals), their values lo and hi.
+        self.t0 = 0.0
+        self.width = 0.0
+        self.k = 0
+        self.o = 0
+        self.mn = 0
+        self.mx = 0
+        self.lo = 0.0  # t[mn]'s and t[mx]'s values
+        self.hi = 0.0
+        self.role = HELD  # what else the last point of the current bucket is
+        self.edge = -math.inf  # where bucket k ends; -inf until bucketed
+        # Sampled: samples per point, and the sum and count of the last point's samples
+        # while it has fewer than `stride` (acc_n 0: the last point is complete).
+        self.stride = 1
+        self.acc = 0.0
+        self.acc_n = 0
+
+    # --- change-driven ------------------------------------------------------------------
 
     def add(self, t: float, v: float) -> None:
         if v == self.last_v:
             return
         self.last_v = v
-        ts = self.t
-        if ts and t - ts[-1] < self.min_dt:
-            self.v[-1] = v  # within the current resolution: keep the latest value
+        if t < self.edge:  # the current bucket
+            # The last point moves on when it held no role the new one does not take over:
+            # only last, or the greatest (least) exceeded, as a rising (falling) run does.
+            role = self.role
+            if (
+                (role == FREE and self.lo <= v <= self.hi)
+                or (role == TOP and v > self.hi)
+                or (role == BOTTOM and v < self.lo)
+            ):
+                self.t[-1] = t
+                self.v[-1] = v
+                if role == TOP:
+                    self.hi = v
+                elif role == BOTTOM:
+                    self.lo = v
+                return
+            self._into_bucket(t, v)
             return
-        ts.append(t)
-        self.v.append(v)
-        if len(ts) >= self.cap:
-            self._full()
+        if self.width == 0.0:  # not bucketed yet (edge is -inf): every change
+            self.t.append(t)
+            self.v.append(v)
+            if len(self.t) >= self.cap:
+                self._full()
+            return
+        k = int((t - self.t0) / self.width)
+        if k < self.cap // KEEP:
+            self._open(k, t, v)
+        else:
+            self._past_cap(t, v)
 
-    def sample(self, t: float, v: float) -> None:
-        """A sampled value (rate series): always recorded, thinned by pair averages."""
+    def _edge(self, k: int) -> float:
+        """Where bucket `k` ends: the least time `add`'s arithmetic puts in a later bucket
+        (the index is monotonic in t, so one comparison tells the current bucket)."""
+        t0, width = self.t0, self.width
+        e = t0 + (k + 1) * width
+        while int((e - t0) / width) <= k:
+            e = math.nextafter(e, math.inf)
+        while int((math.nextafter(e, -math.inf) - t0) / width) > k:
+            e = math.nextafter(e, -math.inf)
+        return e
+
+    def _open(self, k: int, t: float, v: float) -> None:
+        """`(t, v)` starts bucket `k`."""
+        self.k = k
+        self.o = self.mn = self.mx = len(self.t)
         self.t.append(t)
         self.v.append(v)
+        self.lo = self.hi = v
+        self.role = HELD
+        self.edge = self._edge(k)
+
+    def _into_bucket(self, t: float, v: float) -> None:
+        """`(t, v)` is the current bucket's latest point: kept as its last, and as its least
+        or greatest if it is; a point no longer first, least, greatest or last goes."""
+        ts, vs = self.t, self.v
+        last = len(ts) - 1
+        o, mn, mx = self.o, self.mn, self.mx
+        new = last + 1
+        ts.append(t)
+        vs.append(v)
+        gone = -1  # the old extreme this point replaces
+        if v < self.lo:
+            gone, mn, self.lo = mn, new, v
+        elif v > self.hi:
+            gone, mx, self.hi = mx, new, v
+        for i in sorted({gone, last}, reverse=True):
+            if i > o and i != mn and i != mx:
+                del ts[i]
+                del vs[i]
+                new -= 1
+                if mn > i:
+                    mn -= 1
+                if mx > i:
+                    mx -= 1
+        self.mn, self.mx = mn, mx
+        self.role = _role(new, o, mn, mx)
+
+    def _past_cap(self, t: float, v: float) -> None:
+        """A point past the last bucket the cap allows: a larger share of the budget, or
+        else wider buckets, as many doublings as the point needs."""
+        self._grow()
+        width = self.width
+        while int((t - self.t0) / width) >= self.cap // KEEP:
+            width *= 2.0
+            self.halvings += 1
+        if width != self.width:
+            self._rebucket(width)
+        if t < self.edge:
+            self._into_bucket(t, v)
+        else:
+            self._open(int((t - self.t0) / width), t, v)
+
+    def _grow(self) -> None:
+        if self.budget is not None and self.cap < TRACE_CAP:
+            self.cap = self.budget.grow(self.cap)
+
+    def _rebucket(self, width: float) -> None:
+        """Buckets of `width` (a power-of-two multiple of the last, or the first): each keeps
+        the first, least, greatest and last of its points (the earliest of equals)."""
+        t = np.frombuffer(self.t, dtype=np.float64)
+        v = np.frombuffer(self.v, dtype=np.float64)
+        n = len(t)
+        # The same arithmetic as `add`'s, so a point stays in the bucket it was kept for.
+        k = ((t - self.t0) / width).astype(np.int64)
+        pos = np.arange(n)
+        starts = np.flatnonzero(np.diff(k, prepend=-1))
+        ends = np.append(starts[1:], n) - 1
+        lows = np.lexsort((pos, v, k))[starts]  # by bucket, value, then time: least first
+        highs = np.lexsort((pos, -v, k))[starts]
+        keep = np.unique(np.concatenate((starts, ends, lows, highs)))
+        self.t = array("d", t[keep].tobytes())
+        self.v = array("d", v[keep].tobytes())
+        self.width = width
+        self._reopen()
+
+    def _reopen(self) -> None:
+        """The last bucket's roles, found again among the kept points."""
+        ts, vs = self.t, self.v
+        n = len(ts)
+        if not n:
+            self.k = self.o = self.mn = self.mx = 0
+            self.role = HELD
+            self.edge = -math.inf  # the next point opens its bucket
+            return
+        k = int((ts[n - 1] - self.t0) / self.width)
+        o = n - 1
+        while o > 0 and int((ts[o - 1] - self.t0) / self.width) == k:
+            o -= 1
+        mn = mx = o
+        for i in range(o + 1, n):
+            if vs[i] < vs[mn]:
+                mn = i
+            if vs[i] > vs[mx]:
+                mx = i
+        self.k, self.o, self.mn, self.mx = k, o, mn, mx
+        self.lo, self.hi = vs[mn], vs[mx]
+        self.role = _role(n - 1, o, mn, mx)
+        self.edge = self._edge(k)
+
+    # --- sampled --------------------------------------------------------------------------
+
+    def sample(self, t: float, v: float) -> None:
+        """A sampled value (rate series, per-packet delay): `stride` samples to a point."""
+        if self.acc_n:
+            acc = self.acc + v
+            n = self.acc_n + 1
+            self.t[-1] = t
+            self.v[-1] = acc / n
+        else:
+            self.t.append(t)
+            self.v.append(v)
+            acc, n = v, 1
+        if n < self.stride:
+            self.acc, self.acc_n = acc, n
+            return
+        self.acc_n = 0
         if len(self.t) >= self.cap:
             self._full()
 
     def sample_block(self, t: np.ndarray, v: np.ndarray) -> None:
-        """`sample()` for each (t[i], v[i]) in turn, a run of points at a time."""
+        """`sample()` for each (t[i], v[i]) in turn, a run of points at a time: the same
+        sums, added left to right (cumsum), so the same floats."""
         i, n = 0, len(t)
         while i < n:
-            k = min(self.cap - len(self.t), n - i)
-            self.t.frombytes(t[i : i + k].tobytes())
-            self.v.frombytes(v[i : i + k].tobytes())
-            i += k
-            if len(self.t) >= self.cap:
-                self._full()
+            stride = self.stride
+            if self.acc_n:  # the open point takes what it lacks
+                m = min(stride - self.acc_n, n - i)
+                acc = float(np.cumsum(np.concatenate(([self.acc], v[i : i + m])))[-1])
+                count = self.acc_n + m
+                i += m
+                self.t[-1] = float(t[i - 1])
+                self.v[-1] = acc / count
+                if count < stride:
+                    self.acc, self.acc_n = acc, count
+                    return
+                self.acc_n = 0
+                if len(self.t) >= self.cap:
+                    self._full()
+                continue
+            full = min(self.cap - len(self.t), (n - i) // stride)
+            if full:
+                j = i + full * stride
+                if stride == 1:
+                    means = v[i:j]
+                else:
+                    means = np.cumsum(v[i:j].reshape(full, stride), axis=1)[:, -1] / stride
+                self.t.frombytes(np.ascontiguousarray(t[i + stride - 1 : j : stride]).tobytes())
+                self.v.frombytes(np.ascontiguousarray(means, dtype=np.float64).tobytes())
+                i = j
+                if len(self.t) >= self.cap:
+                    self._full()
+                    continue
+            if i < n:  # fewer than a stride left: an open point
+                acc = float(np.cumsum(v[i:n])[-1])
+                self.t.append(float(t[n - 1]))
+                self.v.append(acc / (n - i))
+                self.acc, self.acc_n = acc, n - i
+                return
+
+    def _halve(self) -> None:
+        """Adjacent points averaged in pairs, each the mean of twice the samples; an odd
+        last point becomes the open one, with its samples' sum."""
+        self.halvings += 1
+        count = len(self.v)
+        n = count // 2 * 2
+        v = np.frombuffer(self.v, dtype=np.float64)
+        t = np.frombuffer(self.t, dtype=np.float64)
+        means = (v[0:n:2] + v[1:n:2]) / 2.0
+        ends = t[1:n:2]
+        if count > n:
+            means = np.append(means, v[n])
+            ends = np.append(ends, t[n])
+            self.acc = float(v[n]) * self.stride
+            self.acc_n = self.stride
+        self.stride *= 2
+        self.v = array("d", means.tobytes())
+        self.t = array("d", ends.tobytes())
+
+    # --- both ---------------------------------------------------------------------------
 
     def _full(self) -> None:
         """At the cap: a larger share of the run's budget, or else thinned."""
-        if self.budget is not None and self.cap < TRACE_CAP:
-            grown = self.budget.grow(self.cap)
-            if grown > self.cap:
-                self.cap = grown
-                return
-        self._thin()
+        cap = self.cap
+        self._grow()
+        if self.cap > cap:
+            return
+        if self.rate:
+            self._halve()
+            return
+        # A change-driven series starts its buckets: those of its points so far fill at
+        # most half the buckets the cap allows.
+        self.t0 = self.t[0]
+        span = self.t[-1] - self.t0
+        self.halvings += 1
+        self._rebucket(span / max(1, self.cap // KEEP // 2) if span > 0 else TINY_WIDTH)
 
     def rewind(self, t: float) -> None:
         """Forget the points at or after `t` (a stretch re-booked after the fact)."""
@@ -121,20 +397,8 @@ class Trace:
             del self.t[n:]
             del self.v[n:]
             self.last_v = self.v[-1] if n else None
-
-    def _thin(self) -> None:
-        self.halvings += 1
-        if self.rate:
-            n = len(self.v) // 2 * 2
-            v = np.frombuffer(self.v, dtype=np.float64)[:n].reshape(-1, 2).mean(axis=1)
-            t = np.frombuffer(self.t, dtype=np.float64)[1:n:2]
-            self.v = array("d", v.tobytes())
-            self.t = array("d", t.tobytes())
-        else:
-            self.t = self.t[::2]
-            self.v = self.v[::2]
-            span = self.t[-1] - self.t[0] if len(self.t) > 1 else 0.0
-            self.min_dt = max(self.min_dt * 2, span / self.cap)
+            if self.width > 0.0:
+                self._reopen()
 
     def series(self) -> Series:
         # Not validated again: the lists are the floats this trace recorded (a run of a
@@ -146,9 +410,19 @@ class Trace:
 
     def thinning(self) -> Thinning:
         """How this series was kept within its cap."""
+        if self.rate:
+            return Thinning(
+                method="stride_mean",
+                halvings=self.halvings,
+                cap=self.cap,
+                min_spacing=None,
+                samples_per_point=self.stride,
+            )
         return Thinning(
-            method="pair_mean" if self.rate else "every_other",
+            method="bucket_m4",
             halvings=self.halvings,
             cap=self.cap,
-            min_spacing=None if self.rate else self.min_dt,
+            min_spacing=None,
+            bucket=self.width,
+            origin=self.t0,
         )

@@ -9,7 +9,8 @@ Two kinds of series, told apart by their key (the engine's rate-type traces are 
   (the exact integral, so the mean rate over any span of buckets is unchanged), or the
   bucket's `min`, `max` or `last` sample.
 - a **step** (change-driven) series holds each value from its time until the next point.
-  By default MinMaxLTTB (peaks kept, a chart's shape); with `agg`, time buckets of equal
+  By default MinMaxLTTB (a chart's shape), with the window's greatest and least values
+  always among the points; with `agg`, time buckets of equal
   width, each point at its bucket's start holding the mean of the held value over the
   bucket, or its min, max or value at the bucket's end (`last`); the last sample is kept.
 """
@@ -114,6 +115,28 @@ def _reduce(which: npt.NDArray[np.intp], v: Array, nb: int, agg: str) -> Array:
     return out
 
 
+def with_extremes(idx: npt.NDArray[np.intp], v: Array) -> npt.NDArray[np.intp]:
+    """`idx` (sorted indices into `v`) holding the greatest and least of `v`: LTTB picks one
+    of each bucket's min and max by the triangle it makes with its neighbours, so the
+    series' own peak can be left out. A missing extreme takes the place of its nearer
+    neighbour in `idx` (the first or last index only when nothing else is left, never the
+    other extreme), so the count stays what was asked for."""
+    if len(idx) < 2 or np.isnan(v).all():
+        return idx
+    extremes = {int(np.nanargmax(v)), int(np.nanargmin(v))}
+    out = idx.astype(np.intp, copy=True)
+    ends = {int(out[0]), int(out[-1])}
+    for e in sorted(extremes):
+        p = int(np.searchsorted(out, e))
+        if p < len(out) and out[p] == e:
+            continue
+        near = [q for q in range(len(out)) if int(out[q]) not in extremes]
+        q = min(near, key=lambda q: (int(out[q]) in ends, abs(int(out[q]) - e)))
+        out[q] = e
+        out.sort()
+    return out
+
+
 def downsample(
     key: str, t: Array, v: Array, max_points: int, agg: str | None
 ) -> tuple[Array, Array]:
@@ -122,7 +145,7 @@ def downsample(
         # MinMaxLTTB keeps the peaks a chart must show (LTTB on min/max preselected buckets).
         sampler = NaNMinMaxLTTBDownsampler() if np.isnan(v).any() else MinMaxLTTBDownsampler()
         t, v = (np.require(a, np.float64, ["C_CONTIGUOUS", "ALIGNED"]) for a in (t, v))
-        idx = sampler.downsample(t, v, n_out=max_points)
+        idx = with_extremes(sampler.downsample(t, v, n_out=max_points), v)
         return t[idx], v[idx]
     if is_rate(key):
         edges = np.linspace(rate_cover(t), float(t[-1]), max_points + 1)

@@ -24,11 +24,19 @@ from store.models import Run
 router = APIRouter(prefix="/v1/runs/{run_id}", tags=["series"])
 
 Start = Annotated[
-    float | None, Query(allow_inf_nan=False, description="Window start, simulated seconds")
+    float | None,
+    Query(
+        allow_inf_nan=False,
+        description="Window start on the `time` axis: simulated seconds, or with "
+        "`time=epoch_ms` milliseconds since the Unix epoch (as Grafana sends a zoom)",
+    ),
 ]
 End = Annotated[
-    float | None, Query(allow_inf_nan=False, description="Window end, simulated seconds")
+    float | None,
+    Query(allow_inf_nan=False, description="Window end on the `time` axis, as `start`"),
 ]
+#: Epoch milliseconds before this (1973-03-03) are simulated seconds sent by mistake.
+EPOCH_MS_FLOOR = 1e11
 MaxPoints = Annotated[
     int | None,
     Query(ge=3, description="Downsample to at most this many points (default from settings, 1000)"),
@@ -44,8 +52,8 @@ TimeAxis = Annotated[
         description="`sim`: `t` in simulated seconds from the run's start (the default); "
         "`epoch_ms`: `t` in milliseconds since the Unix epoch, simulated time laid from the "
         "moment the run started (its `started_at`, or `created_at` when the cache served it), "
-        "for tools that plot against wall-clock time, as Grafana does. `start` and `end` stay "
-        "in simulated seconds",
+        "for tools that plot against wall-clock time, as Grafana does. `start` and `end` are "
+        "read on the same axis",
     ),
 ]
 AggQuery = Annotated[
@@ -111,6 +119,28 @@ def _on_axis(t: Any, origin_ms: float | None) -> Any:
     return t if origin_ms is None else np.round(t * 1000.0 + origin_ms, 3)
 
 
+def _sim_window(window: WindowQuery, origin_ms: float | None) -> tuple[float | None, float | None]:
+    """`start` and `end` in simulated seconds, from the axis the request chose: a value on
+    the epoch-ms axis that cannot be one (before 1973) is a 422 naming its field."""
+    if origin_ms is None:
+        return window.start, window.end
+    out: list[float | None] = []
+    for name, value in (("start", window.start), ("end", window.end)):
+        if value is not None and value < EPOCH_MS_FLOOR:
+            raise Unprocessable(
+                f"{name} is on the time=epoch_ms axis: milliseconds since the Unix epoch",
+                errors=[
+                    field_error(
+                        ["query", name],
+                        f"must be epoch milliseconds (>= {EPOCH_MS_FLOOR:.0f}) with "
+                        "time=epoch_ms; simulated seconds need time=sim",
+                    )
+                ],
+            )
+        out.append(None if value is None else (value - origin_ms) / 1000.0)
+    return out[0], out[1]
+
+
 #: A series document from its run and windows: the JSON body, and the columns of its CSV.
 Render = Callable[[Run, list[service.Window]], tuple[dict[str, Any], dict[str, Any]]]
 
@@ -133,6 +163,7 @@ async def _answer(
 
     async def find() -> Found:
         run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
+        start, end = _sim_window(window, _origin_ms(run, window.time_axis))
         tag = cached.tag(run.result_run_id, limit)
         if tag.current:
             return tag, None
@@ -140,8 +171,8 @@ async def _answer(
             service.load,
             run,
             names,
-            start=window.start,
-            end=window.end,
+            start=start,
+            end=end,
             max_points=limit,
             loc=loc,
             agg=window.agg,

@@ -284,8 +284,9 @@ def test_a_redelivered_message_for_a_finished_run_does_nothing(pg_stack: Stack) 
 
 def test_the_series_index_says_how_a_series_was_thinned(pg_stack: Stack) -> None:
     """Sampled every millisecond for 135 s, the goodput has N = 135,000 beats for a share of
-    at most TRACE_CAP (20,000) points: halved by pair means when it first holds 20,000, then
-    again each time 10,000 more beats fill it, 1 + (N - 20,000) // 10,000 times in all; the
+    at most TRACE_CAP (20,000) points: when it first holds 20,000 points they average in
+    pairs, and again each time it fills, so each point is the mean of 2^h beats after h
+    halvings, h the most with 20,000 x 2^(h-1) <= N, and it holds ceil(N / 2^h) points; the
     cwnd, which changes a few thousand times, has every point."""
     body = _preset_body(pg_stack, "riverbed-t1-64k")
     body["sample_interval"] = 0.001
@@ -297,7 +298,8 @@ def test_the_series_index_says_how_a_series_was_thinned(pg_stack: Stack) -> None
     by_key = {s["key"]: s for s in index}
     goodput = by_key["flow.backup.goodput_bps"]
     how = goodput["thinning"]
-    assert how["method"] == "pair_mean" and how["cap"] == 20_000
-    assert how["halvings"] == 1 + (beats - 20_000) // 10_000
-    assert how["min_spacing"] is None and goodput["length"] < how["cap"]
+    halvings = (beats // 20_000).bit_length()
+    assert how["method"] == "stride_mean" and how["cap"] == 20_000
+    assert how["halvings"] == halvings and how["samples_per_point"] == 2**halvings
+    assert goodput["length"] == -(-beats // 2**halvings) <= how["cap"]
     assert by_key["flow.backup.cwnd"]["thinning"] is None

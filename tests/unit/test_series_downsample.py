@@ -90,3 +90,29 @@ def test_step_series_keep_peaks_by_default_and_aggregate_held_values() -> None:
     at, av = downsample.downsample(key, t, v, 100, "mean")
     exact = np.sum(v[:-1] * np.diff(t))
     assert np.sum(av[:-1] * np.diff(at)) == pytest.approx(exact, rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_minmax_lttb_keeps_the_windows_greatest_and_least_at_every_size(seed: int) -> None:
+    """A sawtooth with noise, as a cwnd is: LTTB alone leaves the series' own peak out at some
+    sizes (issue 31: 188,340 B shown for a 217,540 B peak); the response never does, and
+    stays a selection of at most `max_points` of the samples."""
+    from tsdownsample import MinMaxLTTBDownsampler
+
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    t = np.cumsum(rng.exponential(0.01, n))
+    v = np.round((np.arange(n) % 997) * 200 + rng.normal(0, 3000, n))
+    missed = 0
+    for max_points in (3, 4, 10, 50, 100, 333, 500, 1000, 2000, 5000):
+        idx = MinMaxLTTBDownsampler().downsample(t, v, n_out=max_points)
+        missed += v[idx].max() != v.max() or v[idx].min() != v.min()
+        dt, dv = downsample.downsample("flow.f.cwnd", t, v, max_points, None)
+        assert len(dt) <= max_points and np.all(np.diff(dt) > 0)
+        assert (dv.max(), dv.min()) == (v.max(), v.min()), max_points
+        if max_points >= 4:  # room for both ends besides the extremes
+            assert (dt[0], dt[-1]) == (t[0], t[-1])
+        assert set(zip(dt.tolist(), dv.tolist(), strict=True)) <= set(
+            zip(t.tolist(), v.tolist(), strict=True)
+        )
+    assert missed  # the case this guards against does happen with LTTB alone
