@@ -197,7 +197,9 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
     """What a sweep's bundle holds but its runs' results. 409 while any run is to finish."""
     sweep = sweeps.get(session, sweep_id, tenant_id=tenant_id)
     repo = SweepRepository(session)
-    status = sweeps.status_of(repo.progress(sweep.id), sweep.run_count)
+    status = sweeps.status_of(
+        repo.progress(sweep.id), sweep.run_count, cancel_requested=sweep.cancel_requested
+    )
     if status in ("queued", "running"):
         raise Conflict(
             f"sweep {sweep_id} is {status}; it can be exported once every run has finished",

@@ -196,7 +196,8 @@ class SweepListItem(BaseModel):
     preset: str | None
     status: SweepStatus = Field(
         description="From the runs: queued (none started), running, then succeeded, failed, "
-        "cancelled, or partial (finished with some runs failed or cancelled)"
+        "cancelled (the client cancelled it; its counts say how many runs had succeeded), "
+        "or partial (finished with some runs failed or cancelled otherwise)"
     )
     cancel_requested: bool
     run_count: int
@@ -206,6 +207,20 @@ class SweepListItem(BaseModel):
     created_at: datetime
     progress: SweepProgress
     links: SweepLinks
+
+
+class SweepState(BaseModel):
+    """A sweep's state alone (GET /v1/sweeps/{id}/progress): a few hundred bytes to poll."""
+
+    id: uuid.UUID
+    status: SweepStatus
+    cancel_requested: bool
+    run_count: int
+    cache_hits: int
+    progress: SweepProgress
+    finished_at: datetime | None = Field(
+        description="When the last simulated run finished, once the sweep has; else null"
+    )
 
 
 class SweepOut(SweepListItem):

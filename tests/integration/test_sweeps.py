@@ -410,16 +410,37 @@ def test_a_sweep_is_cancelled(pg_stack: Stack) -> None:
         assert running["status"] == "running"
         assert running["progress"]["eta_seconds"] is not None
         resp = client.get(f"/v1/sweeps/{sweep['id']}/summary")
-        assert "etag" not in resp.headers  # it will change: nothing to cache
+        # Tagged while partial, and not to be kept beyond a revalidation: no run finishes
+        # while these run far beyond the test, so the same tag is current until cancel.
+        assert resp.headers["cache-control"] == "private, no-cache"
         partial = resp.json()
         assert partial["partial"] is True
         assert partial["text"].startswith("Partial summary: 0 of 6 runs have finished")
+        same = client.get(
+            f"/v1/sweeps/{sweep['id']}/summary", headers={"If-None-Match": resp.headers["etag"]}
+        )
+        assert same.status_code == 304 and same.content == b""
+        partial_tag = resp.headers["etag"]
+        polled = client.get(f"/v1/sweeps/{sweep['id']}/progress")
+        state = polled.json()
+        # The state alone: counts and time left in well under a kilobyte.
+        assert len(polled.content) < 1024 and "points" not in state, polled.text
+        assert state["status"] == "running" and state["progress"]["counts"]["running"] >= 1
+        assert polled.headers["etag"] and state["finished_at"] is None
         resp = client.post(f"/v1/sweeps/{sweep['id']}/cancel")
         assert resp.status_code == 202 and resp.json()["cancel_requested"] is True
     done = wait_sweep(pg_stack, sweep["id"], timeout=60)
     assert done["status"] == "cancelled", done
     assert done["progress"]["counts"]["cancelled"] == 6
     with pg_stack.client as client:
+        # Settled: the partial summary's tag is stale, and the new one is kept for a day.
+        resp = client.get(
+            f"/v1/sweeps/{sweep['id']}/summary", headers={"If-None-Match": partial_tag}
+        )
+        assert resp.status_code == 200 and resp.json()["partial"] is False
+        assert resp.headers["cache-control"] == "private, max-age=86400"
+        final = client.get(f"/v1/sweeps/{sweep['id']}/progress")
+        assert final.json()["status"] == "cancelled" and final.json()["finished_at"]
         again = client.post(f"/v1/sweeps/{sweep['id']}/cancel")
         assert again.status_code == 202 and again.json()["status"] == "cancelled"
         summary = client.get(f"/v1/sweeps/{sweep['id']}/summary").json()
