@@ -11,6 +11,12 @@ from pydantic import BaseModel, Field
 class Interval(BaseModel):
     low: float
     high: float
+    clipped: bool = Field(
+        default=False,
+        description="An end was moved to the metric's bound (a t-interval of a fraction or "
+        "a count can cross 0 or 1): the interval is the t-interval intersected with the "
+        "values the metric can take",
+    )
 
 
 class Delta(BaseModel):
