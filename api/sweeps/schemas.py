@@ -132,9 +132,15 @@ class SweepEstimate(BaseModel):
     )
     workers: int = Field(description="Worker processes assumed (TCPFR_WORKER_CONCURRENCY)")
     events_per_second: float = Field(
-        description="One worker's speed: measured over the last runs this service simulated "
-        "(their events / engine seconds), or by a short probe simulation before there are "
-        "enough, or TCPFR_ENGINE_EVENTS_PER_SECOND (`speed_basis`)"
+        description="One worker's speed per event: fitted by least squares to the last runs "
+        "this service simulated (engine seconds = setup + events / events_per_second), or to "
+        "a short probe of two sizes before there are runs of different sizes, or "
+        "TCPFR_ENGINE_EVENTS_PER_SECOND (`speed_basis`)"
+    )
+    engine_setup_seconds: float = Field(
+        default=0.0,
+        description="The fit's fixed part of a run's engine time (building the network, the "
+        "Result); counted in run_overhead_events. 0 when not measured",
     )
     run_overhead_events: int = Field(
         description="A run's cost beyond its events (engine setup, claim, load, store, "

@@ -333,6 +333,7 @@ def dry_run(
             wall_seconds=wall,
             workers=workers,
             events_per_second=measured.events_per_second,
+            engine_setup_seconds=measured.setup_seconds,
             run_overhead_events=measured.run_overhead_events,
             run_overhead_seconds=measured.run_overhead_seconds,
             speed_basis=measured.basis,

@@ -174,6 +174,9 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
             assert stat["mean"] == pytest.approx(x.mean(), rel=1e-12)
             assert stat["sd"] == pytest.approx(x.std(ddof=1), rel=1e-9, abs=1e-12)
             lo, hi = t_interval(x)
+            # Every one of these metrics is >= 0: the t-interval is cut at 0, and says so.
+            assert stat["ci95"]["clipped"] == (lo < 0)
+            lo = max(lo, 0.0)
             assert (stat["ci95"]["low"], stat["ci95"]["high"]) == pytest.approx((lo, hi), rel=1e-9)
             if row["is_baseline"]:
                 assert stat["delta"] is None
@@ -184,6 +187,7 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
             assert delta["mean"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-12)
             if d.std(ddof=1) > 0:
                 lo, hi = t_interval(d)
+                lo = max(lo, -base.mean())  # the point's mean cannot go below 0
                 assert (delta["ci95"]["low"], delta["ci95"]["high"]) == pytest.approx(
                     (lo, hi), rel=1e-9
                 )
