@@ -20,8 +20,21 @@ TableFormat = Annotated[
         "comparison as a table, one row per point and flow; `json`: the document"
     ),
 ]
-STATS = ("mean", "sd", "ci95_low", "ci95_high", "n", "delta_pct")
-STAT_UNITS = {"n": "count", "delta_pct": "percent"}
+STATS = (
+    "mean",
+    "sd",
+    "ci95_low",
+    "ci95_high",
+    "n",
+    "delta",
+    "delta_ci95_low",
+    "delta_ci95_high",
+    "delta_pct",
+    "delta_pct_ci95_low",
+    "delta_pct_ci95_high",
+)
+PERCENT = ("delta_pct", "delta_pct_ci95_low", "delta_pct_ci95_high")
+STAT_UNITS = {"n": "count", **dict.fromkeys(PERCENT, "percent")}
 POINT_COLUMNS: list[tuple[str, str | None]] = [
     ("point", None),
     ("is_baseline", None),
@@ -100,18 +113,25 @@ def build(
             rec["kind"] = kinds.get(fid)
             rec["limit"] = (row["limits"].get(fid) or {}).get("limit")
             for m, _ in metrics:
-                cell = cells.get(m)
-                ci = (cell or {}).get("ci95") or {}
-                delta = (cell or {}).get("delta") or {}
-                pct = delta.get("pct")
+                cell = cells.get(m) or {}
+                ci = cell.get("ci95") or {}
+                delta = cell.get("delta") or {}
+                delta_ci = delta.get("ci95") or {}
+                pct_ci = delta.get("pct_ci95") or {}
                 rec.update(
                     {
-                        f"{m}.mean": (cell or {}).get("mean"),
-                        f"{m}.sd": (cell or {}).get("sd"),
+                        f"{m}.mean": cell.get("mean"),
+                        f"{m}.sd": cell.get("sd"),
                         f"{m}.ci95_low": ci.get("low"),
                         f"{m}.ci95_high": ci.get("high"),
-                        f"{m}.n": (cell or {}).get("n"),
-                        f"{m}.delta_pct": None if pct is None else pct,
+                        f"{m}.n": cell.get("n"),
+                        # The paired change against the baseline, and its interval.
+                        f"{m}.delta": delta.get("mean"),
+                        f"{m}.delta_ci95_low": delta_ci.get("low"),
+                        f"{m}.delta_ci95_high": delta_ci.get("high"),
+                        f"{m}.delta_pct": delta.get("pct"),
+                        f"{m}.delta_pct_ci95_low": pct_ci.get("low"),
+                        f"{m}.delta_pct_ci95_high": pct_ci.get("high"),
                     }
                 )
             records.append(rec)

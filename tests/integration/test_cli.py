@@ -320,34 +320,37 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
     assert runs == [f"runs/{p:04d}-{r:03d}.json" for p in range(4) for r in range(2)]
     table = pq.read_table(io.BytesIO(files["table.parquet"])).to_pydict()
     rows = list(csv.DictReader(io.StringIO(files["table.csv"].decode())))
-    assert (
-        list(rows[0])[:9]
-        == list(table)[:9]
-        == [
-            "point_index",
-            "replication",
-            "seed",
-            "run_id",
-            "status",
-            "is_baseline",
-            rate,
-            size,
-            "backup.completion_time",
-        ]
-    )
-    assert len(rows) == len(table["run_id"]) == 8
-    assert [r[rate] for r in rows] == table[rate] == ["T1"] * 4 + ["T3"] * 4
+    # Long by flow, as the summary table: its key columns, then the parameters (in base
+    # units), the flow, then a column per metric, its unit in the CSV's header.
+    assert list(table)[:12] == [
+        "point",
+        "replication",
+        "seed",
+        "run_id",
+        "status",
+        "is_baseline",
+        rate,
+        size,
+        "flow",
+        "kind",
+        "limit",
+        "completion_time",
+    ]
+    assert list(rows[0])[:12] == [*list(table)[:11], "completion_time[s]"]
+    assert len(rows) == len(table["run_id"]) == 8  # one flow: a row per run
+    assert [float(r[rate]) for r in rows] == table[rate] == [1_544_000.0] * 4 + [44_736_000.0] * 4
     # Integers stay integers, in the CSV and in Parquet.
     assert (
         [int(r[size]) for r in rows] == table[size] == [500_000, 500_000, 1_000_000, 1_000_000] * 2
     )
-    assert all(isinstance(x, int) for x in table["backup.retransmissions"])
+    assert all(isinstance(x, int) for x in table["retransmissions"])
     for row, name in zip(rows, runs, strict=True):
         run = json.loads(files[name])
         assert row["run_id"] == run["run_id"] and run["status"] == "succeeded"
+        assert row["flow"] == "backup"
         completion = run["result"]["flows"]["backup"]["completion_time"]
-        assert float(row["backup.completion_time"]) == completion
-        assert row["backup.limit"] == run["result"]["diagnosis"]["backup"]["limit"]
+        assert float(row["completion_time[s]"]) == completion
+        assert row["limit"] == run["result"]["diagnosis"]["backup"]["limit"]
     assert len(json.loads(files["summary.json"])["points"]) == 4
 
     # The request is the sweep as submitted: posted back, it has the same points in the
