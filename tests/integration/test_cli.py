@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -458,3 +459,42 @@ def test_tcpfr_advise_and_remedies(pg_stack: Stack, tmp_path: Path) -> None:
 
     bad = tcpfr(pg_stack.base_url, "advise", "riverbed-t1-8k", "--target", "backup.speed>=1")
     assert bad.returncode == 2 and "target" in bad.stderr, bad.stderr
+
+
+def test_a_sweep_cancelled_halfway_from_the_client(pg_stack: Stack) -> None:
+    """Issue 31: a sweep cancelled after some runs succeeded ends `cancelled` (not
+    `partial`), `wait()` returns it rather than raising, and its runs and summary table
+    are there to read."""
+    with Client(pg_stack.base_url) as client:
+        preset = client._json("GET", "/v1/presets/riverbed-t1-8k")["body"]
+        preset["duration"] = 10**6
+        sweep = client.sweep(
+            {
+                "base": {"scenario": preset},
+                # A quick point and one far beyond the test: cancelled while it runs.
+                "parameters": {"flows.backup.bytes": [200_000, 10**12]},
+                "replications": 2,
+                "cache": "refresh",
+            }
+        )
+        deadline = time.monotonic() + 60
+        while client.sweep_state(sweep.id).progress.counts.succeeded < 1:
+            assert time.monotonic() < deadline, pg_stack.logs()
+            time.sleep(0.1)
+        assert sweep.cancel().doc.cancel_requested
+        done = sweep.wait(timeout=60)  # no Failed: it ended as asked
+        assert done.status == "cancelled", done.doc.progress
+        counts = done.doc.progress.counts
+        assert counts.succeeded >= 1 and counts.cancelled >= 1
+        assert counts.succeeded + counts.cancelled == 4 and done.doc.points  # the whole doc
+
+        runs = sweep.runs()
+        assert [(r.point_index, r.replication) for r in runs] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert {r.status.value for r in runs if r.point_index == 1} == {"cancelled"}
+        assert len(sweep.runs(status="succeeded")) == counts.succeeded
+
+        table = sweep.table(frame=False)
+        names = [c["name"] for c in table["columns"]]
+        assert names[0] == "point" and "completion_time.delta_ci95_low" in names
+        quick = [r for r in table["records"] if r["point"] == 0]
+        assert quick and quick[0]["completion_time.n"] == counts.succeeded
