@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 from typing import Annotated, Any
 
 import anyio
+from cachetools import LRUCache
 from celery import Celery
 from fastapi import APIRouter, Body, Query, Request, Response, status
-from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from api.cache import Conditional, ListPage, PageSource
@@ -36,8 +37,8 @@ from api.sweeps.schemas import (
 )
 from engine.presets import list_presets, load_study
 from settings import Settings
-from store.models import Run, RunStatus
-from store.sweeps import SweepRepository
+from store.models import Run, RunStatus, Sweep
+from store.sweeps import Progress, SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
 #: POST /v1/presets/{name}/sweep: a study preset launched as a sweep.
@@ -173,17 +174,18 @@ def _render(session: Session, filters: dict[str, Any]) -> ListPage:
     progress = SweepRepository(session).progress(sweep.id)
     view: service.View = filters["view"]
     version = service.version(sweep, progress, view)
-    doc: BaseModel
+    doc: dict[str, Any]
     if view == "summary":
-        doc = service.summary(session, sweep, progress)
+        doc = _summary(session, sweep, progress, version)
     elif view == "progress":
-        doc = service.progress_view(session, sweep, filters["settings"], progress)
+        doc = service.progress_view(session, sweep, filters["settings"], progress).model_dump(
+            mode="json"
+        )
     else:
-        doc = service.detail(session, sweep, filters["settings"], progress)
+        doc = service.detail(session, sweep, filters["settings"], progress).model_dump(mode="json")
     shape = filters["shape"]
-    # The table's parameter columns are in base units, read from the runs' scenarios.
-    si = service.si_parameters(session, sweep) if shape != "json" else None
-    response = table.respond(doc.model_dump(mode="json"), shape, None, si)
+    si = _si_parameters(session, sweep) if shape != "json" else None
+    response = table.respond(doc, shape, None, si)
     raw = f"{REPRESENTATION_VERSION}|sweep|{sweep.id}|{view}|{shape}|{version}"
     etag = '"' + hashlib.sha256(raw.encode()).hexdigest()[:40] + '"'
     return ListPage(
@@ -193,6 +195,36 @@ def _render(session: Session, filters: dict[str, Any]) -> ListPage:
         media_type=response.media_type or "application/json",
         final=service.settled(sweep, progress),
     )
+
+
+#: The summaries last built, by sweep and the version of its finished runs, so that its
+#: JSON, CSV and records are rendered from one build (per process); and the swept values in
+#: base units, which never change. Rendering runs in threads: the caches are locked.
+_SUMMARIES: LRUCache[tuple[uuid.UUID, str], dict[str, Any]] = LRUCache(maxsize=16)
+_SI: LRUCache[uuid.UUID, dict[int, dict[str, Any]]] = LRUCache(maxsize=256)
+_LOCK = threading.Lock()
+
+
+def _summary(session: Session, sweep: Sweep, progress: Progress, version: str) -> dict[str, Any]:
+    key = (sweep.id, version)
+    with _LOCK:
+        found = _SUMMARIES.get(key)
+    if found is None:
+        found = service.summary(session, sweep, progress).model_dump(mode="json")
+        with _LOCK:
+            _SUMMARIES[key] = found
+    return found
+
+
+def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
+    """The table's parameter columns are in base units, read from the runs' scenarios."""
+    with _LOCK:
+        found = _SI.get(sweep.id)
+    if found is None:
+        found = service.si_parameters(session, sweep)
+        with _LOCK:
+            _SI[sweep.id] = found
+    return found
 
 
 def _version(session: Session, filters: dict[str, Any]) -> str:
