@@ -36,9 +36,10 @@ from store.models import RunResult
 RECENT = 200  # runs the speed is fitted over
 MIN_RUNS = 5  # fewer and the probe (or the setting) is used
 MIN_SECONDS = 1.0  # of engine time among them
-#: The runs' sizes must spread this much (90th over 10th percentile of their events) for a
-#: fit to tell the setup from the per-event cost.
+#: A fit tells the setup from the per-event cost only with runs of different sizes: at
+#: least MIN_LARGE runs with MIN_SPREAD times the events of the smallest tenth.
 MIN_SPREAD = 4.0
+MIN_LARGE = 3
 TTL = 5.0  # seconds a measurement is reused (per process): a sweep takes longer
 PROBE_TTL = 60.0
 #: The probe's two transfers: ~4k and ~20k events, ~0.05 s and ~0.2 s.
@@ -72,8 +73,8 @@ def fit(
     if len(data) < min_runs or data[:, 1].sum() < min_seconds:
         return None
     x, y = data[:, 0], data[:, 1]
-    low, high = np.percentile(x, [10, 90]) if len(x) > 2 else (x.min(), x.max())
-    if high < MIN_SPREAD * low:
+    large = np.count_nonzero(x >= MIN_SPREAD * np.percentile(x, 10))
+    if large < min(MIN_LARGE, min_runs - 1):
         return None
     slope, intercept = np.polyfit(x, y, 1)
     if intercept < 0:  # a setup cannot take negative time: the best line through 0

@@ -43,6 +43,14 @@ def test_small_runs_that_are_mostly_setup_do_not_inflate_the_speed() -> None:
     assert predicted == pytest.approx(0.028 + 40e6 / EPS, rel=0.05)
 
 
+def test_a_few_large_runs_among_many_small_ones_are_enough() -> None:
+    small = runs(np.full(200, 1_000.0), setup=0.002, noise=0.05)
+    large = runs(np.full(3, 24_000.0), setup=0.002, noise=0.02, seed=3)
+    got = speed.fit(small + large)
+    assert got is not None and got.events_per_second == pytest.approx(EPS, rel=0.05)
+    assert speed.fit(small + large[:2]) is None  # two may be one slow moment
+
+
 def test_runs_of_one_size_cannot_tell_setup_from_events() -> None:
     assert speed.fit(runs(np.full(50, 800.0), setup=0.028, noise=0.05)) is None
     # Too few runs, or too little time among them.
@@ -52,7 +60,7 @@ def test_runs_of_one_size_cannot_tell_setup_from_events() -> None:
 
 def test_a_negative_intercept_is_a_line_through_zero() -> None:
     # Time exactly proportional to events, but for noise that tips the intercept below 0.
-    samples = [(1e5, 0.20), (2e5, 0.39), (4e5, 0.80), (8e5, 1.62), (1.6e6, 3.2)]
+    samples = [(5e4, 0.099), (1e5, 0.199), (4e5, 0.80), (8e5, 1.60), (1.6e6, 3.21)]
     got = speed.fit(samples)
     assert got is not None and got.setup_seconds == 0.0
     x, y = np.array(samples).T
