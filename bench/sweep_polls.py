@@ -2,7 +2,7 @@
 summary and its progress view, each polled as a browser does (If-None-Match with the last
 ETag). Prints figures; asserts nothing.
 
-    python bench/sweep_poll_bench.py --url http://127.0.0.1:8000 --sweep ID [--polls 40]
+    python bench/sweep_polls.py --url http://127.0.0.1:8000 --sweep ID [--polls 40]
 
 Run it against a sweep that is still running (issue 31: a partial summary was rebuilt on
 every poll); see the report of issue 31 for how the figures were taken.
