@@ -11,6 +11,7 @@ from fastapi import Query, Request, Response
 
 from api import csv_text
 from api.comparison.schemas import SummaryTable
+from api.comparison.units import unit_of
 from api.responses import OrjsonResponse
 
 TableFormat = Annotated[
@@ -93,7 +94,7 @@ def build(
     metrics = list(dict.fromkeys((m["metric"], m["unit"]) for m in body["metrics"]))
     kinds = {m["flow"]: m["kind"] for m in body["metrics"]}
     columns = [{"name": n, "unit": u} for n, u in POINT_COLUMNS]
-    columns += [{"name": p, "unit": None} for p in paths]
+    columns += [{"name": p, "unit": unit_of(p)} for p in paths]
     columns += [{"name": n, "unit": None} for n in ("flow", "kind", "limit")]
     for m, unit in metrics:
         columns += [{"name": f"{m}.{s}", "unit": STAT_UNITS.get(s, unit)} for s in STATS]

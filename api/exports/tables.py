@@ -17,6 +17,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from api.comparison.report import metrics_of, value
+from api.comparison.units import unit_of
 from engine.accounting import FIELDS as TIME_STATES
 from store.codec import decode
 from store.models import RunSeries
@@ -71,8 +72,8 @@ class SweepTable:
     (`point`, `flow`) as they are: a row per run and flow (one with no flow for a run that
     did not succeed), the run's fields, the swept parameters in base units, `flow`, `kind`,
     `limit`, then a column per metric (`completion_time`, `time.busy` ...) in the order they
-    first appear. Each metric's unit is in the Parquet field's metadata (`unit`), and in the
-    CSV header as `name[unit]`, as the summary CSV has it."""
+    first appear. Each metric's and parameter's unit is in the Parquet field's metadata
+    (`unit`), and in the CSV header as `name[unit]`, as the summary CSV has it."""
 
     FIXED: dict[str, pa.DataType] = {
         "point": pa.int64(),
@@ -127,20 +128,17 @@ class SweepTable:
         for metric in self.units:
             cols[metric] = _column([row.get(metric) for row in self.metrics], text=False)
         found = pa.table(cols)
+        units = {**{p: u for p in self.parameters if (u := unit_of(p))}, **self.units}
         fields = [
-            f.with_metadata({"unit": self.units[f.name]}) if f.name in self.units else f
-            for f in found.schema
+            f.with_metadata({"unit": units[f.name]}) if f.name in units else f for f in found.schema
         ]
         meta = {"units": orjson.dumps(self.units), "parameters": PARAMETER_UNITS}
         return found.cast(pa.schema(fields, metadata=meta))
 
 
 #: What the parameter columns hold, in the tables' metadata: the swept values as the
-#: scenario stores them.
-PARAMETER_UNITS = (
-    "base units as docs/scenario.md's reference gives each field: seconds, bit/s, bytes, "
-    "fractions (a rate written 'T1' is 1544000.0, a delay '41.75ms' is 0.04175)"
-)
+#: scenario stores them, each with its unit where it has one (api.comparison.units).
+PARAMETER_UNITS = "base units: a rate written 'T1' is 1544000.0 bit/s, a delay '41.75ms' 0.04175 s"
 
 
 def csv_header(table: pa.Table) -> pa.Table:

@@ -337,13 +337,14 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
         "limit",
         "completion_time",
     ]
-    assert list(rows[0])[:12] == [*list(table)[:11], "completion_time[s]"]
+    header = [*list(table)[:6], f"{rate}[bit/s]", f"{size}[bytes]", "flow", "kind", "limit"]
+    assert list(rows[0])[:12] == [*header, "completion_time[s]"]
     assert len(rows) == len(table["run_id"]) == 8  # one flow: a row per run
-    assert [float(r[rate]) for r in rows] == table[rate] == [1_544_000.0] * 4 + [44_736_000.0] * 4
+    assert [float(r[f"{rate}[bit/s]"]) for r in rows] == table[rate]
+    assert table[rate] == [1_544_000.0] * 4 + [44_736_000.0] * 4
     # Integers stay integers, in the CSV and in Parquet.
-    assert (
-        [int(r[size]) for r in rows] == table[size] == [500_000, 500_000, 1_000_000, 1_000_000] * 2
-    )
+    sizes = [int(r[f"{size}[bytes]"]) for r in rows]
+    assert sizes == table[size] == [500_000, 500_000, 1_000_000, 1_000_000] * 2
     assert all(isinstance(x, int) for x in table["retransmissions"])
     for row, name in zip(rows, runs, strict=True):
         run = json.loads(files[name])

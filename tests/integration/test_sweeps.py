@@ -538,11 +538,12 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
     assert "goodput_bps.mean[bit/s]" in summary.column_names
     # Parameters in base units in both: T1 is 1,544,000 bit/s, T3 44,736,000.
     assert sorted(set(runs[RATE].to_pylist())) == [1_544_000.0, 44_736_000.0]
-    assert summary[RATE].to_pylist() == [1_544_000.0, 44_736_000.0]
+    assert summary[f"{RATE}[bit/s]"].to_pylist() == [1_544_000.0, 44_736_000.0]
+    assert runs.schema.field(RATE).metadata == {b"unit": b"bit/s"}
 
     joined = runs.join(summary, keys=["point", "flow"], right_suffix=" (summary)")
     assert joined.num_rows == runs.num_rows == 6  # every run's row finds its point's
-    assert joined[RATE].to_pylist() == joined[f"{RATE} (summary)"].to_pylist()
+    assert joined[RATE].to_pylist() == joined[f"{RATE}[bit/s]"].to_pylist()
     by_point = joined.group_by(["point", "flow"]).aggregate([("completion_time", "mean")])
     for row in by_point.to_pylist():
         mask = pc.equal(summary["point"], row["point"])
