@@ -183,8 +183,9 @@ class SweepProgress(BaseModel):
     fraction: float = Field(description="Finished runs plus running runs' progress, over all runs")
     eta_seconds: float | None = Field(description="Estimated seconds until every run finishes")
     eta_method: str | None = Field(
-        description="`throughput`: remaining runs / runs finished per second since the "
-        "sweep's first run started; `estimate`: the engine's size estimate over the workers, "
+        description="`run_time`: the runs left (less the running runs' progress) x the "
+        "mean start-to-finish time of the sweep's runs that succeeded, over the runs running "
+        "now; `estimate`: the engine's size estimate at the measured speed over the workers, "
         "before any run has finished; null once finished"
     )
 

@@ -132,7 +132,7 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
         assert sweep["run_count"] == 12 and len(sweep["points"]) == 4
         assert sweep["baseline_index"] == 0 and sweep["points"][0]["is_baseline"]
         assert sweep["cache_hits"] == 0 and sweep["simulations"] == 12
-        assert sweep["progress"]["eta_method"] in ("estimate", "throughput")
+        assert sweep["progress"]["eta_method"] in ("estimate", "run_time")
 
     done = wait_sweep(pg_stack, sweep["id"])
     assert done["status"] == "succeeded", (done, pg_stack.logs())

@@ -58,3 +58,38 @@ def test_the_summary_version_moves_only_when_a_run_finishes() -> None:
 def test_settled_once_every_run_has_finished() -> None:
     assert not service.settled(sweep(), progress(succeeded=5, running=1))
     assert service.settled(sweep(), progress(succeeded=4, failed=1, cancelled=1))
+
+
+def test_time_left_is_the_runs_left_at_their_measured_time_over_those_running() -> None:
+    # 8 runs of 10 s on 2 workers: 2 done, 2 half done, 4 queued. The running ones end in
+    # 5 s, then two waves of two: 25 s.
+    from datetime import timedelta
+
+    from settings import Settings
+
+    s = SimpleNamespace(run_count=8, cancel_requested=False, points=[{"est_events": 1000}])
+    settings = Settings(_env_file=None, worker_concurrency=2)
+
+    def at(started_ago: float) -> Progress:
+        p = progress(running_progress=1.0, succeeded=2, running=2, queued=4)
+        first = T0 - timedelta(seconds=started_ago)
+        return Progress(p.counts, 0, 1.0, 2, first, T0, mean_run_seconds=10.0)
+
+    found = service.progress_of(s, at(15.0), settings)  # type: ignore[arg-type]
+    assert found.eta_method == "run_time" and found.eta_seconds == pytest.approx(25.0)
+    # The same state with a minute more since the first run started (one worker started
+    # late): the time left is the same. (Runs done per second since the first start said
+    # 5 x 75 / 3 = 125 s here, where at 15 s it said 25 s.)
+    late = service.progress_of(s, at(75.0), settings)  # type: ignore[arg-type]
+    assert late.eta_seconds == pytest.approx(25.0)
+    # Nothing running now (the workers on other work): the workers' number at a time.
+    idle = Progress(
+        {**at(15.0).counts, RunStatus.running: 0, RunStatus.queued: 6},
+        0,
+        0.0,
+        2,
+        T0,
+        T0,
+        mean_run_seconds=10.0,
+    )
+    assert service.progress_of(s, idle, settings).eta_seconds == pytest.approx(30.0)  # type: ignore[arg-type]
