@@ -60,19 +60,26 @@ Found = tuple[Tag | None, Callable[[], Response] | None]
 
 @dataclass(frozen=True, slots=True)
 class ListPage:
-    """A rendered page of a versioned list: the version of the rows it shows, its ETag and
-    its bytes."""
+    """A rendered page of a versioned list (or of a document that changes until it settles:
+    a running sweep, its partial summary): the version of the rows it shows, its ETag and
+    its bytes. `final`: what it shows will not change any more, so it is answered as a
+    finished document from now on (kept, with a long max-age)."""
 
     version: str
     etag: str
     body: bytes
+    media_type: str = "application/json"
+    final: bool = False
 
     def response(self, request: Request) -> Response:
         """The page, or a 304 when the client's copy is this one."""
-        if (unchanged := not_modified(request, self.etag, REVALIDATE_HEADERS)) is not None:
+        cache_headers = CACHE_HEADERS if self.final else REVALIDATE_HEADERS
+        if (unchanged := not_modified(request, self.etag, cache_headers)) is not None:
             return unchanged
-        headers = {"ETag": self.etag, **REVALIDATE_HEADERS}
-        return Response(self.body, media_type="application/json", headers=headers)
+        headers = {"ETag": self.etag, **cache_headers}
+        if self.media_type.startswith("text/csv"):
+            headers["Vary"] = "Accept"
+        return Response(self.body, media_type=self.media_type, headers=headers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +170,14 @@ class ResponseCache:
         if listed is None:
             return None
         page = await self.page(db, key, listed.filters, listed.source)
-        return page.response(request)
+        return self.respond(request, key, page)
+
+    def respond(self, request: Request, key: Key, page: ListPage) -> Response:
+        """A page's response; a final one is kept as a finished document too."""
+        response = page.response(request)
+        if page.final and response.status_code == 200:
+            self.keep(key, response)
+        return response
 
     async def page(self, db: Db, key: Key, filters: dict[str, Any], source: PageSource) -> ListPage:
         """The page as the database holds it now, from a read that began after this call."""
@@ -240,7 +254,17 @@ class Conditional:
         """The page of `source` for these (validated) filters, as the database holds it now,
         or a 304 when the client's copy is that one."""
         found = await self._cache.page(self._db, self._key, filters, source)
-        return found.response(self.request)
+        return self._cache.respond(self.request, self._key, found)
+
+    async def settling(self, source: PageSource, filters: dict[str, Any]) -> Response:
+        """A document that changes until it settles (a running sweep, its partial summary):
+        the kept final document when there is one, else the page of `source` as the
+        database holds it now, rebuilt only when its version changed (a 304 while the
+        client's copy is current). Once the page says it is final it is kept as a finished
+        document, answered without the database."""
+        if (hit := self._cache.document(self.request, self._key)) is not None:
+            return hit
+        return await self.page(source, filters)
 
 
 class ServeCached:

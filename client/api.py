@@ -31,6 +31,8 @@ from client.models import (
     SeriesData,
     SeriesIndex,
     SweepOut,
+    SweepRun,
+    SweepState,
 )
 
 DEFAULT_URL = "http://127.0.0.1:8000"  # where `make run` serves the API
@@ -47,6 +49,9 @@ ENDPOINTS = [
     ("post", "/v1/presets/{name}/sweep"),
     ("get", "/v1/sweeps/{sweep_id}"),
     ("get", "/v1/sweeps/{sweep_id}/summary"),
+    ("get", "/v1/sweeps/{sweep_id}/progress"),
+    ("get", "/v1/sweeps/{sweep_id}/runs"),
+    ("post", "/v1/sweeps/{sweep_id}/cancel"),
     ("get", "/v1/sweeps/{sweep_id}/export"),
     ("get", "/v1/compare"),
     ("post", "/v1/advice"),
@@ -231,6 +236,41 @@ class Client:
         """The sweep's comparison (schema ``SweepSummary``), as a dict."""
         return self._json("GET", f"/v1/sweeps/{sweep_id}/summary")
 
+    def sweep_state(self, sweep_id: str | uuid.UUID) -> SweepState:
+        """The sweep's state alone: status, counts, fraction done, time left."""
+        return SweepState.model_validate(self._json("GET", f"/v1/sweeps/{sweep_id}/progress"))
+
+    def cancel_sweep(self, sweep_id: str | uuid.UUID) -> Sweep:
+        """Cancel the sweep's queued runs and stop its running ones; idempotent."""
+        doc = self._json("POST", f"/v1/sweeps/{sweep_id}/cancel")
+        return Sweep(self, SweepOut.model_validate(doc))
+
+    def sweep_runs(
+        self,
+        sweep_id: str | uuid.UUID,
+        *,
+        status: str | None = None,
+        point: int | None = None,
+    ) -> list[SweepRun]:
+        """The sweep's runs in point order, then replication (every page), optionally only
+        those in one ``status`` or of one ``point``."""
+        found: list[SweepRun] = []
+        cursor = None
+        while True:
+            params = _params(status=status, point=point, cursor=cursor, limit=200)
+            page = self._json("GET", f"/v1/sweeps/{sweep_id}/runs", params=params)
+            found += [SweepRun.model_validate(r) for r in page["items"]]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return found
+
+    def sweep_table(self, sweep_id: str | uuid.UUID, *, frame: bool | None = None) -> Any:
+        """The summary as one table, a row per point and flow (``format=records``): a pandas
+        DataFrame (each column's unit in ``df.attrs["units"]``) when pandas is installed
+        (``frame=True`` requires it), else ``{columns, records}``."""
+        table = self._json("GET", f"/v1/sweeps/{sweep_id}/summary", params={"format": "records"})
+        return _table_frame(table, frame)
+
     # --- comparisons --------------------------------------------------------------------
 
     def compare(
@@ -316,6 +356,21 @@ def _problem(resp: httpx.Response) -> Problem:
             status=resp.status_code,
             detail=resp.text[:500] or None,
         )
+
+
+def _table_frame(table: dict[str, Any], frame: bool | None) -> Any:
+    if frame is not False:
+        try:
+            import pandas as pd
+        except ImportError:
+            if frame:
+                raise
+        else:
+            names = [c["name"] for c in table["columns"]]
+            df = pd.DataFrame.from_records(table["records"], columns=names)
+            df.attrs["units"] = {c["name"]: c["unit"] for c in table["columns"] if c["unit"]}
+            return df
+    return table
 
 
 def _as_frame(data: SeriesData, frame: bool | None) -> Any:

@@ -28,7 +28,8 @@ class ApiError(ClientError):
 
 
 class Failed(ClientError):
-    """A run or sweep ended without succeeding (failed, cancelled, or a partial sweep)."""
+    """A run ended without succeeding (failed or cancelled), a sweep with runs that failed
+    (failed, partial), or an advice that failed or was cancelled."""
 
     def __init__(self, what: str, status: str, message: str = "") -> None:
         super().__init__(f"{what} {status}" + (f": {message}" if message else ""))

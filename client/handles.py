@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from client.errors import Failed
-from client.models import ADVICE_FINISHED, SWEEP_FINISHED, AdviceOut, RunOut, RunStatus, SweepOut
+from client.models import (
+    ADVICE_FINISHED,
+    SWEEP_FINISHED,
+    AdviceOut,
+    RunOut,
+    RunStatus,
+    SweepOut,
+    SweepRun,
+)
 
 if TYPE_CHECKING:
     from client.api import Client
@@ -145,6 +153,57 @@ class Sweep(_Handle[SweepOut]):
         self.doc = self.client.get_sweep(self.id).doc
         return self
 
+    def _poll_state(self) -> None:
+        """Refresh the state alone (a few hundred bytes, not the sweep's points and
+        spec); the whole document once it has finished."""
+        state = self.client.sweep_state(self.id)
+        fields = ("status", "cancel_requested", "cache_hits", "progress")
+        self.doc = self.doc.model_copy(update={f: getattr(state, f) for f in fields})
+        if self._finished():
+            self.refresh()
+
+    def wait(
+        self,
+        *,
+        timeout: float | None = None,
+        progress: Progress | None = None,
+        check: bool = True,
+    ) -> Self:
+        """Poll the sweep's state until every run has finished, and return the sweep: its
+        ``status`` says what happened (succeeded, partial, failed, or cancelled: the runs
+        that finished first keep their results, see ``runs()`` and ``summary()``). With
+        ``check`` (the default) a sweep some of whose runs failed (``failed``, ``partial``)
+        raises ``Failed``; a cancelled one does not: it ended as it was asked to."""
+        first, longest = self.POLL
+        _poll(
+            self._reading,
+            self._finished,
+            self._poll_state,
+            f"{self.KIND} {self.id}",
+            timeout=timeout,
+            progress=progress,
+            delay=first,
+            cap=longest,
+        )
+        if check and (failure := self._failure()) is not None:
+            raise failure
+        return self
+
+    def cancel(self) -> Self:
+        """Cancel the queued runs at once and stop the running ones (idempotent); ``wait``
+        then returns once they have stopped, with status ``cancelled``."""
+        self.doc = self.client.cancel_sweep(self.id).doc
+        return self
+
+    def runs(self, *, status: str | None = None, point: int | None = None) -> list[SweepRun]:
+        """The sweep's runs in point order, then replication."""
+        return self.client.sweep_runs(self.id, status=status, point=point)
+
+    def table(self, *, frame: bool | None = None) -> Any:
+        """The summary as a table, a row per point and flow, in base units: a DataFrame when
+        pandas is installed (units in ``df.attrs["units"]``), else ``{columns, records}``."""
+        return self.client.sweep_table(self.id, frame=frame)
+
     def _reading(self) -> tuple[float, str]:
         return self.doc.progress.fraction, self.status
 
@@ -152,7 +211,7 @@ class Sweep(_Handle[SweepOut]):
         return self.status in SWEEP_FINISHED
 
     def _failure(self) -> Failed | None:
-        if self.status == "succeeded":
+        if self.status in ("succeeded", "cancelled"):
             return None
         c = self.doc.progress.counts
         return Failed(

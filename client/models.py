@@ -227,6 +227,43 @@ class SweepOut(_Doc):
     warnings: list[str] | None = None  # in the answer to the POST that created it
 
 
+class SweepState(_Doc):
+    """A sweep's state alone (GET /v1/sweeps/{id}/progress): what ``Sweep.wait`` polls."""
+
+    OPENAPI = "SweepState"
+    id: uuid.UUID
+    status: SweepStatus
+    cancel_requested: bool
+    run_count: int
+    cache_hits: int
+    progress: SweepProgress
+    finished_at: datetime | None
+
+
+class SweepRunLinks(_Doc):
+    OPENAPI = "SweepRunLinks"
+    self: str
+
+
+class SweepRun(_Doc):
+    """One of a sweep's runs (GET /v1/sweeps/{id}/runs)."""
+
+    OPENAPI = "SweepRun"
+    id: uuid.UUID
+    point_index: int
+    replication: int
+    seed: int
+    status: RunStatus
+    progress: float
+    cache_hit: bool
+    source_run_id: uuid.UUID | None
+    scenario_hash: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: RunError | None
+    links: SweepRunLinks
+
+
 AdviceStatus = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 ADVICE_FINISHED = {"succeeded", "failed", "cancelled"}
 
@@ -289,6 +326,9 @@ class AdviceOut(AdviceListItem):
 
 #: Every model checked against the OpenAPI document.
 MODELS: list[type[_Doc]] = [
+    SweepState,
+    SweepRunLinks,
+    SweepRun,
     FieldError,
     Problem,
     PresetOut,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import ColumnElement, func, select, update
 from sqlalchemy.orm import Session
@@ -26,6 +27,9 @@ class Progress:
     simulated_done: int  # runs finished by a worker (not served from the cache)
     first_started_at: datetime | None
     last_finished_at: datetime | None
+    #: Mean seconds from start to finish of the runs a worker simulated to success
+    #: (load, simulate, store): what a run still to go will take.
+    mean_run_seconds: float | None = None
 
     @property
     def total(self) -> int:
@@ -54,12 +58,21 @@ def progress(session: Session, members: ColumnElement[bool]) -> Progress:
             simulated_done += n
         if status is RunStatus.running:
             running_progress += float(progress_sum or 0.0)
-    first, last = session.execute(
-        select(func.min(Run.started_at), func.max(Run.finished_at)).where(
-            members, Run.cache_hit.is_(False)
-        )
+    took: ColumnElement[Any]
+    if session.get_bind().dialect.name == "postgresql":
+        took = func.extract("epoch", Run.finished_at - Run.started_at)
+    else:  # SQLite: days between Julian dates
+        took = (func.julianday(Run.finished_at) - func.julianday(Run.started_at)) * 86400.0
+    simulated = Run.status == RunStatus.succeeded  # a failure may end early
+    first, last, mean = session.execute(
+        select(
+            func.min(Run.started_at),
+            func.max(Run.finished_at),
+            func.avg(took).filter(simulated, Run.started_at.is_not(None)),
+        ).where(members, Run.cache_hit.is_(False))
     ).one()
-    return Progress(counts, cache_hits, running_progress, simulated_done, first, last)
+    mean = None if mean is None else float(mean)
+    return Progress(counts, cache_hits, running_progress, simulated_done, first, last, mean)
 
 
 def cancel(session: Session, members: ColumnElement[bool], *, what: str) -> tuple[int, int]:

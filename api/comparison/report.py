@@ -66,7 +66,10 @@ LABELS = {
 }
 METHOD = {
     "interval": "95% t-interval over replications: mean ± t(0.975, n-1)·sd/√n (sd with n-1); "
-    "null with one replication",
+    "null with one replication. Kept inside the values the metric can take (fractions in "
+    "[0, 1], every other metric >= 0): an end beyond a bound is moved to it and the "
+    "interval says `clipped`. A change's interval likewise: at most bound minus the "
+    "baseline mean each way (so >= -100% for a metric that cannot go below 0)",
     "delta": "point minus baseline. Seeds shared with the baseline (common random numbers) make "
     "the differences paired: mean, sd and t-interval of the per-seed differences; without "
     "common seeds, Welch's interval. pct = difference / baseline mean; its interval is the "
@@ -138,8 +141,20 @@ def _compared(points: Sequence[PointData], flow: str, metric: str) -> bool:
     return any(found)
 
 
-def _interval(ci: tuple[float, float] | None) -> Interval | None:
-    return None if ci is None else Interval(low=ci[0], high=ci[1])
+def domain(unit: str) -> tuple[float, float]:
+    """The values a metric in `unit` can take: a fraction's are in [0, 1]; every other
+    metric compared (times, rates, packets, counts) is >= 0."""
+    return (0.0, 1.0) if unit == "fraction" else (0.0, math.inf)
+
+
+def _interval(
+    ci: tuple[float, float] | None, bounds: tuple[float, float] = (-math.inf, math.inf)
+) -> Interval | None:
+    """`ci` kept inside `bounds`, saying whether an end had to move."""
+    if ci is None:
+        return None
+    low, high = max(ci[0], bounds[0]), min(ci[1], bounds[1])
+    return Interval(low=low, high=high, clipped=(low, high) != ci)
 
 
 def build(
@@ -245,22 +260,30 @@ def _row(p: PointData, metrics: list[MetricInfo], baseline: PointData | None) ->
         fid, m = info.flow, info.metric
         values = _values(p, fid, m)
         est = stats.estimate(list(values.values()))
+        lo, hi = domain(info.unit)
         delta = None
         if baseline is not None and not p.is_baseline:
             d = stats.difference(values, _values(baseline, fid, m))
             if d is not None:
+                # The point's mean lies in [lo, hi]: its difference from the baseline's
+                # mean in [lo - base, hi - base], and in % that over base (>= 0 here).
+                base = d.baseline_mean
+                moves = (lo - base, hi - base)
+                pct = (-math.inf, math.inf)
+                if base > 0:
+                    pct = (100.0 * moves[0] / base, 100.0 * moves[1] / base)
                 delta = Delta(
                     n=d.n,
                     paired=d.paired,
                     mean=d.mean,
                     sd=d.sd,
-                    ci95=_interval(d.ci95),
-                    baseline_mean=d.baseline_mean,
+                    ci95=_interval(d.ci95, moves),
+                    baseline_mean=base,
                     pct=d.pct,
-                    pct_ci95=_interval(d.pct_ci95),
+                    pct_ci95=_interval(d.pct_ci95, pct),
                 )
         cells.setdefault(fid, {})[m] = MetricStat(
-            n=est.n, mean=est.mean, sd=est.sd, ci95=_interval(est.ci95), delta=delta
+            n=est.n, mean=est.mean, sd=est.sd, ci95=_interval(est.ci95, (lo, hi)), delta=delta
         )
     limits = {}
     for fid in {info.flow for info in metrics}:

@@ -11,6 +11,12 @@ from pydantic import BaseModel, Field
 class Interval(BaseModel):
     low: float
     high: float
+    clipped: bool = Field(
+        default=False,
+        description="An end was moved to the metric's bound (a t-interval of a fraction or "
+        "a count can cross 0 or 1): the interval is the t-interval intersected with the "
+        "values the metric can take",
+    )
 
 
 class Delta(BaseModel):
@@ -155,9 +161,12 @@ class TableColumn(BaseModel):
 
 
 class SummaryTable(BaseModel):
-    """A comparison as records: one per point and flow; per metric its `mean`, `sd`, 95%
-    interval (`ci95_low`, `ci95_high`), `n` replications and `delta_pct` against the
-    baseline. Parameters and metrics in base units (seconds, bytes, bit/s, fractions)."""
+    """A comparison as records: one per point and flow (`point`, `flow`: the keys a sweep
+    export's `table.parquet` joins on); per metric its `mean`, `sd`, 95% interval
+    (`ci95_low`, `ci95_high`), `n` replications, and against the baseline the paired change
+    `delta` with its interval (`delta_ci95_low`, `delta_ci95_high`) and the same in percent
+    (`delta_pct`, `delta_pct_ci95_low`, `delta_pct_ci95_high`). Parameters and metrics in
+    base units (seconds, bytes, bit/s, fractions)."""
 
     columns: list[TableColumn]
     records: list[dict[str, Any]]

@@ -11,6 +11,7 @@ from fastapi import Query, Request, Response
 
 from api import csv_text
 from api.comparison.schemas import SummaryTable
+from api.comparison.units import unit_of
 from api.responses import OrjsonResponse
 
 TableFormat = Annotated[
@@ -20,8 +21,21 @@ TableFormat = Annotated[
         "comparison as a table, one row per point and flow; `json`: the document"
     ),
 ]
-STATS = ("mean", "sd", "ci95_low", "ci95_high", "n", "delta_pct")
-STAT_UNITS = {"n": "count", "delta_pct": "percent"}
+STATS = (
+    "mean",
+    "sd",
+    "ci95_low",
+    "ci95_high",
+    "n",
+    "delta",
+    "delta_ci95_low",
+    "delta_ci95_high",
+    "delta_pct",
+    "delta_pct_ci95_low",
+    "delta_pct_ci95_high",
+)
+PERCENT = ("delta_pct", "delta_pct_ci95_low", "delta_pct_ci95_high")
+STAT_UNITS = {"n": "count", **dict.fromkeys(PERCENT, "percent")}
 POINT_COLUMNS: list[tuple[str, str | None]] = [
     ("point", None),
     ("is_baseline", None),
@@ -80,7 +94,7 @@ def build(
     metrics = list(dict.fromkeys((m["metric"], m["unit"]) for m in body["metrics"]))
     kinds = {m["flow"]: m["kind"] for m in body["metrics"]}
     columns = [{"name": n, "unit": u} for n, u in POINT_COLUMNS]
-    columns += [{"name": p, "unit": None} for p in paths]
+    columns += [{"name": p, "unit": unit_of(p)} for p in paths]
     columns += [{"name": n, "unit": None} for n in ("flow", "kind", "limit")]
     for m, unit in metrics:
         columns += [{"name": f"{m}.{s}", "unit": STAT_UNITS.get(s, unit)} for s in STATS]
@@ -100,18 +114,25 @@ def build(
             rec["kind"] = kinds.get(fid)
             rec["limit"] = (row["limits"].get(fid) or {}).get("limit")
             for m, _ in metrics:
-                cell = cells.get(m)
-                ci = (cell or {}).get("ci95") or {}
-                delta = (cell or {}).get("delta") or {}
-                pct = delta.get("pct")
+                cell = cells.get(m) or {}
+                ci = cell.get("ci95") or {}
+                delta = cell.get("delta") or {}
+                delta_ci = delta.get("ci95") or {}
+                pct_ci = delta.get("pct_ci95") or {}
                 rec.update(
                     {
-                        f"{m}.mean": (cell or {}).get("mean"),
-                        f"{m}.sd": (cell or {}).get("sd"),
+                        f"{m}.mean": cell.get("mean"),
+                        f"{m}.sd": cell.get("sd"),
                         f"{m}.ci95_low": ci.get("low"),
                         f"{m}.ci95_high": ci.get("high"),
-                        f"{m}.n": (cell or {}).get("n"),
-                        f"{m}.delta_pct": None if pct is None else pct,
+                        f"{m}.n": cell.get("n"),
+                        # The paired change against the baseline, and its interval.
+                        f"{m}.delta": delta.get("mean"),
+                        f"{m}.delta_ci95_low": delta_ci.get("low"),
+                        f"{m}.delta_ci95_high": delta_ci.get("high"),
+                        f"{m}.delta_pct": delta.get("pct"),
+                        f"{m}.delta_pct_ci95_low": pct_ci.get("low"),
+                        f"{m}.delta_pct_ci95_high": pct_ci.get("high"),
                     }
                 )
             records.append(rec)

@@ -30,6 +30,7 @@ from api.exports.tables import (
     SweepTable,
     TableWriter,
     accounting,
+    csv_header,
     series_rows,
 )
 from api.exports.zipstream import ZipStream
@@ -40,9 +41,9 @@ from store.models import Run, RunCapture, RunSeries, RunStatus
 from store.results import ResultRepository
 from store.sweeps import SweepRepository
 
-# /2: streamed, manifest.json last.
+# /2: streamed, manifest.json last. Sweeps /3: the table long by flow, in base units.
 RUN_FORMAT = "tcpfr-run-export/2"
-SWEEP_FORMAT = "tcpfr-sweep-export/2"
+SWEEP_FORMAT = "tcpfr-sweep-export/3"
 _JSON = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_UTC_Z | orjson.OPT_NON_STR_KEYS
 #: Samples read, decoded and written at once: under a MiB of arrays, 3 MiB of CSV text;
 #: a 90 MB bundle then adds 65 MiB to the API at its peak (bench/export_bench.py).
@@ -197,7 +198,9 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
     """What a sweep's bundle holds but its runs' results. 409 while any run is to finish."""
     sweep = sweeps.get(session, sweep_id, tenant_id=tenant_id)
     repo = SweepRepository(session)
-    status = sweeps.status_of(repo.progress(sweep.id), sweep.run_count)
+    status = sweeps.status_of(
+        repo.progress(sweep.id), sweep.run_count, cancel_requested=sweep.cancel_requested
+    )
     if status in ("queued", "running"):
         raise Conflict(
             f"sweep {sweep_id} is {status}; it can be exported once every run has finished",
@@ -205,6 +208,7 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
         )
     run_rows = repo.runs(sweep.id)
     points = {p["index"]: p for p in sweep.points}
+    si = sweeps.si_parameters(session, sweep)
     out = []
     for run in run_rows:
         point = points.get(run.point_index or 0, {})
@@ -215,6 +219,7 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
                 "replication": run.replication or 0,
                 "is_baseline": bool(point.get("is_baseline")),
                 "parameters": point.get("parameters", {}),
+                "si_parameters": si.get(run.point_index or 0, {}),
                 "error": run.error
                 and {"type": run.error.get("type"), "message": run.error.get("message")},
             }
@@ -281,9 +286,10 @@ async def sweep_bundle(db: Db, export: SweepExport) -> AsyncIterator[bytes]:
         yield zs.take()
     rows = await anyio.to_thread.run_sync(table.table)
     for fmt in FORMATS:
+        written = csv_header(rows) if fmt == "csv" else rows
         with zs.member(f"table.{fmt}", compress=fmt == "csv") as out:
-            writer = TableWriter(fmt, out, rows.schema)
-            await anyio.to_thread.run_sync(writer.write, rows)
+            writer = TableWriter(fmt, out, written.schema)
+            await anyio.to_thread.run_sync(writer.write, written)
             await anyio.to_thread.run_sync(writer.close)
         yield zs.take()
     manifest = {

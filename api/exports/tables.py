@@ -1,6 +1,6 @@
 """The tables of export bundles, written a batch at a time: a run's series in long form
-(`key`, `unit`, `t`, `v`) as CSV or Parquet, and a sweep's table of runs (one row per point
-and replication: its parameters, then one column per flow and metric).
+(`key`, `unit`, `t`, `v`) as CSV or Parquet, and a sweep's table of runs (one row per run
+and flow: its point, parameters in base units, flow, then one column per metric).
 
 Arrow writes both formats: shortest round-trip floats, nulls as empty cells, text quoted
 where needed; some 40 times faster than formatting each cell in Python."""
@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from api.comparison.report import metrics_of
-from api.comparison.report import value as metric_value
+from api.comparison.report import metrics_of, value
+from api.comparison.units import unit_of
 from engine.accounting import FIELDS as TIME_STATES
 from store.codec import decode
 from store.models import RunSeries
@@ -67,45 +67,55 @@ def series_rows(rows: Sequence[RunSeries]) -> pa.Table:
 
 
 class SweepTable:
-    """The sweep's table, gathered run by run (each run's result read, then let go): the
-    fixed columns, the swept parameters, `<flow>.<metric>` in the order they first appear,
-    and `<flow>.limit`; empty where a run did not succeed."""
+    """The sweep's table, gathered run by run (each run's result read, then let go), in the
+    summary table's long shape (``api.comparison.table``) so the two join on
+    (`point`, `flow`) as they are: a row per run and flow (one with no flow for a run that
+    did not succeed), the run's fields, the swept parameters in base units, `flow`, `kind`,
+    `limit`, then a column per metric (`completion_time`, `time.busy` ...) in the order they
+    first appear. Each metric's and parameter's unit is in the Parquet field's metadata
+    (`unit`), and in the CSV header as `name[unit]`, as the summary CSV has it."""
 
     FIXED: dict[str, pa.DataType] = {
-        "point_index": pa.int64(),
+        "point": pa.int64(),
         "replication": pa.int64(),
         "seed": pa.int64(),
         "run_id": pa.string(),
         "status": pa.string(),
         "is_baseline": pa.bool_(),
     }
+    FLOW: dict[str, pa.DataType] = {"flow": pa.string(), "kind": pa.string(), "limit": pa.string()}
 
     def __init__(self, parameters: list[str]) -> None:
         self.parameters = parameters
         self.fixed: dict[str, list[Any]] = {name: [] for name in self.FIXED}
         self.swept: dict[str, list[Any]] = {path: [] for path in parameters}
-        self.metrics: list[dict[tuple[str, str], Any]] = []
-        self.limits: list[dict[str, Any]] = []
-        self.metric_columns: list[tuple[str, str]] = []
+        self.flows: dict[str, list[Any]] = {name: [] for name in self.FLOW}
+        self.metrics: list[dict[str, Any]] = []
+        self.units: dict[str, str] = {}  # metric column -> unit, in order of appearance
 
     def add(self, run: dict[str, Any]) -> None:
-        """One run as its `runs/<point>-<replication>.json` has it."""
-        for name in self.FIXED:
-            value = run[name]
-            self.fixed[name].append(str(value) if name == "run_id" else value)
-        for path in self.parameters:
-            self.swept[path].append(run["parameters"].get(path))
+        """One run as its `runs/<point>-<replication>.json` has it, with `si_parameters`:
+        its point's swept values in base units."""
         result = run["result"] or {}
-        values: dict[tuple[str, str], Any] = {}
-        for fid, f in (result.get("flows") or {}).items():
-            for metric, _unit, _better in metrics_of(f.get("kind", "tcp")):
-                if (fid, metric) not in values:
-                    values[(fid, metric)] = metric_value(f, metric)
-                if (fid, metric) not in self.metric_columns:
-                    self.metric_columns.append((fid, metric))
-        self.metrics.append(values)
+        flows = result.get("flows") or {}
         diagnosis = result.get("diagnosis") or {}
-        self.limits.append({fid: (d or {}).get("limit") for fid, d in diagnosis.items()})
+        si = run.get("si_parameters") or {}
+        for fid in list(flows) or [None]:
+            self.fixed["point"].append(run["point_index"])
+            for name in list(self.FIXED)[1:]:
+                field = run[name]
+                self.fixed[name].append(str(field) if name == "run_id" else field)
+            for path in self.parameters:
+                self.swept[path].append(si.get(path, run["parameters"].get(path)))
+            f = flows.get(fid) if fid is not None else None
+            self.flows["flow"].append(fid)
+            self.flows["kind"].append(f.get("kind", "tcp") if f else None)
+            self.flows["limit"].append((diagnosis.get(fid) or {}).get("limit") if f else None)
+            values: dict[str, Any] = {}
+            for metric, unit, _better in metrics_of(f.get("kind", "tcp")) if f else []:
+                values[metric] = value(f, metric)
+                self.units.setdefault(metric, unit)
+            self.metrics.append(values)
 
     def table(self) -> pa.Table:
         cols: dict[str, pa.Array] = {
@@ -113,12 +123,31 @@ class SweepTable:
         }
         for path, values in self.swept.items():
             cols[path] = _column(values, text=True)
-        for fid, metric in self.metric_columns:
-            values = [row.get((fid, metric)) for row in self.metrics]
-            cols[f"{fid}.{metric}"] = _column(values, text=False)
-        for fid in sorted({fid for fid, _ in self.metric_columns}):
-            cols[f"{fid}.limit"] = pa.array([row.get(fid) for row in self.limits], pa.string())
-        return pa.table(cols)
+        for name, values in self.flows.items():
+            cols[name] = pa.array(values, self.FLOW[name])
+        for metric in self.units:
+            cols[metric] = _column([row.get(metric) for row in self.metrics], text=False)
+        found = pa.table(cols)
+        units = {**{p: u for p in self.parameters if (u := unit_of(p))}, **self.units}
+        fields = [
+            f.with_metadata({"unit": units[f.name]}) if f.name in units else f for f in found.schema
+        ]
+        meta = {"units": orjson.dumps(self.units), "parameters": PARAMETER_UNITS}
+        return found.cast(pa.schema(fields, metadata=meta))
+
+
+#: What the parameter columns hold, in the tables' metadata: the swept values as the
+#: scenario stores them, each with its unit where it has one (api.comparison.units).
+PARAMETER_UNITS = "base units: a rate written 'T1' is 1544000.0 bit/s, a delay '41.75ms' 0.04175 s"
+
+
+def csv_header(table: pa.Table) -> pa.Table:
+    """`table` with each column that has a unit named `name[unit]`, as CSV headers are."""
+    names = []
+    for f in table.schema:
+        unit = (f.metadata or {}).get(b"unit")
+        names.append(f"{f.name}[{unit.decode()}]" if unit else f.name)
+    return table.rename_columns(names)
 
 
 #: A TCP flow's round trip by hop (the result's `rtt_split`), a row per flow and hop.

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import threading
 import uuid
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import anyio
+from cachetools import LRUCache
 from celery import Celery
 from fastapi import APIRouter, Body, Query, Request, Response, status
-from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api.cache import Conditional, Found
+from api.cache import Conditional, ListPage, PageSource
 from api.comparison import table
+from api.conditional import REPRESENTATION_VERSION
 from api.db import Db
 from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
@@ -30,12 +32,13 @@ from api.sweeps.schemas import (
     SweepOut,
     SweepPlan,
     SweepRun,
+    SweepState,
     SweepSummary,
 )
 from engine.presets import list_presets, load_study
 from settings import Settings
 from store.models import Run, RunStatus, Sweep
-from store.sweeps import SweepRepository
+from store.sweeps import Progress, SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
 #: POST /v1/presets/{name}/sweep: a study preset launched as a sweep.
@@ -164,31 +167,89 @@ async def list_sweeps(
     return OrjsonResponse(page_.model_dump(mode="json"))
 
 
-async def _conditional(
-    db: Db,
+def _render(session: Session, filters: dict[str, Any]) -> ListPage:
+    """A sweep document (`filters`: tenant_id, sweep_id, view, shape, settings) with the
+    version of the runs' state it shows: what the response cache keeps and re-reads."""
+    sweep = service.get(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
+    progress = SweepRepository(session).progress(sweep.id)
+    view: service.View = filters["view"]
+    version = service.version(sweep, progress, view)
+    doc: dict[str, Any]
+    if view == "summary":
+        doc = _summary(session, sweep, progress, version)
+    elif view == "progress":
+        doc = service.progress_view(session, sweep, filters["settings"], progress).model_dump(
+            mode="json"
+        )
+    else:
+        doc = service.detail(session, sweep, filters["settings"], progress).model_dump(mode="json")
+    shape = filters["shape"]
+    si = _si_parameters(session, sweep) if shape != "json" else None
+    response = table.respond(doc, shape, None, si)
+    raw = f"{REPRESENTATION_VERSION}|sweep|{sweep.id}|{view}|{shape}|{version}"
+    etag = '"' + hashlib.sha256(raw.encode()).hexdigest()[:40] + '"'
+    return ListPage(
+        version,
+        etag,
+        bytes(response.body),
+        media_type=response.media_type or "application/json",
+        final=service.settled(sweep, progress),
+    )
+
+
+#: The summaries last built, by sweep and the version of its finished runs, so that its
+#: JSON, CSV and records are rendered from one build (per process); and the swept values in
+#: base units, which never change. Rendering runs in threads: the caches are locked.
+_SUMMARIES: LRUCache[tuple[uuid.UUID, str], dict[str, Any]] = LRUCache(maxsize=16)
+_SI: LRUCache[uuid.UUID, dict[int, dict[str, Any]]] = LRUCache(maxsize=256)
+_LOCK = threading.Lock()
+
+
+def _summary(session: Session, sweep: Sweep, progress: Progress, version: str) -> dict[str, Any]:
+    key = (sweep.id, version)
+    with _LOCK:
+        found = _SUMMARIES.get(key)
+    if found is None:
+        found = service.summary(session, sweep, progress).model_dump(mode="json")
+        with _LOCK:
+            _SUMMARIES[key] = found
+    return found
+
+
+def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
+    """The table's parameter columns are in base units, read from the runs' scenarios."""
+    with _LOCK:
+        found = _SI.get(sweep.id)
+    if found is None:
+        found = service.si_parameters(session, sweep)
+        with _LOCK:
+            _SI[sweep.id] = found
+    return found
+
+
+def _version(session: Session, filters: dict[str, Any]) -> str:
+    sweep = service.get(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
+    return service.version(sweep, SweepRepository(session).progress(sweep.id), filters["view"])
+
+
+#: A sweep's documents as the response cache reads them: a poll costs the short read of
+#: its runs' counts, and the document is rebuilt (once per process, however many clients
+#: poll) only when those changed. Once every run has finished, a kept finished document.
+SWEEP_DOCUMENTS = PageSource(version=_version, render=_render)
+
+
+async def _polled(
     cached: Conditional,
     sweep_id: uuid.UUID,
     tenant_id: uuid.UUID,
-    render: Callable[[Session, Sweep], BaseModel],
+    view: service.View,
+    settings: Settings,
     shape: str = "json",
 ) -> Response:
-    """A sweep document, tagged (and kept) once the sweep has finished."""
-
-    def query(session: Session) -> Found:
-        sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-        finished = service.finished_tag(session, sweep)
-        tag = cached.tag(*finished) if finished is not None else None
-        if tag is not None and tag.current:
-            return tag, None
-        # The table's parameter columns are in base units, read from the runs' scenarios.
-        si = service.si_parameters(session, sweep) if shape != "json" else None
-        doc = render(session, sweep).model_dump(mode="json")
-        return tag, lambda: table.respond(doc, shape, None, si)
-
-    async def find() -> Found:
-        return await db(query)
-
-    return await cached.answer(find)
+    filters: dict[str, Any] = dict(
+        tenant_id=tenant_id, sweep_id=sweep_id, view=view, shape=shape, settings=settings
+    )
+    return await cached.settling(SWEEP_DOCUMENTS, filters)
 
 
 @router.get(
@@ -207,14 +268,29 @@ async def get_sweep(
     settings: SettingsDep,
     tenant_id: TenantDep,
 ) -> Response:
-    """A sweep: its points, status from its runs, counts by status and an estimate of time left."""
-    return await _conditional(
-        db,
-        cached,
-        sweep_id,
-        tenant_id,
-        lambda session, sweep: service.detail(session, sweep, settings),
-    )
+    """A sweep: its points, status from its runs, counts by status and an estimate of time
+    left. Carries an ETag while it runs too: `If-None-Match` gets a 304 until its runs'
+    state changes. To poll, `GET /v1/sweeps/{id}/progress` is the same state, without the
+    points and spec."""
+    return await _polled(cached, sweep_id, tenant_id, "detail", settings)
+
+
+@router.get(
+    "/{sweep_id}/progress",
+    operation_id="get_sweep_progress",
+    response_model=SweepState,
+    responses={
+        304: {"description": "Not modified: the runs' state is what the client's ETag names"},
+        **problem_responses(404),
+    },
+)
+async def get_sweep_progress(
+    sweep_id: uuid.UUID, cached: CachedDep, settings: SettingsDep, tenant_id: TenantDep
+) -> Response:
+    """The sweep's state alone, for dashboards: status, counts by status, fraction done and
+    time left, in a few hundred bytes, with an ETag (`If-None-Match`: a 304 until a run's
+    state or progress changes)."""
+    return await _polled(cached, sweep_id, tenant_id, "progress", settings)
 
 
 def _run_item(run: Run) -> dict[str, Any]:
@@ -288,8 +364,8 @@ async def cancel_sweep(
 )
 async def get_sweep_summary(
     sweep_id: uuid.UUID,
-    db: DbDep,
     cached: CachedDep,
+    settings: SettingsDep,
     tenant_id: TenantDep,
     request: Request,
     format: table.TableFormat = None,
@@ -298,10 +374,10 @@ async def get_sweep_summary(
     against the baseline, the best point, each parameter's share of the variance, and
     conclusions in words. While runs are still going, a partial summary (`partial: true`).
     As a table (`format=csv` or `Accept: text/csv`; `format=records` for JSON): one row per
-    point and flow, a column per parameter (in base units) and per metric statistic."""
+    point and flow, a column per parameter (in base units) and per metric statistic.
+    Carries an ETag while partial too; it is rebuilt only when a run finishes."""
     shape = table.wants(request, format)
-
-    return await _conditional(db, cached, sweep_id, tenant_id, service.summary, shape)
+    return await _polled(cached, sweep_id, tenant_id, "summary", settings, shape)
 
 
 @preset_router.post(

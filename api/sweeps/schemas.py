@@ -132,9 +132,15 @@ class SweepEstimate(BaseModel):
     )
     workers: int = Field(description="Worker processes assumed (TCPFR_WORKER_CONCURRENCY)")
     events_per_second: float = Field(
-        description="One worker's speed: measured over the last runs this service simulated "
-        "(their events / engine seconds), or by a short probe simulation before there are "
-        "enough, or TCPFR_ENGINE_EVENTS_PER_SECOND (`speed_basis`)"
+        description="One worker's speed per event: fitted by least squares to the last runs "
+        "this service simulated (engine seconds = setup + events / events_per_second), or to "
+        "a short probe of two sizes before there are runs of different sizes, or "
+        "TCPFR_ENGINE_EVENTS_PER_SECOND (`speed_basis`)"
+    )
+    engine_setup_seconds: float = Field(
+        default=0.0,
+        description="The fit's fixed part of a run's engine time (building the network, the "
+        "Result); counted in run_overhead_events. 0 when not measured",
     )
     run_overhead_events: int = Field(
         description="A run's cost beyond its events (engine setup, claim, load, store, "
@@ -177,8 +183,9 @@ class SweepProgress(BaseModel):
     fraction: float = Field(description="Finished runs plus running runs' progress, over all runs")
     eta_seconds: float | None = Field(description="Estimated seconds until every run finishes")
     eta_method: str | None = Field(
-        description="`throughput`: remaining runs / runs finished per second since the "
-        "sweep's first run started; `estimate`: the engine's size estimate over the workers, "
+        description="`run_time`: the runs left (less the running runs' progress) x the "
+        "mean start-to-finish time of the sweep's runs that succeeded, over the runs running "
+        "now; `estimate`: the engine's size estimate at the measured speed over the workers, "
         "before any run has finished; null once finished"
     )
 
@@ -196,7 +203,8 @@ class SweepListItem(BaseModel):
     preset: str | None
     status: SweepStatus = Field(
         description="From the runs: queued (none started), running, then succeeded, failed, "
-        "cancelled, or partial (finished with some runs failed or cancelled)"
+        "cancelled (the client cancelled it; its counts say how many runs had succeeded), "
+        "or partial (finished with some runs failed or cancelled otherwise)"
     )
     cancel_requested: bool
     run_count: int
@@ -206,6 +214,20 @@ class SweepListItem(BaseModel):
     created_at: datetime
     progress: SweepProgress
     links: SweepLinks
+
+
+class SweepState(BaseModel):
+    """A sweep's state alone (GET /v1/sweeps/{id}/progress): a few hundred bytes to poll."""
+
+    id: uuid.UUID
+    status: SweepStatus
+    cancel_requested: bool
+    run_count: int
+    cache_hits: int
+    progress: SweepProgress
+    finished_at: datetime | None = Field(
+        description="When the last simulated run finished, once the sweep has; else null"
+    )
 
 
 class SweepOut(SweepListItem):

@@ -8,7 +8,7 @@ import logging
 import math
 import uuid
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.orm import Session
 
@@ -28,6 +28,7 @@ from api.sweeps.schemas import (
     SweepPlan,
     SweepPoint,
     SweepProgress,
+    SweepState,
     SweepStatus,
     SweepSummary,
 )
@@ -172,12 +173,16 @@ def get(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep
     return sweep
 
 
-def status_of(progress: Progress, total: int) -> SweepStatus:
+def status_of(progress: Progress, total: int, *, cancel_requested: bool = False) -> SweepStatus:
+    """From the runs' states. A sweep the client cancelled is `cancelled` once its runs
+    have stopped, whatever finished before (its counts say how many succeeded)."""
     c = progress.counts
     done = c[RunStatus.succeeded] + c[RunStatus.failed] + c[RunStatus.cancelled]
     if done >= total:
         if c[RunStatus.succeeded] == total:
             return "succeeded"
+        if cancel_requested and c[RunStatus.cancelled]:
+            return "cancelled"
         if c[RunStatus.succeeded] == 0:
             return "failed" if c[RunStatus.failed] else "cancelled"
         return "partial"
@@ -196,15 +201,18 @@ def progress_of(
     remaining = c[RunStatus.queued] + c[RunStatus.running] - progress.running_progress
     eta = method = None
     if finished < sweep.run_count:
-        now = utcnow()
-        started = progress.first_started_at
-        elapsed = (now - started).total_seconds() if started else 0.0
-        done = progress.simulated_done + progress.running_progress
-        if progress.simulated_done > 0 and elapsed > 0 and done > 0:
-            eta, method = remaining / (done / elapsed), "throughput"
+        workers = max(settings.worker_concurrency, 1)
+        if progress.mean_run_seconds is not None and progress.simulated_done > 0:
+            # What is left, in runs, at what a run of this sweep has taken, as many at a
+            # time as run now (the workers it has; none running: the workers, at most the
+            # runs left). Not the rate since the first run started: that counts the time
+            # the workers spent on other work or starting up, and measured early it said
+            # 209 s for a sweep that took 94.
+            parallel = c[RunStatus.running] or min(workers, c[RunStatus.queued]) or 1
+            eta = remaining * progress.mean_run_seconds / parallel
+            method = "run_time"
         else:
             per_run = sum(p.get("est_events", 0) for p in sweep.points) / max(len(sweep.points), 1)
-            workers = max(settings.worker_concurrency, 1)
             measured = measured or speed.setting(settings)
             runs = max(0, math.ceil(remaining))
             _, eta = speed.wall_seconds(int(per_run * remaining), runs, workers, measured)
@@ -225,13 +233,15 @@ def links(sweep_id: uuid.UUID) -> SweepLinks:
     )
 
 
-def _item_fields(session: Session, sweep: Sweep, settings: Settings) -> dict[str, Any]:
-    progress = SweepRepository(session).progress(sweep.id)
+def _item_fields(
+    session: Session, sweep: Sweep, settings: Settings, progress: Progress | None = None
+) -> dict[str, Any]:
+    progress = progress or SweepRepository(session).progress(sweep.id)
     return dict(
         id=sweep.id,
         name=sweep.name,
         preset=sweep.preset,
-        status=status_of(progress, sweep.run_count),
+        status=status_of(progress, sweep.run_count, cancel_requested=sweep.cancel_requested),
         cancel_requested=sweep.cancel_requested,
         run_count=sweep.run_count,
         cache=sweep.cache,
@@ -252,10 +262,12 @@ def item(session: Session, sweep: Sweep, settings: Settings) -> SweepListItem:
     return SweepListItem(**_item_fields(session, sweep, settings))
 
 
-def detail(session: Session, sweep: Sweep, settings: Settings) -> SweepOut:
+def detail(
+    session: Session, sweep: Sweep, settings: Settings, progress: Progress | None = None
+) -> SweepOut:
     spec = sweep.spec
     return SweepOut(
-        **_item_fields(session, sweep, settings),
+        **_item_fields(session, sweep, settings, progress),
         mode=spec.get("mode", "grid"),
         replications=len(sweep.seeds),
         seeds=sweep.seeds,
@@ -324,6 +336,7 @@ def dry_run(
             wall_seconds=wall,
             workers=workers,
             events_per_second=measured.events_per_second,
+            engine_setup_seconds=measured.setup_seconds,
             run_overhead_events=measured.run_overhead_events,
             run_overhead_seconds=measured.run_overhead_seconds,
             speed_basis=measured.basis,
@@ -350,7 +363,18 @@ def cancel(session: Session, sweep: Sweep) -> None:
     session.refresh(sweep)
 
 
-def summary(session: Session, sweep: Sweep) -> SweepSummary:
+def progress_view(
+    session: Session, sweep: Sweep, settings: Settings, progress: Progress
+) -> SweepState:
+    """The sweep's state alone: what a dashboard polls."""
+    fields = _item_fields(session, sweep, settings, progress)
+    return SweepState(
+        **{k: fields[k] for k in SweepState.model_fields if k in fields},
+        finished_at=progress.last_finished_at if fields["status"] not in ACTIVE else None,
+    )
+
+
+def summary(session: Session, sweep: Sweep, progress: Progress | None = None) -> SweepSummary:
     repo = SweepRepository(session)
     runs = repo.runs(sweep.id)
     done = [r for r in runs if r.status is RunStatus.succeeded]
@@ -382,11 +406,11 @@ def summary(session: Session, sweep: Sweep) -> SweepSummary:
             "cancelled): the figures are over those."
         )
     comparison = report.build(points, paths_of(sweep), partial_note=note)
-    progress = repo.progress(sweep.id)
+    progress = progress or repo.progress(sweep.id)
     return SweepSummary(
         **dict(comparison),
         sweep_id=sweep.id,
-        status=status_of(progress, sweep.run_count),
+        status=status_of(progress, sweep.run_count, cancel_requested=sweep.cancel_requested),
         partial=finished < len(runs),
         finished=finished,
         run_count=sweep.run_count,
@@ -408,11 +432,34 @@ def si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
     return out
 
 
-def finished_tag(session: Session, sweep: Sweep) -> tuple[Any, ...] | None:
-    """What identifies a finished sweep's state, for a strong ETag; None while it runs."""
-    progress = SweepRepository(session).progress(sweep.id)
-    done = sum(n for s, n in progress.counts.items() if s.finished)
-    if done < sweep.run_count:
-        return None
-    counts = tuple(sorted((s.value, n) for s, n in progress.counts.items()))
-    return (sweep.id, counts, progress.last_finished_at)
+#: What a sweep's documents show: the sweep (`detail`), its state alone (`progress`), its
+#: summary (`summary`, which only finished runs change).
+View = Literal["detail", "progress", "summary"]
+ACTIVE = ("queued", "running")
+
+
+def version(sweep: Sweep, progress: Progress, view: View) -> str:
+    """What a document of `view` depends on, as a string: equal versions, equal documents
+    (but for the time-left estimate, recomputed when the runs' state changes)."""
+    c = progress.counts
+    status = status_of(progress, sweep.run_count, cancel_requested=sweep.cancel_requested)
+    parts: tuple[object, ...]
+    if view == "summary":
+        finished = (c[RunStatus.succeeded], c[RunStatus.failed], c[RunStatus.cancelled])
+        parts = (status, finished, progress.last_finished_at)
+    else:
+        parts = (
+            status,
+            sweep.cancel_requested,
+            tuple(c[s] for s in RunStatus),
+            progress.cache_hits,
+            round(progress.running_progress, 4),
+            progress.first_started_at,
+            progress.last_finished_at,
+        )
+    return "|".join(map(str, parts))
+
+
+def settled(sweep: Sweep, progress: Progress) -> bool:
+    """Every run has finished: the sweep's documents will not change any more."""
+    return progress.finished >= sweep.run_count

@@ -7,11 +7,14 @@ broker) is counted in events, `TCPFR_SWEEP_RUN_OVERHEAD_EVENTS`: it is Python wo
 slows down with the machine as the engine does (bench/estimate_bench.py: 0.12 s per run at
 184k events/s, 0.2-0.45 s at 70-100k events/s: about 25,000 events' worth).
 
-The engine speed is measured, not assumed: the events per second of the last runs this
-service simulated (their Results hold both, less the engine's setup), so a machine slower
-or busier than the one `TCPFR_ENGINE_EVENTS_PER_SECOND` was measured on is priced as it
-is. Before there are enough runs, a short simulation in a thread measures it (`probe`);
-failing that, the setting.
+The engine speed is measured, not assumed: a run's engine time is a fixed setup (building
+the network, finalising the Result) plus a cost per event, fitted by least squares over the
+last runs this service simulated (their Results hold both figures), so a machine slower or
+busier than the one `TCPFR_ENGINE_EVENTS_PER_SECOND` was measured on is priced as it is,
+and a sweep of large runs is priced by the per-event cost, not by small runs' time, most of
+which is setup. The fit needs runs of different sizes (the largest several times the
+smallest): without them the two parts cannot be told apart, and a short probe of two sizes
+in a thread measures them (`probe`); failing that, the setting.
 """
 
 from __future__ import annotations
@@ -19,24 +22,66 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
-from sqlalchemy import func, select
+import numpy as np
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from settings import Settings
 from store.models import RunResult
 
-RECENT = 200  # runs the speed is measured over
+RECENT = 200  # runs the speed is fitted over
 MIN_RUNS = 5  # fewer and the probe (or the setting) is used
 MIN_SECONDS = 1.0  # of engine time among them
+#: A fit tells the setup from the per-event cost only with runs of different sizes: at
+#: least MIN_LARGE runs with MIN_SPREAD times the events of the smallest tenth.
+MIN_SPREAD = 4.0
+MIN_LARGE = 3
 TTL = 5.0  # seconds a measurement is reused (per process): a sweep takes longer
 PROBE_TTL = 60.0
-# Seconds of a run's engine time that do not depend on its size (building the network,
-# finalising the Result): a 5,000-event run spends about half its engine time there, so
-# without it small runs would make the engine look half as fast as it is on large ones.
-ENGINE_SETUP_SECONDS = 0.04
+#: The probe's two transfers: ~4k and ~20k events, ~0.05 s and ~0.2 s.
+PROBE_SIZES = ("2MB", "10MB")
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """A run's engine seconds = setup_seconds + events x seconds_per_event."""
+
+    setup_seconds: float
+    seconds_per_event: float
+    runs: int
+
+    @property
+    def events_per_second(self) -> float:
+        return 1.0 / self.seconds_per_event
+
+
+def fit(
+    samples: Sequence[tuple[float, float]],
+    *,
+    min_runs: int = MIN_RUNS,
+    min_seconds: float = MIN_SECONDS,
+) -> Fit | None:
+    """The setup and per-event cost that best explain these runs' (events, engine seconds),
+    by least squares; None when there are too few runs, too little time among them, or
+    sizes too alike to tell the two parts apart (then nothing is extrapolated)."""
+    data = np.array(samples, dtype=float).reshape(-1, 2)
+    data = data[np.isfinite(data).all(axis=1) & (data > 0).all(axis=1)]
+    if len(data) < min_runs or data[:, 1].sum() < min_seconds:
+        return None
+    x, y = data[:, 0], data[:, 1]
+    large = np.count_nonzero(x >= MIN_SPREAD * np.percentile(x, 10))
+    if large < min(MIN_LARGE, min_runs - 1):
+        return None
+    slope, intercept = np.polyfit(x, y, 1)
+    if intercept < 0:  # a setup cannot take negative time: the best line through 0
+        slope, intercept = float(x @ y / (x @ x)), 0.0
+    if not slope > 0:
+        return None
+    return Fit(float(intercept), float(slope), len(data))
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +90,7 @@ class Speed:
     run_overhead_events: int
     basis: Literal["measured", "probe", "setting"]
     runs: int  # the runs measured (0 otherwise)
+    setup_seconds: float = 0.0  # the engine's fixed part of a run, fitted (0: not measured)
 
     @property
     def run_overhead_seconds(self) -> float:
@@ -52,7 +98,7 @@ class Speed:
 
 
 _cache: dict[str, tuple[float, Speed]] = {}
-_probe: list[tuple[float, float]] = []  # (when, events per second)
+_probe: list[tuple[float, Speed]] = []  # (when, what it found)
 _probe_lock = threading.Lock()
 
 
@@ -72,43 +118,50 @@ def speed(session: Session, settings: Settings) -> Speed:
         select(RunResult.events, RunResult.wall_time)
         .order_by(RunResult.created_at.desc())
         .limit(RECENT)
-        .subquery()
     )
-    # The engine time that grows with the events: less the setup, at least a tenth.
-    sized = func.greatest if session.get_bind().dialect.name == "postgresql" else func.max
-    scaled = sized(recent.c.wall_time - ENGINE_SETUP_SECONDS, recent.c.wall_time * 0.1)
-    n, events, seconds = session.execute(
-        select(func.count(), func.sum(recent.c.events), func.sum(scaled))
-    ).one()
     found = setting(settings)
-    if n >= MIN_RUNS and seconds and seconds >= MIN_SECONDS and events:
-        found = Speed(
-            float(events) / float(seconds), settings.sweep_run_overhead_events, "measured", int(n)
-        )
+    if (got := fit([(float(e), float(w)) for e, w in session.execute(recent)])) is not None:
+        found = _fitted(settings, got, "measured")
     _cache[key] = (time.monotonic(), found)
     return found
 
 
 def probe(settings: Settings) -> Speed:
-    """The engine's speed on this machine now, from a short simulation (~0.2 s): for a
-    service that has not simulated enough yet. Blocking: call it in a thread."""
+    """The engine's speed on this machine now, fitted to two short simulations of different
+    sizes (~0.25 s): for a service that has not simulated runs of different sizes yet.
+    Blocking: call it in a thread."""
     import engine
     from engine.example import EXAMPLE_SCENARIO
 
     with _probe_lock:
         if _probe and time.monotonic() - _probe[0][0] < PROBE_TTL:
-            eps = _probe[0][1]
-        else:
+            return _probe[0][1]
+        samples = []
+        for size in PROBE_SIZES:
             body = copy.deepcopy(EXAMPLE_SCENARIO)
-            body["flows"][0]["bytes"] = "10MB"  # ~20k events: the setup is a small part
+            body["flows"][0]["bytes"] = size
             try:
                 result = engine.simulate(engine.Scenario.model_validate(body))
             except Exception:  # noqa: BLE001 - an estimate must not fail a dry run
                 return setting(settings)
-            busy = max(result.wall_time - ENGINE_SETUP_SECONDS, result.wall_time * 0.1)
-            eps = result.events / busy if busy > 0 else settings.engine_events_per_second
-            _probe[:] = [(time.monotonic(), eps)]
-    return replace(setting(settings), events_per_second=eps, basis="probe")
+            samples.append((float(result.events), float(result.wall_time)))
+        got = fit(samples, min_runs=2, min_seconds=0.0)
+        if got is None:  # timing noise: the larger run's whole time, setup and all
+            events, seconds = samples[-1]
+            got = Fit(0.0, seconds / events, 1)
+        found = _fitted(settings, got, "probe")
+        _probe[:] = [(time.monotonic(), found)]
+    return found
+
+
+def _fitted(settings: Settings, got: Fit, basis: Literal["measured", "probe"]) -> Speed:
+    return Speed(
+        got.events_per_second,
+        settings.sweep_run_overhead_events,
+        basis,
+        got.runs if basis == "measured" else 0,
+        round(got.setup_seconds, 6),
+    )
 
 
 def wall_seconds(events: int, runs: int, workers: int, s: Speed) -> tuple[float, float]:

@@ -270,8 +270,8 @@ def test_sweep_summary_and_comparison_as_csv_and_records(pg_stack: Stack, tied_s
     header = by_accept.text.splitlines()[0].split(",")
     for col in (
         "point",
-        "links.access1.rate",
-        "flows.backup.tcp.rcv_buf",
+        "links.access1.rate[bit/s]",  # a parameter's unit, from its type
+        "flows.backup.tcp.rcv_buf[bytes]",
         "flow",
         "completion_time.mean[s]",
         "goodput_bps.mean[bit/s]",
@@ -279,7 +279,7 @@ def test_sweep_summary_and_comparison_as_csv_and_records(pg_stack: Stack, tied_s
     ):
         assert col in header, col
     # Base units: "T1" is 1544000 bit/s in the table.
-    assert {float(r["links.access1.rate"]) for r in rows} == {1544000.0}
+    assert {float(r["links.access1.rate[bit/s]"]) for r in rows} == {1544000.0}
     by_point = {int(r["point"]): r for r in rows}
     for p in summary["points"]:
         cell = p["metrics"]["backup"]["completion_time"]

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -320,34 +321,38 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
     assert runs == [f"runs/{p:04d}-{r:03d}.json" for p in range(4) for r in range(2)]
     table = pq.read_table(io.BytesIO(files["table.parquet"])).to_pydict()
     rows = list(csv.DictReader(io.StringIO(files["table.csv"].decode())))
-    assert (
-        list(rows[0])[:9]
-        == list(table)[:9]
-        == [
-            "point_index",
-            "replication",
-            "seed",
-            "run_id",
-            "status",
-            "is_baseline",
-            rate,
-            size,
-            "backup.completion_time",
-        ]
-    )
-    assert len(rows) == len(table["run_id"]) == 8
-    assert [r[rate] for r in rows] == table[rate] == ["T1"] * 4 + ["T3"] * 4
+    # Long by flow, as the summary table: its key columns, then the parameters (in base
+    # units), the flow, then a column per metric, its unit in the CSV's header.
+    assert list(table)[:12] == [
+        "point",
+        "replication",
+        "seed",
+        "run_id",
+        "status",
+        "is_baseline",
+        rate,
+        size,
+        "flow",
+        "kind",
+        "limit",
+        "completion_time",
+    ]
+    header = [*list(table)[:6], f"{rate}[bit/s]", f"{size}[bytes]", "flow", "kind", "limit"]
+    assert list(rows[0])[:12] == [*header, "completion_time[s]"]
+    assert len(rows) == len(table["run_id"]) == 8  # one flow: a row per run
+    assert [float(r[f"{rate}[bit/s]"]) for r in rows] == table[rate]
+    assert table[rate] == [1_544_000.0] * 4 + [44_736_000.0] * 4
     # Integers stay integers, in the CSV and in Parquet.
-    assert (
-        [int(r[size]) for r in rows] == table[size] == [500_000, 500_000, 1_000_000, 1_000_000] * 2
-    )
-    assert all(isinstance(x, int) for x in table["backup.retransmissions"])
+    sizes = [int(r[f"{size}[bytes]"]) for r in rows]
+    assert sizes == table[size] == [500_000, 500_000, 1_000_000, 1_000_000] * 2
+    assert all(isinstance(x, int) for x in table["retransmissions"])
     for row, name in zip(rows, runs, strict=True):
         run = json.loads(files[name])
         assert row["run_id"] == run["run_id"] and run["status"] == "succeeded"
+        assert row["flow"] == "backup"
         completion = run["result"]["flows"]["backup"]["completion_time"]
-        assert float(row["backup.completion_time"]) == completion
-        assert row["backup.limit"] == run["result"]["diagnosis"]["backup"]["limit"]
+        assert float(row["completion_time[s]"]) == completion
+        assert row["limit"] == run["result"]["diagnosis"]["backup"]["limit"]
     assert len(json.loads(files["summary.json"])["points"]) == 4
 
     # The request is the sweep as submitted: posted back, it has the same points in the
@@ -455,3 +460,42 @@ def test_tcpfr_advise_and_remedies(pg_stack: Stack, tmp_path: Path) -> None:
 
     bad = tcpfr(pg_stack.base_url, "advise", "riverbed-t1-8k", "--target", "backup.speed>=1")
     assert bad.returncode == 2 and "target" in bad.stderr, bad.stderr
+
+
+def test_a_sweep_cancelled_halfway_from_the_client(pg_stack: Stack) -> None:
+    """Issue 31: a sweep cancelled after some runs succeeded ends `cancelled` (not
+    `partial`), `wait()` returns it rather than raising, and its runs and summary table
+    are there to read."""
+    with Client(pg_stack.base_url) as client:
+        preset = client._json("GET", "/v1/presets/riverbed-t1-8k")["body"]
+        preset["duration"] = 10**6
+        sweep = client.sweep(
+            {
+                "base": {"scenario": preset},
+                # A quick point and one far beyond the test: cancelled while it runs.
+                "parameters": {"flows.backup.bytes": [200_000, 10**12]},
+                "replications": 2,
+                "cache": "refresh",
+            }
+        )
+        deadline = time.monotonic() + 60
+        while client.sweep_state(sweep.id).progress.counts.succeeded < 1:
+            assert time.monotonic() < deadline, pg_stack.logs()
+            time.sleep(0.1)
+        assert sweep.cancel().doc.cancel_requested
+        done = sweep.wait(timeout=60)  # no Failed: it ended as asked
+        assert done.status == "cancelled", done.doc.progress
+        counts = done.doc.progress.counts
+        assert counts.succeeded >= 1 and counts.cancelled >= 1
+        assert counts.succeeded + counts.cancelled == 4 and done.doc.points  # the whole doc
+
+        runs = sweep.runs()
+        assert [(r.point_index, r.replication) for r in runs] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert {r.status.value for r in runs if r.point_index == 1} == {"cancelled"}
+        assert len(sweep.runs(status="succeeded")) == counts.succeeded
+
+        table = sweep.table(frame=False)
+        names = [c["name"] for c in table["columns"]]
+        assert names[0] == "point" and "completion_time.delta_ci95_low" in names
+        quick = [r for r in table["records"] if r["point"] == 0]
+        assert quick and quick[0]["completion_time.n"] == counts.succeeded

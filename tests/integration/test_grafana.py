@@ -59,6 +59,10 @@ def test_every_dashboard_query_answers_in_its_panels_shape(pg_stack: Stack) -> N
     values.update(api=pg_stack.base_url, run=run["id"])
     queries = targets(dashboard)
     assert len(queries) >= 7
+    # The window panel shows what its title says: cwnd, ssthresh (after the first loss:
+    # this preset has drops) and the bytes in flight.
+    window = next(t for title, t in queries if title.startswith("Congestion window"))
+    assert [c["text"] for c in window["columns"]] == ["time", "cwnd", "ssthresh", "in flight"]
     with pg_stack.client as client:
         for title, target in queries:
             assert target["datasource"]["type"] == INFINITY and target["source"] == "url"

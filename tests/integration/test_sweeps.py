@@ -132,7 +132,7 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
         assert sweep["run_count"] == 12 and len(sweep["points"]) == 4
         assert sweep["baseline_index"] == 0 and sweep["points"][0]["is_baseline"]
         assert sweep["cache_hits"] == 0 and sweep["simulations"] == 12
-        assert sweep["progress"]["eta_method"] in ("estimate", "throughput")
+        assert sweep["progress"]["eta_method"] in ("estimate", "run_time")
 
     done = wait_sweep(pg_stack, sweep["id"])
     assert done["status"] == "succeeded", (done, pg_stack.logs())
@@ -174,6 +174,9 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
             assert stat["mean"] == pytest.approx(x.mean(), rel=1e-12)
             assert stat["sd"] == pytest.approx(x.std(ddof=1), rel=1e-9, abs=1e-12)
             lo, hi = t_interval(x)
+            # Every one of these metrics is >= 0: the t-interval is cut at 0, and says so.
+            assert stat["ci95"]["clipped"] == (lo < 0)
+            lo = max(lo, 0.0)
             assert (stat["ci95"]["low"], stat["ci95"]["high"]) == pytest.approx((lo, hi), rel=1e-9)
             if row["is_baseline"]:
                 assert stat["delta"] is None
@@ -184,6 +187,7 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
             assert delta["mean"] == pytest.approx(d.mean(), rel=1e-9, abs=1e-12)
             if d.std(ddof=1) > 0:
                 lo, hi = t_interval(d)
+                lo = max(lo, -base.mean())  # the point's mean cannot go below 0
                 assert (delta["ci95"]["low"], delta["ci95"]["high"]) == pytest.approx(
                     (lo, hi), rel=1e-9
                 )
@@ -410,16 +414,37 @@ def test_a_sweep_is_cancelled(pg_stack: Stack) -> None:
         assert running["status"] == "running"
         assert running["progress"]["eta_seconds"] is not None
         resp = client.get(f"/v1/sweeps/{sweep['id']}/summary")
-        assert "etag" not in resp.headers  # it will change: nothing to cache
+        # Tagged while partial, and not to be kept beyond a revalidation: no run finishes
+        # while these run far beyond the test, so the same tag is current until cancel.
+        assert resp.headers["cache-control"] == "private, no-cache"
         partial = resp.json()
         assert partial["partial"] is True
         assert partial["text"].startswith("Partial summary: 0 of 6 runs have finished")
+        same = client.get(
+            f"/v1/sweeps/{sweep['id']}/summary", headers={"If-None-Match": resp.headers["etag"]}
+        )
+        assert same.status_code == 304 and same.content == b""
+        partial_tag = resp.headers["etag"]
+        polled = client.get(f"/v1/sweeps/{sweep['id']}/progress")
+        state = polled.json()
+        # The state alone: counts and time left in well under a kilobyte.
+        assert len(polled.content) < 1024 and "points" not in state, polled.text
+        assert state["status"] == "running" and state["progress"]["counts"]["running"] >= 1
+        assert polled.headers["etag"] and state["finished_at"] is None
         resp = client.post(f"/v1/sweeps/{sweep['id']}/cancel")
         assert resp.status_code == 202 and resp.json()["cancel_requested"] is True
     done = wait_sweep(pg_stack, sweep["id"], timeout=60)
     assert done["status"] == "cancelled", done
     assert done["progress"]["counts"]["cancelled"] == 6
     with pg_stack.client as client:
+        # Settled: the partial summary's tag is stale, and the new one is kept for a day.
+        resp = client.get(
+            f"/v1/sweeps/{sweep['id']}/summary", headers={"If-None-Match": partial_tag}
+        )
+        assert resp.status_code == 200 and resp.json()["partial"] is False
+        assert resp.headers["cache-control"] == "private, max-age=86400"
+        final = client.get(f"/v1/sweeps/{sweep['id']}/progress")
+        assert final.json()["status"] == "cancelled" and final.json()["finished_at"]
         again = client.post(f"/v1/sweeps/{sweep['id']}/cancel")
         assert again.status_code == 202 and again.json()["status"] == "cancelled"
         summary = client.get(f"/v1/sweeps/{sweep['id']}/summary").json()
@@ -466,3 +491,76 @@ def test_the_riverbed_study_in_one_post(pg_stack: Stack) -> None:
     local = [p["result"]["flows"]["backup"]["completion_time"] for p in json.loads(out)["points"]]
     served = [p["metrics"]["backup"]["completion_time"]["mean"] for p in summary["points"]]
     assert served == local
+
+
+def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack) -> None:
+    """Issue 31: the export's Parquet and the summary's CSV share their shape (a row per
+    point and flow), their key columns and their units, so they join on (point, flow) with
+    no renaming or unit conversion, and the joined figures agree."""
+    import io
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    body = {
+        "base": {"scenario": small_base(pg_stack)},
+        "parameters": {RATE: ["T1", "T3"]},
+        "replications": 3,
+        "seed": random.randrange(1, 2**40),
+        "baseline": {RATE: "T1"},
+    }
+    with pg_stack.client as client:
+        sweep = client.post("/v1/sweeps", json=body).json()
+    assert wait_sweep(pg_stack, sweep["id"])["status"] == "succeeded"
+    with pg_stack.client as client:
+        export = client.get(f"/v1/sweeps/{sweep['id']}/export")
+        summary_csv = client.get(f"/v1/sweeps/{sweep['id']}/summary", params={"format": "csv"})
+    assert export.status_code == 200 and summary_csv.status_code == 200
+    files = zipfile.ZipFile(io.BytesIO(export.content))
+    runs = pq.read_table(io.BytesIO(files.read("table.parquet")))
+    summary = pacsv.read_csv(io.BytesIO(summary_csv.content))
+    # A column with no value (the change in % against a baseline of 0 timeouts) reads as
+    # Arrow's null type, which its join refuses; pandas reads it as NaN floats: so do we.
+    summary = summary.cast(
+        pa.schema(
+            [
+                pa.field(f.name, pa.float64()) if pa.types.is_null(f.type) else f
+                for f in summary.schema
+            ]
+        )
+    )
+
+    # Units travel with the columns: Parquet's field metadata, the CSV's header.
+    assert runs.schema.field("goodput_bps").metadata == {b"unit": b"bit/s"}
+    assert "goodput_bps.mean[bit/s]" in summary.column_names
+    # Parameters in base units in both: T1 is 1,544,000 bit/s, T3 44,736,000.
+    assert sorted(set(runs[RATE].to_pylist())) == [1_544_000.0, 44_736_000.0]
+    assert summary[f"{RATE}[bit/s]"].to_pylist() == [1_544_000.0, 44_736_000.0]
+    assert runs.schema.field(RATE).metadata == {b"unit": b"bit/s"}
+
+    joined = runs.join(summary, keys=["point", "flow"], right_suffix=" (summary)")
+    assert joined.num_rows == runs.num_rows == 6  # every run's row finds its point's
+    assert joined[RATE].to_pylist() == joined[f"{RATE}[bit/s]"].to_pylist()
+    by_point = joined.group_by(["point", "flow"]).aggregate([("completion_time", "mean")])
+    for row in by_point.to_pylist():
+        mask = pc.equal(summary["point"], row["point"])
+        served = summary.filter(mask)["completion_time.mean[s]"][0].as_py()
+        assert row["completion_time_mean"] == pytest.approx(served, rel=1e-12)
+
+    # The paired change and its interval are in the table, as in the JSON.
+    t3 = summary.filter(pc.equal(summary["point"], 1)).to_pylist()[0]
+    ct = {
+        (r["point"], r["seed"]): r["completion_time"]
+        for r in runs.select(["point", "seed", "completion_time"]).to_pylist()
+    }
+    d = np.array([ct[(1, s)] - ct[(0, s)] for s in {s for _, s in ct}])
+    assert t3["completion_time.delta[s]"] == pytest.approx(d.mean(), rel=1e-9)
+    assert (
+        t3["completion_time.delta_ci95_low[s]"]
+        <= d.mean()
+        <= t3["completion_time.delta_ci95_high[s]"]
+    )
+    assert t3["completion_time.delta_pct[percent]"] < 0  # T3 is faster than T1

@@ -135,3 +135,32 @@ def test_a_changed_page_is_read_again_and_kept_within_bounds(max_bytes: int) -> 
         assert db.pages_read == 2
 
     asyncio.run(main())
+
+
+def _request(if_none_match: str | None = None) -> Any:
+    from starlette.requests import Request
+
+    headers = [(b"if-none-match", if_none_match.encode())] if if_none_match else []
+    scope = {"type": "http", "method": "GET", "path": "/v1/sweeps/x", "query_string": b""}
+    return Request({**scope, "headers": headers})
+
+
+def test_a_settling_document_is_revalidated_until_final_then_kept() -> None:
+    """A running sweep's page: tagged, answered 304 while current, never kept beyond a
+    revalidation; once final, kept as a finished document with a long max-age."""
+    cache = cache_of(1 << 20)
+    running = ListPage("v1", '"v1"', b"a,b\n", media_type="text/csv; charset=utf-8")
+    resp = cache.respond(_request(), KEY, running)
+    assert resp.status_code == 200 and resp.headers["cache-control"] == "private, no-cache"
+    assert resp.headers["etag"] == '"v1"' and resp.headers["vary"] == "Accept"
+    assert resp.media_type == "text/csv; charset=utf-8"
+    assert cache.respond(_request('"v1"'), KEY, running).status_code == 304
+    assert cache.document(_request(), KEY) is None  # not kept: it will change
+
+    final = ListPage("v2", '"v2"', b"a,b\n1,2\n", final=True)
+    resp = cache.respond(_request('"v1"'), KEY, final)
+    assert resp.status_code == 200 and resp.headers["cache-control"] == "private, max-age=86400"
+    kept = cache.document(_request(), KEY)
+    assert kept is not None and kept.body == b"a,b\n1,2\n"
+    hit = cache.document(_request('"v2"'), KEY)
+    assert hit is not None and hit.status_code == 304
