@@ -130,10 +130,13 @@ class RunOut(_Doc):
 
 class Thinning(_Doc):
     OPENAPI = "Thinning"
-    method: Literal["every_other", "pair_mean"]
+    method: Literal["bucket_m4", "stride_mean", "every_other", "pair_mean"]
     halvings: int
     cap: int
-    min_spacing: float | None
+    min_spacing: float | None = None
+    bucket: float | None = None
+    origin: float | None = None
+    samples_per_point: int | None = None
 
 
 class SeriesInfo(_Doc):
