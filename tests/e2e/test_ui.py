@@ -5,13 +5,10 @@ fail under CI=true (``.ci/run`` installs it). Screenshots go to ``artifacts/`` (
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -22,15 +19,6 @@ from servicekit import ROOT, Stack
 
 pytestmark = pytest.mark.e2e
 
-CHROMIUM = os.environ.get("TCPFR_CHROMIUM", "/usr/bin/chromium")
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 ARTIFACTS = ROOT / "artifacts"
 LOCAL = {"127.0.0.1", "localhost", "[::1]"}
 
@@ -47,38 +35,6 @@ COLOURED_PIXELS = """
   return n;
 })
 """
-
-
-def _missing(what: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} (CI=true: the browser tests must run; .ci/run installs chromium)")
-    pytest.skip(what)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
-        _missing(f"no chromium at {CHROMIUM} (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _missing("playwright is not installed (pip install -e '.[dev]')")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.errors = errors
-    yield page
-    context.close()
-    assert not errors, errors
 
 
 def shot(page: Any, name: str) -> Path:

@@ -24,6 +24,7 @@
   function describe(name) {
     const p = presets.find((x) => x.name === name);
     document.getElementById("preset-description").textContent = p ? p.description : "";
+    if (p && p.kind === "scenario") document.getElementById("open-editor").href = `/ui/editor?preset=${encodeURIComponent(name)}`;
   }
 
   async function keyFigures(run) {
