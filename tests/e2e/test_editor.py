@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 import pytest
 from servicekit import ROOT, Stack
-from test_ui import COLOURED_PIXELS, LOCAL, shot
+from test_ui import COLOURED_PIXELS, LOCAL, fits, shot
 
 pytestmark = pytest.mark.e2e
 
@@ -81,6 +81,7 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
         assert link["id"] in (
             topology.locator(f"g.link[data-link={link['id']}]").text_content() or ""
         )
+    fits(page)
     shot(page, "editor.png")
     page.screenshot(path=str(DOC_IMG / "editor.png"))
 

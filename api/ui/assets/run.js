@@ -230,8 +230,17 @@
     const drops = keys.filter((k) => k.startsWith("link.") && k.endsWith(".drops"));
     const discards = keys.filter((k) => k.startsWith("pvc.") && k.endsWith(".discards"));
     return [
+      // uPlot draws in series order: the bytes in flight first, as a pale area, then the
+      // windows over it as lines; ssthresh last and dashed, so that where cwnd runs along it
+      // (congestion avoidance) both still show.
       { id: "cwnd", title: `${flow}: congestion window, ssthresh, in flight`, stepped: true,
-        keys: pick([`flow.${flow}.cwnd`, `flow.${flow}.ssthresh`, `flow.${flow}.inflight`, `flow.${flow}.rwnd`]), format: bytes },
+        keys: pick([`flow.${flow}.inflight`, `flow.${flow}.rwnd`, `flow.${flow}.cwnd`, `flow.${flow}.ssthresh`]), format: bytes,
+        styles: {
+          inflight: { stroke: "rgba(44, 160, 44, 0.45)", fill: "rgba(44, 160, 44, 0.16)", width: 1 },
+          rwnd: { stroke: "#ff7f0e", width: 1.5, dash: [2, 3] },
+          cwnd: { stroke: "#1f6feb", width: 2 },
+          ssthresh: { stroke: "#d62728", width: 2, dash: [7, 5] },
+        } },
       { id: "goodput", title: `${flow}: goodput`, keys: pick([`flow.${flow}.goodput_bps`]), format: bps },
       { id: "rtt", title: `${flow}: smoothed RTT and RTO`, stepped: true,
         keys: pick([`flow.${flow}.srtt`, `flow.${flow}.rto`]), format: seconds },
