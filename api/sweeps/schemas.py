@@ -100,7 +100,10 @@ def unstorable(value: Any, where: str) -> str | None:
 class PresetSweepCreate(BaseModel):
     """Overrides for a study preset; all optional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"replications": 1, "cache": "reuse"}]},
+    )
 
     replications: int | None = Field(default=None, ge=1, le=1000)
     seed: FirstSeed | None = None
