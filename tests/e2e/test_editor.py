@@ -110,6 +110,23 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     assert math.isclose(shown, flow["window_bps"], rel_tol=1e-9), (shown, flow)
     assert flow["window_bytes"] > 8760
 
+    # Ctrl-Space completes a field name from the API's schema.
+    page.evaluate(
+        """() => { const cm = window.tcpfrEditor.cm;
+                   cm.focus(); cm.setCursor({line: cm.lineCount(), ch: 0}); }"""
+    )
+    page.keyboard.type("snd_b")
+    page.keyboard.press("Control+Space")
+    hints = page.locator(".CodeMirror-hints li")
+    hints.first.wait_for()
+    assert [h.split(" ")[0] for h in hints.all_inner_texts()] == ["snd_buf"]
+    page.keyboard.press("Escape")
+    page.evaluate(
+        """() => { const cm = window.tcpfrEditor.cm; const last = cm.lineCount() - 1;
+                   cm.replaceRange("", {line: last - 1, ch: cm.getLine(last - 1).length},
+                                   {line: last, ch: cm.getLine(last).length}); }"""
+    )
+
     # Shorter, so that the run and the sweep take seconds.
     replace_value(page, "bytes", "2500000")
     page.wait_for_function(
@@ -142,6 +159,23 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     sweep = pg_stack.client.get(f"/v1/sweeps/{page.url.rsplit('/', 1)[1]}").json()
     assert sweep["run_count"] == 6
     shot(page, "editor-sweep.png")
+
+    # And "what would fix it?" for the saved scenario: the advice page opens (then cancelled:
+    # the advisor's runs are test_ui's to wait for).
+    page.goto(f"{pg_stack.base_url}/ui/editor?scenario={run['scenario_id']}")
+    page.locator("#dry-flows tr[data-flow=backup]").wait_for(timeout=30_000)
+    assert page.locator("#advice-flow").input_value() == "backup"
+    page.fill("#advice-target", "10")
+    page.fill("#advice-budget", "4")
+    page.click("#advice-form button[type=submit]")
+    page.wait_for_url("**/ui/advice/*")
+    advice_id = page.url.rsplit("/", 1)[1]
+    advice = pg_stack.client.get(f"/v1/advice/{advice_id}").json()
+    assert advice["base"]["scenario_id"] == run["scenario_id"]
+    target = advice["request"]["target"]
+    assert target["flow"] == "backup" and target["metric"] == "completion_time", target
+    assert target["value"] == 10, target  # "10" typed, read as seconds
+    pg_stack.client.post(f"/v1/advice/{advice_id}/cancel")
     assert not outside, outside
 
 

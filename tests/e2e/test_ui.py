@@ -90,6 +90,8 @@ def test_a_run_page_draws_its_charts_and_zoom_asks_for_the_range(
     pg_stack: Stack, page: Any
 ) -> None:
     page.goto(pg_stack.base_url + "/ui/")
+    page.wait_for_selector("#runs tbody tr")
+    fits(page)  # the runs list of the session so far
     page.select_option("#scenario-presets", "riverbed-drops-reno")
     page.click("#start-run button")
     page.wait_for_url("**/ui/runs/*")
