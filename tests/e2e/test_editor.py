@@ -143,8 +143,9 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     stored = pg_stack.client.get(f"/v1/scenarios/{run['scenario_id']}").json()["scenario"]
     assert stored["flows"][0]["tcp"]["rcv_buf"] == 65536  # what was typed, saved
 
-    # Back in the editor with the saved scenario: a 2 x 3 sweep of it.
-    page.goto(f"{pg_stack.base_url}/ui/editor?scenario={run['scenario_id']}")
+    # Back in the editor with the saved scenario (the run page's link): a 2 x 3 sweep of it.
+    page.click("#edit-scenario")
+    page.wait_for_url(f"**/ui/editor?scenario={run['scenario_id']}")
     page.locator("#dry-flows tr[data-flow=backup]").wait_for(timeout=30_000)
     rows = page.locator("#sweep-rows .sweep-row")
     rows.nth(0).locator("[name=path]").fill("flows.backup.tcp.rcv_buf")
@@ -203,3 +204,21 @@ def test_the_editor_draws_pvcs_and_takes_json(pg_stack: Stack, page: Any) -> Non
     )
     page.wait_for_function("document.querySelector('#dry-state').textContent === ''")
     page.screenshot(path=str(DOC_IMG / "editor-pvc.png"))
+
+
+def test_a_run_of_an_inline_scenario_opens_in_the_editor(pg_stack: Stack, page: Any) -> None:
+    """A run posted with its scenario inline has no stored scenario: its page's link opens
+    the editor on what it simulated (GET /v1/runs/{id}/scenario)."""
+    from test_ui import policed_backup
+
+    offline(page)
+    scenario = policed_backup()
+    scenario["name"] = "inline-for-the-editor"
+    run = pg_stack.client.post("/v1/runs", json={"scenario": scenario}).json()
+    page.goto(f"{pg_stack.base_url}/ui/runs/{run['id']}")
+    page.click("#edit-scenario")
+    page.wait_for_url(f"**/ui/editor?run={run['id']}")
+    page.locator("#dry-flows tr[data-flow=backup]").wait_for(timeout=30_000)
+    assert scenario_in_editor(page)["name"] == "inline-for-the-editor"
+    assert page.locator("#topology g.pvc[data-pvc=p1]").count() == 1
+    pg_stack.client.post(f"/v1/runs/{run['id']}/cancel")

@@ -68,6 +68,10 @@
       const preset = await api(`/v1/presets/${encodeURIComponent(name)}`);
       saved = { text: null, id: null };
       show(preset.body, `preset ${name}, not saved yet`);
+    } else if (kind === "run") {
+      const body = await api(`/v1/runs/${encodeURIComponent(name)}/scenario`);
+      saved = { text: null, id: null };
+      show(body, `the scenario of run …${name.slice(-12)}, not saved yet`);
     } else if (kind === "scenario") {
       const stored = await api(`/v1/scenarios/${encodeURIComponent(name)}`);
       show(stored.scenario, "");
@@ -296,9 +300,9 @@
   (async () => {
     sweepRow();
     const params = new URLSearchParams(location.search);
-    const source = params.has("preset") ? `preset:${params.get("preset")}`
-      : params.has("scenario") ? `scenario:${params.get("scenario")}` : "blank";
+    const kind = ["preset", "scenario", "run"].find((k) => params.has(k));
+    const source = kind ? `${kind}:${params.get(kind)}` : "blank";
     await Promise.all([fillSources(), load(source), loadFieldNames().catch(() => {})]);
-    document.getElementById("source").value = source;
+    if (kind !== "run") document.getElementById("source").value = source;
   })().catch(showError);
 })();

@@ -18,7 +18,11 @@
     pill.className = "pill " + doc.status;
     const bits = [`seed ${doc.seed}`, `engine ${doc.engine_version}`, `id ${doc.id}`];
     if (doc.error) bits.push(`error: ${doc.error.type}: ${doc.error.message}`);
-    document.getElementById("meta").textContent = bits.join(" · ");
+    const meta = document.getElementById("meta");
+    meta.textContent = bits.join(" · ") + " · ";
+    // The editor starts from what this run simulated (its stored scenario when it has one).
+    const from = doc.scenario_id ? `scenario=${doc.scenario_id}` : `run=${doc.id}`;
+    meta.append(el("a", { id: "edit-scenario", href: `/ui/editor?${from}`, text: "edit a copy in the editor" }));
     setBar(document.getElementById("progress"), doc.progress, doc.status);
   }
 
