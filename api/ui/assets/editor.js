@@ -186,7 +186,7 @@
     const cost = answer.cost || {};
     const est = cost.estimate || {};
     document.getElementById("dry").replaceChildren(
-      el("table", { class: "figures per-flow", id: "dry-flows" },
+      el("table", { class: "figures", id: "dry-flows" },
         el("thead", {}, el("tr", {}, ["Flow and path", "RTT", "Bottleneck", "BDP", "Window → bound"]
           .map((h) => el("th", { text: h })))),
         el("tbody", {}, rows)),
