@@ -264,6 +264,38 @@
     return parameters;
   }
 
+  // The sweep priced as it is filled in (dry run: nothing created): its runs and time, or
+  // the API's objection with its field path.
+  let pricing = null;
+  let priced = 0;
+  function pricePlan() {
+    clearTimeout(pricing);
+    pricing = setTimeout(async () => {
+      const mine = ++priced;
+      const out = document.getElementById("sweep-plan");
+      const parameters = sweepParameters();
+      if (!Object.keys(parameters).length || !valid) { out.textContent = ""; return; }
+      try {
+        const plan = await api("/v1/sweeps?dry_run=true", { method: "POST", body: {
+          base: { scenario: YAML.parse(cm.getValue()) }, parameters, mode: "grid",
+          replications: Number(document.querySelector("#sweep-form [name=replications]").value) } });
+        if (mine !== priced) return;
+        const est = plan.estimate;
+        out.className = "meta";
+        out.textContent = `${plan.point_count} points × ${plan.replications} = ${est.runs} runs` +
+          (est.cached ? ` (${est.cached} from the cache)` : "") +
+          `, about ${seconds(est.wall_seconds)} on ${est.workers} worker${est.workers === 1 ? "" : "s"}` +
+          (plan.warnings.length ? `; ${plan.warnings.join("; ")}` : "");
+      } catch (err) {
+        if (mine !== priced) return;
+        const p = err.problem;
+        out.className = "error";
+        out.textContent = p && p.errors && p.errors.length
+          ? p.errors.map((e) => `${e.pointer || ""} ${e.msg}`).join("; ") : err.message;
+      }
+    }, 500);
+  }
+
   const guard = (fn) => async (e) => {
     if (e) e.preventDefault();
     document.getElementById("error").hidden = true;
@@ -280,6 +312,7 @@
     location.href = `/ui/runs/${run.id}`;
   }));
   document.getElementById("sweep-add").addEventListener("click", () => sweepRow());
+  document.getElementById("sweep-form").addEventListener("input", pricePlan);
   document.getElementById("sweep-form").addEventListener("submit", guard(async (e) => {
     const body = { base: { scenario_id: await ensureSaved() }, parameters: sweepParameters(),
                    mode: "grid", replications: Number(e.target.replications.value) };
