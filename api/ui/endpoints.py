@@ -16,7 +16,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 HERE = Path(__file__).resolve().parent
-PAGES = {name: (HERE / f"{name}.html").read_bytes() for name in ("index", "editor", "run", "sweep", "advice")}
+PAGES = {
+    name: (HERE / f"{name}.html").read_bytes()
+    for name in ("index", "editor", "run", "sweep", "advice")
+}
 # Pages change with the code, not per request; assets are named the same across versions,
 # so the browser asks again (and gets a 304) rather than keep a stale script.
 PAGE_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
