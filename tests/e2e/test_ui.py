@@ -92,6 +92,11 @@ def test_a_run_page_draws_its_charts_and_zoom_asks_for_the_range(
     page.goto(pg_stack.base_url + "/ui/")
     page.wait_for_selector("#runs tbody tr")
     fits(page)  # the runs list of the session so far
+    health = httpx.get(f"{pg_stack.base_url}/healthz").json()
+    page.wait_for_selector("#version:not(:empty)")
+    assert page.inner_text("#version") == (
+        f"tcpfr {health['version']} · engine {health['engine_version']}"
+    )
     page.select_option("#scenario-presets", "riverbed-drops-reno")
     page.click("#start-run button")
     page.wait_for_url("**/ui/runs/*")
