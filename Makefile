@@ -77,15 +77,33 @@ bench: $(STAMP)
 openapi: $(STAMP)
 	$(PY) -m api.export_openapi > openapi/openapi.json
 
-# uPlot, the UI's charts, from the npm registry into api/ui/assets/vendor/ (checked in, so
-# `make run` and `make test` need no npm). Run it to move to another version.
+# The UI's libraries from the npm registry into api/ui/assets/vendor/ (checked in, so
+# `make run` and `make test` need no npm): uPlot (charts) as published; CodeMirror 5 (the
+# scenario editor, its YAML mode, lint and hint addons) and `yaml` (a parser that keeps source
+# ranges) bundled by esbuild from api/ui/vendor-src/ into one script and one stylesheet.
+# Run it to move to other versions.
 UPLOT_VERSION ?= 1.6.32
+CODEMIRROR_VERSION ?= 5.65.20
+YAML_VERSION ?= 2.9.1
+ESBUILD_VERSION ?= 0.28.2
+VENDOR := api/ui/assets/vendor
 ui-vendor:
 	rm -rf .ui-vendor && mkdir .ui-vendor
 	cd .ui-vendor && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null && tar xzf uplot-$(UPLOT_VERSION).tgz
-	cp .ui-vendor/package/dist/uPlot.iife.min.js .ui-vendor/package/dist/uPlot.min.css api/ui/assets/vendor/
-	cp .ui-vendor/package/LICENSE api/ui/assets/vendor/uPlot.LICENSE
-	echo "uPlot $(UPLOT_VERSION) from the npm registry (make ui-vendor)" > api/ui/assets/vendor/VERSIONS
+	cp .ui-vendor/package/dist/uPlot.iife.min.js .ui-vendor/package/dist/uPlot.min.css $(VENDOR)/
+	cp .ui-vendor/package/LICENSE $(VENDOR)/uPlot.LICENSE
+	cd .ui-vendor && echo '{"private": true}' > package.json && npm install --silent --no-audit --no-fund \
+		codemirror@$(CODEMIRROR_VERSION) yaml@$(YAML_VERSION) esbuild@$(ESBUILD_VERSION)
+	cp api/ui/vendor-src/editor-entry.mjs api/ui/vendor-src/editor.css .ui-vendor/
+	cd .ui-vendor && ./node_modules/.bin/esbuild editor-entry.mjs --bundle --minify \
+		--format=iife --legal-comments=none --outfile=editor.min.js
+	cd .ui-vendor && ./node_modules/.bin/esbuild editor.css --bundle --minify --outfile=editor.min.css
+	cp .ui-vendor/editor.min.js .ui-vendor/editor.min.css $(VENDOR)/
+	cp .ui-vendor/node_modules/codemirror/LICENSE $(VENDOR)/CodeMirror.LICENSE
+	cp .ui-vendor/node_modules/yaml/LICENSE $(VENDOR)/yaml.LICENSE
+	printf '%s\n' "uPlot $(UPLOT_VERSION) from the npm registry (make ui-vendor)" \
+		"CodeMirror $(CODEMIRROR_VERSION) and yaml $(YAML_VERSION) from the npm registry, bundled by esbuild $(ESBUILD_VERSION) into editor.min.js, editor.min.css (make ui-vendor)" \
+		> $(VENDOR)/VERSIONS
 	rm -rf .ui-vendor
 
 # The field reference of docs/scenario.md, from the models (a unit test fails when stale).

@@ -39,6 +39,7 @@ from api.streams.sse import Stopping, StreamSlots
 from api.sweeps.endpoints import preset_router as preset_sweeps_router
 from api.sweeps.endpoints import router as sweeps_router
 from api.ui import endpoints as ui
+from api.version import API_VERSION, ENGINE_VERSION
 from engine.result import Result
 from messaging import make_celery
 from settings import Settings, get_settings
@@ -114,6 +115,8 @@ def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
                 # What the server itself refuses (before the app) is plain text or empty.
                 responses["400"]["content"]["text/plain"] = {"schema": {"type": "string"}}
                 responses.update(SERVER_REFUSALS)
+        # The engine's version beside the API's: a result's identity includes it.
+        schema["info"]["x-engine-version"] = ENGINE_VERSION
         for name in ("HTTPValidationError", "ValidationError"):
             schema.get("components", {}).get("schemas", {}).pop(name, None)
         # The engine's Result (docs/scenario.md), which a run's `summary` and `diagnosis`
@@ -196,7 +199,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # not a CDN, so they work on a machine without internet.
     app = FastAPIOffline(
         title="tcpfr",
-        version="0.1.0",
+        version=API_VERSION,
         summary="Why is my WAN transfer slow? TCP over Frame Relay, simulated.",
         description=DESCRIPTION,
         lifespan=_lifespan(settings),

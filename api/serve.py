@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -140,6 +140,31 @@ def reconciler_command() -> list[str]:
     return [sys.executable, "-m", "api.reconciler"]
 
 
+# Celery's worker checks who it runs as: as root, accepting pickle, it refuses (a message
+# could run code as root); as root accepting only JSON, as ours does (messaging), it warns
+# and suggests `--uid`. That cannot be followed here in general: the interpreter is often
+# root's own (pyenv under /root, unreadable to any other account), and the API and the
+# worker share the embedded SQLite database, whose WAL files one user's process makes and
+# the other's must write. So `make run` as root says so once, in its own words, and the
+# worker is told, through Python's warnings filter, not to repeat that one warning (its
+# refusal for pickle is an exception, untouched). The image (Dockerfile) runs as `tcpfr`.
+# By its words, any category: a -W category outside the standard library cannot be named
+# (the interpreter reads the option before it can import celery).
+ROOT_WARNING = "ignore:You're running the worker with superuser privileges"
+
+
+def worker_env(environ: Mapping[str, str]) -> dict[str, str] | None:
+    """The worker's environment when we run as root (None: ours, unchanged)."""
+    if os.geteuid() != 0:
+        return None
+    log.warning(
+        "running as root: the worker runs as root too, accepting JSON messages only "
+        "(never pickle); run `make run` as an ordinary user to avoid it"
+    )
+    filters = [f for f in (environ.get("PYTHONWARNINGS"), ROOT_WARNING) if f]
+    return {**environ, "PYTHONWARNINGS": ",".join(filters)}
+
+
 def _clear_processed(settings: Settings) -> None:
     if settings.broker_url is None:
         for f in (settings.broker_folder / "processed").glob("*.msg"):
@@ -160,7 +185,11 @@ def main() -> int:
 
     # Each child leads its own process group, so stopping one stops what it started too
     # (the Celery pool processes, granian's workers), whoever signalled us and however.
-    procs = {"worker": subprocess.Popen(worker_command(settings), start_new_session=True)}
+    procs = {
+        "worker": subprocess.Popen(
+            worker_command(settings), env=worker_env(os.environ), start_new_session=True
+        )
+    }
     if settings.reconcile_interval > 0:
         procs["reconciler"] = subprocess.Popen(reconciler_command(), start_new_session=True)
     # The reconciler runs once, above, not in each API process.

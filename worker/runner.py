@@ -59,7 +59,9 @@ class Heartbeat:
         self._thread.join(timeout=self.interval + 5)
 
     def report(self, fraction: float) -> None:
-        self.progress = min(max(float(fraction), 0.0), 1.0)
+        # Rounded here, where a run's progress becomes data: the row, its JSON and its
+        # stream then say 0.1, not the simulated clock's 0.09999999999999999.
+        self.progress = round(min(max(float(fraction), 0.0), 1.0), 4)
 
     def should_stop(self) -> bool:
         return self.stop_requested.is_set()

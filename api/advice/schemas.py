@@ -110,7 +110,9 @@ class AdviceCreate(AdviceRequest):
 class RemedyCheckCreate(BaseModel):
     """Options of a run's remedy check; all optional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"replications": 1, "cache": "reuse"}]}
+    )
 
     replications: int | None = Field(
         default=None,

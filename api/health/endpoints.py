@@ -12,6 +12,7 @@ from sqlalchemy import text
 from api.dispatch import SENDERS
 from api.exception_handlers import DATABASE_RETRY_AFTER
 from api.responses import OrjsonResponse
+from api.version import API_VERSION, ENGINE_VERSION
 
 router = APIRouter(tags=["health"])
 log = logging.getLogger(__name__)
@@ -19,8 +20,9 @@ log = logging.getLogger(__name__)
 
 @router.get("/healthz", operation_id="healthz")
 async def healthz() -> dict[str, str]:
-    """The process serves HTTP."""
-    return {"status": "ok"}
+    """The process serves HTTP; `version` is the API's (the package's), `engine_version` the
+    simulator's (a result's identity includes it)."""
+    return {"status": "ok", "version": API_VERSION, "engine_version": ENGINE_VERSION}
 
 
 @router.get(

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from api.comparison.schemas import Comparison
 from api.runs.schemas import RunError
@@ -100,7 +100,10 @@ def unstorable(value: Any, where: str) -> str | None:
 class PresetSweepCreate(BaseModel):
     """Overrides for a study preset; all optional."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"replications": 1, "cache": "reuse"}]},
+    )
 
     replications: int | None = Field(default=None, ge=1, le=1000)
     seed: FirstSeed | None = None
@@ -180,7 +183,11 @@ class RunCounts(BaseModel):
 class SweepProgress(BaseModel):
     counts: RunCounts
     finished: int
-    fraction: float = Field(description="Finished runs plus running runs' progress, over all runs")
+    # Rounded as the value is made (by service.progress_of), so its JSON and the stream's
+    # say 0.1, not (0 + 0.3) / 3 = 0.09999999999999999.
+    fraction: Annotated[float, AfterValidator(lambda v: round(v, 4))] = Field(
+        description="Finished runs plus running runs' progress, over all runs (4 decimals)"
+    )
     eta_seconds: float | None = Field(description="Estimated seconds until every run finishes")
     eta_method: str | None = Field(
         description="`run_time`: the runs left (less the running runs' progress) x the "

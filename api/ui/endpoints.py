@@ -1,8 +1,8 @@
-"""The web pages: `/` → `/ui/`, the runs and sweeps list, a run's page, a sweep's page, an
-advice's page.
+"""The web pages: `/` → `/ui/`, the runs and sweeps list, the scenario editor, a run's page,
+a sweep's page, an advice's page.
 
 Plain HTML, CSS and JavaScript over the public API (``assets/api.js`` is its whole client);
-uPlot draws the charts (``assets/vendor``, ``make ui-vendor``). The pages are static: they
+uPlot draws the charts, CodeMirror is the editor (``assets/vendor``, ``make ui-vendor``). The pages are static: they
 hold no tenant's data, so they need no key; the API calls they make do.
 """
 
@@ -16,7 +16,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 HERE = Path(__file__).resolve().parent
-PAGES = {name: (HERE / f"{name}.html").read_bytes() for name in ("index", "run", "sweep", "advice")}
+PAGES = {
+    name: (HERE / f"{name}.html").read_bytes()
+    for name in ("index", "editor", "run", "sweep", "advice")
+}
 # Pages change with the code, not per request; assets are named the same across versions,
 # so the browser asks again (and gets a 304) rather than keep a stale script.
 PAGE_HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
@@ -38,6 +41,10 @@ def install(app: FastAPI) -> None:
     @app.get("/ui/", include_in_schema=False)
     async def index() -> HTMLResponse:
         return _page("index")
+
+    @app.get("/ui/editor", include_in_schema=False)
+    async def editor() -> HTMLResponse:
+        return _page("editor")
 
     # The id is checked by the page's API calls (a 404 shows there); a malformed one is
     # FastAPI's 422 here already.

@@ -24,6 +24,7 @@
   function describe(name) {
     const p = presets.find((x) => x.name === name);
     document.getElementById("preset-description").textContent = p ? p.description : "";
+    if (p && p.kind === "scenario") document.getElementById("open-editor").href = `/ui/editor?preset=${encodeURIComponent(name)}`;
   }
 
   async function keyFigures(run) {
@@ -92,5 +93,9 @@
       location.href = `/ui/sweeps/${sweep.id}`;
     } catch (err) { showError(err); }
   });
+  // The one version (the package's) and the engine's beside it, as /healthz says them.
+  fetch("/healthz").then((r) => r.json()).then((h) => {
+    document.getElementById("version").textContent = `tcpfr ${h.version} · engine ${h.engine_version}`;
+  }).catch(() => {});
   loadPresets().then(refresh).catch(showError);
 })();

@@ -18,7 +18,11 @@
     pill.className = "pill " + doc.status;
     const bits = [`seed ${doc.seed}`, `engine ${doc.engine_version}`, `id ${doc.id}`];
     if (doc.error) bits.push(`error: ${doc.error.type}: ${doc.error.message}`);
-    document.getElementById("meta").textContent = bits.join(" · ");
+    const meta = document.getElementById("meta");
+    meta.textContent = bits.join(" · ") + " · ";
+    // The editor starts from what this run simulated (its stored scenario when it has one).
+    const from = doc.scenario_id ? `scenario=${doc.scenario_id}` : `run=${doc.id}`;
+    meta.append(el("a", { id: "edit-scenario", href: `/ui/editor?${from}`, text: "edit a copy in the editor" }));
     setBar(document.getElementById("progress"), doc.progress, doc.status);
   }
 
@@ -230,8 +234,17 @@
     const drops = keys.filter((k) => k.startsWith("link.") && k.endsWith(".drops"));
     const discards = keys.filter((k) => k.startsWith("pvc.") && k.endsWith(".discards"));
     return [
+      // uPlot draws in series order: the bytes in flight first, as a pale area, then the
+      // windows over it as lines; ssthresh last and dashed, so that where cwnd runs along it
+      // (congestion avoidance) both still show.
       { id: "cwnd", title: `${flow}: congestion window, ssthresh, in flight`, stepped: true,
-        keys: pick([`flow.${flow}.cwnd`, `flow.${flow}.ssthresh`, `flow.${flow}.inflight`, `flow.${flow}.rwnd`]), format: bytes },
+        keys: pick([`flow.${flow}.inflight`, `flow.${flow}.rwnd`, `flow.${flow}.cwnd`, `flow.${flow}.ssthresh`]), format: bytes,
+        styles: {
+          inflight: { stroke: "rgba(44, 160, 44, 0.45)", fill: "rgba(44, 160, 44, 0.16)", width: 1 },
+          rwnd: { stroke: "#ff7f0e", width: 1.5, dash: [2, 3] },
+          cwnd: { stroke: "#1f6feb", width: 2 },
+          ssthresh: { stroke: "#d62728", width: 2, dash: [7, 5] },
+        } },
       { id: "goodput", title: `${flow}: goodput`, keys: pick([`flow.${flow}.goodput_bps`]), format: bps },
       { id: "rtt", title: `${flow}: smoothed RTT and RTO`, stepped: true,
         keys: pick([`flow.${flow}.srtt`, `flow.${flow}.rto`]), format: seconds },
