@@ -14,6 +14,12 @@ Two kinds of answer are kept, each least recently used first out and bounded in 
   began after the request arrived, so what it gets is never older than what a read of its
   own would have given, and a hundred clients polling one page cost the database one short
   read at a time.
+- **Settling documents** (a running sweep, its partial summary, its progress): versioned
+  pages too, but while runs finish many times a second every poll would find a new
+  version and rebuild. A settling page is therefore answered as built for a short while
+  (`PageSource.settle`, and at least SETTLE_COST_FACTOR times what building it took), so
+  its builds cost a process at most a small, bounded share of a core however many panels
+  poll; a dashboard sees the sweep at most that old. A final page is kept as a document.
 
 An endpoint answers through ``Conditional`` (the ``CachedDep`` dependency) with one call,
 ``answer`` or ``page``; ``ServeCached`` answers from the same entries before routing when
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -85,10 +92,18 @@ class ListPage:
 @dataclass(frozen=True, slots=True)
 class PageSource:
     """How a versioned list is read for some filters: the version of the rows a page would
-    show (a short read), and the page itself, rendered."""
+    show (a short read), and the page itself, rendered. `settle`: seconds a page that is
+    not final is answered as built before its version is read again (0: every request
+    reads it; a list must never lag a write, a running sweep's documents may)."""
 
     version: Callable[[Session, dict[str, Any]], str]
     render: Callable[[Session, dict[str, Any]], ListPage]
+    settle: float = 0.0
+
+
+#: A settling page is answered as built for at least this many times its build's duration:
+#: its rebuilds then take at most 1 / SETTLE_COST_FACTOR of a core per page and process.
+SETTLE_COST_FACTOR = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +121,13 @@ class _Listed:
     source: PageSource
     filters: dict[str, Any]
     page: ListPage
+    built: float = 0.0  # time.monotonic() when it was rendered
+    cost: float = 0.0  # seconds its render took
+
+    def settled_for(self, now: float) -> bool:
+        """Answered as built still: a settling page younger than its hold."""
+        hold = max(self.source.settle, SETTLE_COST_FACTOR * self.cost)
+        return self.source.settle > 0 and not self.page.final and now - self.built < hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,12 +222,23 @@ class ResponseCache:
         self, db: Db, key: Key, filters: dict[str, Any], source: PageSource
     ) -> ListPage:
         known = self._pages.get(key) if self.page_bytes > 0 else None
+        if known is not None and known.settled_for(time.monotonic()):
+            return known.page
         if known is not None and await db.read(source.version, filters) == known.page.version:
             return known.page
+        started = time.monotonic()
         page = await db.read(source.render, filters)
         if self.page_bytes > 0 and _page_size(page) <= self.page_bytes // 4:
-            self._pages[key] = _Listed(source, filters, page)
+            done = time.monotonic()
+            self._pages[key] = _Listed(source, filters, page, done, done - started)
         return page
+
+    def forget(self, prefix: str) -> None:
+        """Drop the kept pages whose path starts with `prefix` (a write this process made:
+        a cancelled sweep is read anew at once, not after its pages' hold)."""
+        with self._lock:
+            for key in [k for k in self._pages if str(k[1]).startswith(prefix)]:
+                self._pages.pop(key, None)
 
     def _done(self, key: Key, read: _Read, task: asyncio.Task[ListPage]) -> None:
         if self._reads.get(key) is read:
@@ -255,6 +288,10 @@ class Conditional:
         or a 304 when the client's copy is that one."""
         found = await self._cache.page(self._db, self._key, filters, source)
         return self._cache.respond(self.request, self._key, found)
+
+    def forget(self, prefix: str) -> None:
+        """After this request's write: the kept pages under `prefix` are read anew."""
+        self._cache.forget(prefix)
 
     async def settling(self, source: PageSource, filters: dict[str, Any]) -> Response:
         """A document that changes until it settles (a running sweep, its partial summary):

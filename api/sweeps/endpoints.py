@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import uuid
 from typing import Annotated, Any
 
@@ -197,22 +198,27 @@ def _render(session: Session, filters: dict[str, Any]) -> ListPage:
     )
 
 
-#: The summaries last built, by sweep and the version of its finished runs, so that its
-#: JSON, CSV and records are rendered from one build (per process); and the swept values in
-#: base units, which never change. Rendering runs in threads: the caches are locked.
-_SUMMARIES: LRUCache[tuple[uuid.UUID, str], dict[str, Any]] = LRUCache(maxsize=16)
+#: The summary last built for each sweep, with the version of its finished runs and when it
+#: was built, so that its JSON, CSV and records are rendered from one build (per process),
+#: and a running sweep's from one build per SETTLE seconds; and the swept values in base
+#: units, which never change. Rendering runs in threads: the caches are locked.
+_SUMMARIES: LRUCache[uuid.UUID, tuple[str, float, dict[str, Any]]] = LRUCache(maxsize=16)
 _SI: LRUCache[uuid.UUID, dict[int, dict[str, Any]]] = LRUCache(maxsize=256)
 _LOCK = threading.Lock()
 
 
 def _summary(session: Session, sweep: Sweep, progress: Progress, version: str) -> dict[str, Any]:
-    key = (sweep.id, version)
+    now = time.monotonic()
     with _LOCK:
-        found = _SUMMARIES.get(key)
-    if found is None:
-        found = service.summary(session, sweep, progress).model_dump(mode="json")
-        with _LOCK:
-            _SUMMARIES[key] = found
+        kept = _SUMMARIES.get(sweep.id)
+    if kept is not None:
+        built_version, built, found = kept
+        settled = service.settled(sweep, progress)
+        if built_version == version or (not settled and now - built < SETTLE):
+            return found
+    found = service.summary(session, sweep, progress).model_dump(mode="json")
+    with _LOCK:
+        _SUMMARIES[sweep.id] = (version, now, found)
     return found
 
 
@@ -227,6 +233,10 @@ def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
     return found
 
 
+#: Seconds a running sweep's document is answered as built (api/cache.py, settling pages).
+SETTLE = 1.0
+
+
 def _version(session: Session, filters: dict[str, Any]) -> str:
     sweep = service.get(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
     return service.version(sweep, SweepRepository(session).progress(sweep.id), filters["view"])
@@ -234,8 +244,10 @@ def _version(session: Session, filters: dict[str, Any]) -> str:
 
 #: A sweep's documents as the response cache reads them: a poll costs the short read of
 #: its runs' counts, and the document is rebuilt (once per process, however many clients
-#: poll) only when those changed. Once every run has finished, a kept finished document.
-SWEEP_DOCUMENTS = PageSource(version=_version, render=_render)
+#: poll) only when those changed, and at most once per SETTLE seconds (or 50 builds' time)
+#: while runs finish: a dashboard sees a running sweep at most that old. Once every run
+#: has finished, a kept finished document.
+SWEEP_DOCUMENTS = PageSource(version=_version, render=_render, settle=SETTLE)
 
 
 async def _polled(
@@ -338,7 +350,11 @@ async def list_sweep_runs(
     responses=problem_responses(404),
 )
 async def cancel_sweep(
-    sweep_id: uuid.UUID, db: DbDep, settings: SettingsDep, tenant_id: TenantDep
+    sweep_id: uuid.UUID,
+    db: DbDep,
+    settings: SettingsDep,
+    tenant_id: TenantDep,
+    cached: CachedDep,
 ) -> Response:
     """Cancel the queued runs at once and ask the workers to stop the running ones.
     Idempotent; the runs that finished keep their results."""
@@ -349,6 +365,7 @@ async def cancel_sweep(
         return service.detail(session, sweep, settings)
 
     out = await db(cancel)
+    cached.forget(f"/v1/sweeps/{sweep_id}")  # read anew, not after the pages' hold
     return OrjsonResponse(out.model_dump(mode="json"), status_code=status.HTTP_202_ACCEPTED)
 
 
