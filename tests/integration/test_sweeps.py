@@ -564,3 +564,15 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
         <= t3["completion_time.delta_ci95_high[s]"]
     )
     assert t3["completion_time.delta_pct[percent]"] < 0  # T3 is faster than T1
+
+    # As an analyst does it in pandas: read both as they are, merge on (point, flow).
+    import pandas as pd
+
+    frame = pd.read_parquet(io.BytesIO(files.read("table.parquet")))
+    points = pd.read_csv(io.BytesIO(summary_csv.content))
+    merged = frame.merge(points, on=["point", "flow"], validate="many_to_one")
+    assert len(merged) == len(frame) == 6
+    assert (merged[RATE] == merged[f"{RATE}[bit/s]"]).all()
+    means = merged.groupby("point")["completion_time"].mean()
+    served = points.set_index("point")["completion_time.mean[s]"]
+    assert np.allclose(means.sort_index(), served.sort_index(), rtol=1e-12, atol=0)
