@@ -19,7 +19,9 @@ Two kinds of answer are kept, each least recently used first out and bounded in 
   version and rebuild. A settling page is therefore answered as built for a short while
   (`PageSource.settle`, and at least SETTLE_COST_FACTOR times what building it took), so
   its builds cost a process at most a small, bounded share of a core however many panels
-  poll; a dashboard sees the sweep at most that old. A final page is kept as a document.
+  poll; a dashboard sees the sweep's figures at most that old. Its version is still read
+  on every poll (a short read): a change of status (`PageSource.urgent`: the sweep has
+  finished, been cancelled) is never held back. A final page is kept as a document.
 
 An endpoint answers through ``Conditional`` (the ``CachedDep`` dependency) with one call,
 ``answer`` or ``page``; ``ServeCached`` answers from the same entries before routing when
@@ -93,12 +95,15 @@ class ListPage:
 class PageSource:
     """How a versioned list is read for some filters: the version of the rows a page would
     show (a short read), and the page itself, rendered. `settle`: seconds a page that is
-    not final is answered as built before its version is read again (0: every request
-    reads it; a list must never lag a write, a running sweep's documents may)."""
+    not final is answered as built, though its version moved, before it is rebuilt (0:
+    at once; a list must never lag a write, a running sweep's figures may)."""
 
     version: Callable[[Session, dict[str, Any]], str]
     render: Callable[[Session, dict[str, Any]], ListPage]
     settle: float = 0.0
+    #: The part of a version that may not lag (a sweep's status): a page whose new version
+    #: differs there is rebuilt at once, held or not.
+    urgent: Callable[[str], str] = lambda version: ""  # noqa: E731
 
 
 #: A settling page is answered as built for at least this many times its build's duration:
@@ -222,10 +227,13 @@ class ResponseCache:
         self, db: Db, key: Key, filters: dict[str, Any], source: PageSource
     ) -> ListPage:
         known = self._pages.get(key) if self.page_bytes > 0 else None
-        if known is not None and known.settled_for(time.monotonic()):
-            return known.page
-        if known is not None and await db.read(source.version, filters) == known.page.version:
-            return known.page
+        if known is not None:
+            version = await db.read(source.version, filters)
+            if version == known.page.version:
+                return known.page
+            held = known.settled_for(time.monotonic())
+            if held and source.urgent(version) == source.urgent(known.page.version):
+                return known.page
         started = time.monotonic()
         page = await db.read(source.render, filters)
         if self.page_bytes > 0 and _page_size(page) <= self.page_bytes // 4:

@@ -245,9 +245,12 @@ def _version(session: Session, filters: dict[str, Any]) -> str:
 #: A sweep's documents as the response cache reads them: a poll costs the short read of
 #: its runs' counts, and the document is rebuilt (once per process, however many clients
 #: poll) only when those changed, and at most once per SETTLE seconds (or 50 builds' time)
-#: while runs finish: a dashboard sees a running sweep at most that old. Once every run
-#: has finished, a kept finished document.
-SWEEP_DOCUMENTS = PageSource(version=_version, render=_render, settle=SETTLE)
+#: while runs finish: a dashboard sees a running sweep's figures at most that old, and its
+#: status (a version's first part) at once. Once every run has finished, a kept finished
+#: document.
+SWEEP_DOCUMENTS = PageSource(
+    version=_version, render=_render, settle=SETTLE, urgent=lambda v: v.split("|", 1)[0]
+)
 
 
 async def _polled(

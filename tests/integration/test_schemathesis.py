@@ -79,7 +79,7 @@ def known_ids(api: Stack, key: str) -> dict[str, str]:
                 "replications": 2,
             },
         ).json()
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # a remedy check runs several simulations
         while client.get(f"/v1/runs/{run['id']}").json()["status"] != "succeeded":
             assert time.monotonic() < deadline, api.logs()
             time.sleep(0.3)
