@@ -12,6 +12,7 @@ import hashlib
 import time
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Literal, cast
 
 import simpy
@@ -42,6 +43,10 @@ from engine.shaping import interface_shapers, splice
 from engine.trace import PointBudget, Trace
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
+
+#: What `simulate()` hands a snapshot: the simulated time reached, and how to read the
+#: series so far (see `simulate`).
+Snapshot = Callable[[float, Callable[[], "dict[str, Series]"]], None]
 
 
 class SimulationCancelled(Exception):
@@ -179,8 +184,13 @@ def simulate(
     seed: int | None = None,
     progress: Callable[[float], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    snapshot: Snapshot | None = None,
 ) -> Result:
-    """Run `scenario` and return its Result; the same scenario and seed give the same Result."""
+    """Run `scenario` and return its Result; the same scenario and seed give the same Result.
+
+    `snapshot(now, read)` is called between slices, as `progress` is: `read()` gives the
+    series recorded up to `now`, copied, without touching the recorder, so calling it or not
+    leaves the Result as it was. The caller decides how often it is worth reading."""
     wall0 = time.perf_counter()
     run_seed = scenario.seed if seed is None else seed
     with _collector_paused():
@@ -196,6 +206,8 @@ def simulate(
             break
         if progress is not None:
             progress(_fraction(net, duration))
+        if snapshot is not None:
+            snapshot(env.now, partial(_series, net))
         if should_stop is not None and should_stop():
             raise SimulationCancelled()
     if progress is not None:
@@ -232,25 +244,9 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     end = env.now
     net.sampler.flush()
     flows: dict[str, TcpFlowSummary | UdpFlowSummary] = {f.id: f.summary(end) for f in net.flows}
-    series: dict[str, Series] = {}
-    links = _links(net, end, series)
-    for f in net.flows:
-        if isinstance(f, TcpFlow):
-            for key, trace in f.probe.series().items():
-                if len(trace.t):
-                    series[key] = trace.series()
-            state = f.sender.clock.trace
-            if len(state.t):
-                series[f"flow.{f.id}.state"] = state.series()
-            g = net.goodput[f.id]
-            if len(g.t):
-                series[f"flow.{f.id}.goodput_bps"] = g.series()
-    pvcs = {}
-    if net.frame_relay is not None:
-        pvcs = net.frame_relay.summaries(end)
-        for key, trace in net.frame_relay.series().items():
-            if len(trace.t):
-                series[key] = trace.series()
+    links = _links(net, end)
+    pvcs = net.frame_relay.summaries(end) if net.frame_relay is not None else {}
+    series = _series(net)
     result = Result(
         engine_version=ENGINE_VERSION,
         engine_build=native.engine_build(),
@@ -291,8 +287,8 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
     return result
 
 
-def _links(net: Network, end: float, series: dict[str, Series]) -> dict[str, LinkSummary]:
-    """Each port's summary, and its series (and its shaper's) added to `series`."""
+def _links(net: Network, end: float) -> dict[str, LinkSummary]:
+    """Each port's summary."""
     links: dict[str, LinkSummary] = {}
     for port in net.ports.values():
         shaper = net.shapers.get(port.key)
@@ -307,11 +303,29 @@ def _links(net: Network, end: float, series: dict[str, Series]) -> dict[str, Lin
             queue_delay_mean=port.wait_total / port.packets if port.packets else 0.0,
             shaper=shaper.summary(end) if shaper is not None else None,
         )
+    return links
+
+
+def _series(net: Network) -> dict[str, Series]:
+    """The run's series as recorded so far, those with points: read, never changed, so the
+    Result's and a snapshot's are made alike."""
+    return {key: trace.series() for key, trace in _traces(net) if len(trace.t)}
+
+
+def _traces(net: Network) -> Iterator[tuple[str, Trace]]:
+    """Every trace of the run by its key: each port's (and its shaper's), each TCP flow's,
+    the Frame Relay PVCs'."""
+    for port in net.ports.values():
+        shaper = net.shapers.get(port.key)
         assert port.probe is not None
         traces = port.probe.series()
         if shaper is not None:
             traces.update(shaper.series(port.probe.prefix, "shaper_queue_packets", "shaper_delay"))
-        for key, trace in traces.items():
-            if len(trace.t):
-                series[key] = trace.series()
-    return links
+        yield from traces.items()
+    for f in net.flows:
+        if isinstance(f, TcpFlow):
+            yield from f.probe.series().items()
+            yield f"flow.{f.id}.state", f.sender.clock.trace
+            yield f"flow.{f.id}.goodput_bps", net.goodput[f.id]
+    if net.frame_relay is not None:
+        yield from net.frame_relay.series().items()

@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     task_soft_time_limit: float = 1800.0
     task_time_limit: float | None = None  # default: soft limit + 60 s
     heartbeat_interval: float = 2.0
+    # A running run's series so far are stored at most this often (and never more than a
+    # tenth of the run's time goes to it), so they can be charted while it runs; 0: never.
+    series_snapshot_interval: float = Field(default=2.0, ge=0)
     run_lease: float = 60.0  # a running run whose heartbeat is older is taken back
     # A queued run sent this long ago and not taken while the broker's queue is empty lost
     # its message (broker restarted or flushed): it is sent again.

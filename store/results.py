@@ -15,12 +15,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from store.codec import CODEC, encode
 from store.db import BINARY_RESULTS
-from store.models import RunCapture, RunResult, RunSeries
+from store.models import Run, RunCapture, RunResult, RunSeries, RunStatus
 
 if TYPE_CHECKING:  # the engine is the worker's; readers of stored results never import it
     from engine.result import CaptureSummary, Result, Series
@@ -101,21 +101,7 @@ class PackedResult:
     def rows(self, run_id: uuid.UUID) -> tuple[RunResult, list[RunSeries], list[RunCapture]]:
         """Fresh rows for one try: a failed flush leaves its objects spent."""
         result = RunResult(run_id=run_id, **self.fields)
-        series = [
-            RunSeries(
-                run_id=run_id,
-                key=s.key,
-                unit=s.unit,
-                length=s.length,
-                t_start=s.t_start,
-                t_end=s.t_end,
-                codec=CODEC,
-                t=s.t,
-                v=s.v,
-                thinning=s.thinning,
-            )
-            for s in self.series
-        ]
+        series = series_rows(run_id, self.series)
         captures = [
             RunCapture(
                 run_id=run_id,
@@ -130,6 +116,29 @@ class PackedResult:
             for c in self.captures
         ]
         return result, series, captures
+
+
+def series_rows(run_id: uuid.UUID, packed: Sequence[PackedSeries]) -> list[RunSeries]:
+    return [
+        RunSeries(
+            run_id=run_id,
+            key=s.key,
+            unit=s.unit,
+            length=s.length,
+            t_start=s.t_start,
+            t_end=s.t_end,
+            codec=CODEC,
+            t=s.t,
+            v=s.v,
+            thinning=s.thinning,
+        )
+        for s in packed
+    ]
+
+
+def pack_series(series: dict[str, Series]) -> list[PackedSeries]:
+    """A running run's series so far (a snapshot, see `ResultRepository.save_partial`)."""
+    return [_pack_series(key, s) for key, s in series.items()]
 
 
 def pack(result: Result) -> PackedResult:
@@ -240,12 +249,45 @@ class ResultRepository:
         return self.session.get(RunResult, run_id)
 
     def save(self, run_id: uuid.UUID, packed: PackedResult) -> None:
-        """The run's result, series and captures, flushed in the caller's transaction."""
+        """The run's result, series and captures, flushed in the caller's transaction: its
+        final series replace those it had while running, in the same commit."""
         result, series, captures = packed.rows(run_id)
+        self.drop_series(run_id)
         self.session.add(result)
         self.session.add_all(series)
         self.session.add_all(captures)
         self.session.flush()
+
+    def save_partial(self, run_id: uuid.UUID, *, task_id: str, series: list[PackedSeries]) -> bool:
+        """A running run's series so far replace its previous ones, in the caller's
+        transaction; False (and nothing written) when the run is no longer running under
+        `task_id`. Readers see the old set or the new one, never a mix."""
+        owned = self.session.execute(
+            select(Run.id)
+            .where(Run.id == run_id, Run.status == RunStatus.running, Run.task_id == task_id)
+            .with_for_update()
+        ).first()
+        if owned is None:
+            return False
+        self.drop_series(run_id)
+        self.session.add_all(series_rows(run_id, series))
+        self.session.flush()
+        return True
+
+    def drop_series(self, run_id: uuid.UUID) -> None:
+        """Forget the run's series (a running run's partial ones, when it fails or is
+        cancelled: series are shown only while it runs and once it has succeeded)."""
+        self.session.execute(delete(RunSeries).where(RunSeries.run_id == run_id))
+
+    def series_version(self, run_id: uuid.UUID) -> tuple[int, float]:
+        """How far a running run's stored series go: their points and their latest time,
+        which grow with every snapshot (a cheap read for an ETag)."""
+        stmt = select(
+            func.coalesce(func.sum(RunSeries.length), 0),
+            func.max(RunSeries.t_end),
+        ).where(RunSeries.run_id == run_id)
+        points, latest = self.session.execute(stmt).one()
+        return int(points), -1.0 if latest is None else float(latest)
 
     def captures(self, run_id: uuid.UUID) -> Sequence[tuple[str, str, int, int, str]]:
         """(link, direction, packets, size, sha256) of the run's captures, by link."""

@@ -21,12 +21,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from settings import Settings
 from store.db import database_unavailable, make_engine, make_sessionmaker, session_scope
 from store.models import RunStatus
-from store.results import ResultRepository, pack
+from store.results import ResultRepository, pack, pack_series
 from store.runs import RunRepository
 from worker.memory import RunOverMemory
 
 if TYPE_CHECKING:  # the engine itself is imported when a run starts (see Runner.run)
-    from engine.result import Result
+    from engine.result import Result, Series
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -83,6 +83,43 @@ class Heartbeat:
                 self.stop_requested.set()
 
 
+#: A snapshot may take at most this share of a run's wall time: the next waits the longer of
+#: the interval and this many times the last one's cost (a big run's series take a while).
+SNAPSHOT_COST_SHARE = 0.1
+
+
+@dataclass
+class Snapshots:
+    """The engine's snapshot hook for one run: the series so far replace the stored ones at
+    most every ``interval`` seconds of wall time, the first after one interval, so a short
+    run writes none. Written from the simulating thread between slices: the run waits for
+    the write, which the cost share bounds."""
+
+    sessions: sessionmaker[Session]
+    run_id: uuid.UUID
+    task_id: str
+    interval: float
+    _next: float = field(default=0.0)
+
+    def __post_init__(self) -> None:
+        self._next = time.monotonic() + self.interval
+
+    def __call__(self, now: float, read: Callable[[], dict[str, Series]]) -> None:
+        began = time.monotonic()
+        if began < self._next:
+            return
+        try:
+            packed = pack_series(read())
+            with session_scope(self.sessions) as session:
+                ResultRepository(session).save_partial(
+                    self.run_id, task_id=self.task_id, series=packed
+                )
+        except Exception:  # a missed snapshot costs a chart some freshness, not the run
+            log.warning("series snapshot of run %s failed", self.run_id, exc_info=True)
+        spent = time.monotonic() - began
+        self._next = began + max(self.interval, spent / SNAPSHOT_COST_SHARE)
+
+
 class Runner:
     def __init__(
         self,
@@ -130,10 +167,19 @@ class Runner:
             scenario_doc, seed = run.scenario, run.seed
 
         with Heartbeat(self.sessions, run_id, task_id, self.settings.heartbeat_interval) as beat:
+            snapshots = None
+            if self.settings.series_snapshot_interval > 0:
+                snapshots = Snapshots(
+                    self.sessions, run_id, task_id, self.settings.series_snapshot_interval
+                )
             try:
                 scenario = engine.Scenario.model_validate(scenario_doc)
                 result = engine.simulate(
-                    scenario, seed=seed, progress=beat.report, should_stop=beat.should_stop
+                    scenario,
+                    seed=seed,
+                    progress=beat.report,
+                    should_stop=beat.should_stop,
+                    snapshot=snapshots,
                 )
             except engine.SimulationCancelled:
                 return self._finish(run_id, task_id, RunStatus.cancelled, beat=beat)
@@ -214,13 +260,17 @@ class Runner:
         beat: Heartbeat | None = None,
     ) -> RunStatus | None:
         def write(session: Session, attempt: int) -> bool:
-            return RunRepository(session).finish(
+            if not RunRepository(session).finish(
                 run_id,
                 task_id=task_id,
                 status=status,
                 error=error,
                 write_attempts=attempt if attempt > 1 else None,
-            )
+            ):
+                return False
+            # A run that did not succeed shows no series: its snapshots go with it.
+            ResultRepository(session).drop_series(run_id)
+            return True
 
         return status if self._persist(run_id, write, beat) else None
 

@@ -11,7 +11,8 @@ import numpy as np
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
 
-from api.cache import Conditional, Found
+from api.cache import Conditional, Found, Tag
+from api.conditional import REVALIDATE_HEADERS, not_modified
 from api.db import Db
 from api.deps import CachedDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
@@ -157,16 +158,28 @@ async def _answer(
     window: WindowQuery,
     loc: list[str | int],
 ) -> Response:
-    """The series' windows rendered by `render`, as JSON or CSV as the request asks (a
-    finished run's data: tagged and kept)."""
+    """The series' windows rendered by `render`, as JSON or CSV as the request asks: a
+    succeeded run's data tagged and kept; a running run's tagged by how far its stored
+    series go, revalidated on every request and never kept (it settles when the run ends)."""
     limit = max_points_within(settings, window.max_points)
 
     async def find() -> Found:
-        run = await db.read(service.finished_run, run_id, tenant_id=tenant_id)
+        readable = await db.read(service.readable_run, run_id, tenant_id=tenant_id)
+        run = readable.run
         start, end = _sim_window(window, _origin_ms(run, window.time_axis))
-        tag = cached.tag(run.result_run_id, limit)
-        if tag.current:
-            return tag, None
+        tag: Tag | None = None
+        headers = {"Vary": "Accept"}  # a tagged answer gets its ETag from the cache
+        if readable.version is None:
+            tag = cached.tag(run.result_run_id, limit)
+            if tag.current:
+                return tag, None
+        else:
+            # Not a tag for the cache (Found's None): the ETag, which changes with every
+            # snapshot, goes on the response itself, and the client asks again each time.
+            etag = cached.tag(run_id, limit, "running", *readable.version).etag
+            headers = {"Vary": "Accept", "ETag": etag, **REVALIDATE_HEADERS}
+            if (same := not_modified(cached.request, etag, REVALIDATE_HEADERS)) is not None:
+                return None, lambda: same
         windows = await db.read(
             service.load,
             run,
@@ -176,14 +189,15 @@ async def _answer(
             max_points=limit,
             loc=loc,
             agg=window.agg,
+            partial=readable.partial,
         )
         body, columns = render(run, windows)
+        if readable.partial:
+            body["partial"] = True
         if _wants_csv(cached.request, window.format):
             csv = service.to_csv(columns)
-            return tag, lambda: Response(
-                csv, media_type="text/csv; charset=utf-8", headers={"Vary": "Accept"}
-            )
-        return tag, lambda: OrjsonResponse(body, headers={"Vary": "Accept"})
+            return tag, lambda: Response(csv, media_type="text/csv; charset=utf-8", headers=headers)
+        return tag, lambda: OrjsonResponse(body, headers=headers)
 
     return await cached.answer(find)
 
@@ -198,15 +212,16 @@ async def list_series(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> Res
     """The run's series: key, unit, stored length and time span of each, and how it was
     thinned to its share of the run's points."""
 
-    def query(session: Session) -> list[tuple[Any, ...]]:
-        return service.index(session, service.finished_run(session, run_id, tenant_id=tenant_id))
+    def query(session: Session) -> tuple[bool, list[tuple[Any, ...]]]:
+        readable = service.readable_run(session, run_id, tenant_id=tenant_id)
+        return readable.partial, service.index(session, readable.run)
 
-    rows = await db.read(query)
+    partial, rows = await db.read(query)
     items = [
         {"key": k, "unit": u, "length": n, "t_start": a, "t_end": b, "thinning": thinning}
         for k, u, n, a, b, thinning in rows
     ]
-    return OrjsonResponse({"run_id": str(run_id), "series": items})
+    return OrjsonResponse({"run_id": str(run_id), "partial": partial, "series": items})
 
 
 @router.get(

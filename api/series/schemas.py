@@ -26,6 +26,12 @@ class SeriesInfo(BaseModel):
 
 class SeriesIndex(BaseModel):
     run_id: str
+    partial: bool = Field(
+        default=False,
+        description="True while the run is running: the series as far as its last snapshot "
+        "goes (stored every few seconds), which grow until the run ends; a key not recorded "
+        "yet is empty",
+    )
     series: list[SeriesInfo]
 
 
@@ -42,6 +48,12 @@ class SeriesData(BaseModel):
         description="Simulated seconds; epoch milliseconds from the run's start with `time=epoch_ms`"
     )
     v: list[float | None]
+    partial: bool = Field(
+        default=False,
+        description="True while the run is running: the series as far as its last snapshot "
+        "goes (stored every few seconds), which grow until the run ends; a key not recorded "
+        "yet is empty",
+    )
 
 
 class SeriesFrame(BaseModel):
@@ -53,3 +65,9 @@ class SeriesFrame(BaseModel):
     keys: list[str]
     units: dict[str, str]
     columns: dict[str, list[float | str | None]]
+    partial: bool = Field(
+        default=False,
+        description="True while the run is running: the series as far as its last snapshot "
+        "goes (stored every few seconds), which grow until the run ends; a key not recorded "
+        "yet is empty",
+    )

@@ -33,16 +33,38 @@ class Window:
     method: str = "none"
 
 
-def finished_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
-    """The tenant's succeeded run. Its series may be its cache source's, which the
-    per-tenant cache guarantees is the same tenant's."""
+#: Runs whose series are shown: a running run's as far as its last snapshot goes (the
+#: worker's, see worker.runner.Snapshots), a succeeded run's final ones. Queued runs have
+#: none yet; a failed or cancelled run's snapshots are deleted when it ends.
+READABLE = (RunStatus.running, RunStatus.succeeded)
+
+
+@dataclass(frozen=True, slots=True)
+class Readable:
+    """A run whose series can be read, and, while it runs, how far its stored ones go
+    (`version`: their points and latest time; None once the run has succeeded)."""
+
+    run: Run
+    version: tuple[int, float] | None
+
+    @property
+    def partial(self) -> bool:
+        return self.version is not None
+
+
+def readable_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Readable:
+    """The tenant's running or succeeded run. A succeeded run's series may be its cache
+    source's, which the per-tenant cache guarantees is the same tenant's."""
     run = runs.get(session, run_id, tenant_id=tenant_id)
-    if run.status is not RunStatus.succeeded:
+    if run.status not in READABLE:
         raise Conflict(
-            f"run {run_id} is {run.status.value}; series exist once it has succeeded",
+            f"run {run_id} is {run.status.value}; series exist while it runs and once it "
+            "has succeeded",
             status_value=run.status.value,
         )
-    return run
+    if run.status is RunStatus.running:
+        return Readable(run, ResultRepository(session).series_version(run.id))
+    return Readable(run, None)
 
 
 def index(session: Session, run: Run) -> list[tuple[Any, ...]]:
@@ -59,8 +81,11 @@ def load(
     max_points: int,
     loc: list[str | int],
     agg: str | None = None,
+    partial: bool = False,
 ) -> list[Window]:
-    """The series' windows; `agg` None is each key's default (`downsample.default_agg`)."""
+    """The series' windows; `agg` None is each key's default (`downsample.default_agg`).
+    `partial` (a running run): a key not stored yet is an empty series, not a 404, since
+    the next snapshot may bring it."""
     if start is not None and end is not None and start > end:
         raise Unprocessable(
             "start is after end", errors=[field_error(["query", "start"], "must be <= end")]
@@ -68,13 +93,15 @@ def load(
     # A key holding NUL names no series, and PostgreSQL cannot compare text holding one.
     rows = ResultRepository(session).series(run.result_run_id, [k for k in keys if "\x00" not in k])
     missing = [k for k in keys if k not in rows]
-    if missing:
+    if missing and not partial:
         raise NotFound(
             f"run {run.id} has no series {', '.join(map(repr, missing))}; GET /v1/runs/{run.id}/series lists them",
             errors=[field_error(loc, f"unknown series key {k!r}", "not_found") for k in missing],
         )
     return [
-        _window(
+        Window(k, "", 0, np.empty(0), np.empty(0), downsampled=False)
+        if k not in rows
+        else _window(
             rows[k].key,
             rows[k].unit,
             decode(rows[k].t, rows[k].codec),
