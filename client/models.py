@@ -153,6 +153,7 @@ class SeriesIndex(_Doc):
     OPENAPI = "SeriesIndex"
     run_id: str
     series: list[SeriesInfo]
+    partial: bool = False  # the run is still running: the series so far
 
 
 class SeriesData(_Doc):
@@ -165,6 +166,7 @@ class SeriesData(_Doc):
     method: str
     t: list[float]
     v: list[float | None]
+    partial: bool = False  # the run is still running: the points so far
 
 
 class RunCounts(_Doc):
