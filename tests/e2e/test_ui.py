@@ -147,7 +147,8 @@ def test_a_run_page_draws_its_charts_and_zoom_asks_for_the_range(
     assert sum(n > 300 for n in after) >= 4, after
     shot(page, "run-page-zoomed.png")
     # Zoomed to a tenth of the run, each window's steps apart: the README's picture.
-    page.locator("#chart-cwnd").screenshot(path=str(ROOT / "docs" / "img" / "run-cwnd.png"))
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#chart-cwnd").screenshot(path=str(ARTIFACTS / "run-cwnd.png"))
 
 
 def test_the_run_page_shows_progress_moving_live(pg_stack: Stack, page: Any) -> None:
@@ -498,4 +499,4 @@ def test_a_sweep_of_twelve_points_draws_twelve_distinct_colours(pg_stack: Stack,
     assert page.evaluate(COLOURED_PIXELS, "#overlay canvas")[0] > 500
     fits(page)
     shot(page, "sweep-12.png")
-    page.screenshot(path=str(ROOT / "docs" / "img" / "sweep-12.png"), full_page=True)
+    shot(page, "sweep-12.png")
