@@ -1,6 +1,6 @@
 // The run page's "What would fix it?": a target box that asks the advisor (POST /v1/advice
 // from this run) and opens its page; and the run's remedies, predicted by the bounds, with a
-// button that checks them by simulation (POST /v1/runs/{id}/remedies/check) and shows each
+// check that measures them by simulation (POST /v1/runs/{id}/remedies/check, started at once) and shows each
 // one's measured effect. Shown once run.js has the finished run (event "tcpfr:run").
 "use strict";
 (() => {
@@ -92,18 +92,16 @@
       if (!FINISHED.includes(doc.check.status)) setTimeout(() => showRemedies(run).catch(showError), 1000);
       else box.dataset.checked = "true";
     } else {
+      // Nothing is recommended before it is measured: the remedies the bounds suggest are
+      // shown as candidates while the check simulates each (the same seeds, through the
+      // result cache), and the measured table replaces them.
       const list = predicted(doc);
       if (list) {
-        parts.push(list);
-        const button = el("button", { type: "button", id: "check-remedies", text: "Check them by simulation" });
-        button.onclick = async () => {
-          button.disabled = true;
-          try {
-            await api(`/v1/runs/${run.id}/remedies/check`, { method: "POST", body: {} });
-            await showRemedies(run);
-          } catch (err) { showError(err); button.disabled = false; }
-        };
-        parts.push(el("p", {}, button, el("span", { class: "meta", text: " the same seeds, through the result cache: each remedy's measured effect" })));
+        parts.push(el("p", { class: "meta", id: "remedies-measuring",
+                             text: "Candidates from the bounds, being measured by simulation…" }), list);
+        api(`/v1/runs/${run.id}/remedies/check`, { method: "POST", body: {} })
+          .then(() => setTimeout(() => showRemedies(run).catch(showError), 500))
+          .catch(showError);
       }
     }
     box.replaceChildren(...parts);
