@@ -17,7 +17,7 @@ from api.exceptions import NotFound
 from api.idempotency import create_once
 from api.limits import reserve_runs
 from api.sweeps import speed
-from api.sweeps.plan import fingerprint, plan, warnings
+from api.sweeps.plan import Plan, fingerprint, plan, warnings
 from api.sweeps.schemas import (
     RunCounts,
     SweepCreate,
@@ -97,7 +97,7 @@ def create(
 
 def _insert(
     session: Session,
-    p: Any,
+    p: Plan,
     *,
     tenant_id: uuid.UUID,
     body: SweepCreate,
@@ -106,32 +106,16 @@ def _insert(
     study_preset: str | None,
     fingerprint: str,
 ) -> tuple[Sweep, list[Run]]:
-    repo = SweepRepository(session)
-    queued = sum(
-        1
-        for pt in p.points
-        for seed in p.seeds
-        if p.cached.get((pt.scenario.scenario_hash(), seed)) is None
-    )
+    """The sweep and its runs, added to the session once the tenant's quota has room for
+    the runs to simulate."""
+    queued = p.run_count - p.cached_count()
     reserve_runs(session, tenant_id=tenant_id, count=queued, settings=settings)
-    sweep = repo.create(
+    sweep = SweepRepository(session).create(
         tenant_id=tenant_id,
         name=p.name[:200],
         preset=study_preset,
         spec=body.model_dump(mode="json"),
-        points=[
-            {
-                "index": pt.index,
-                "parameters": pt.parameters,
-                # JSONB keeps an object's keys in its own order: this keeps the client's.
-                "order": list(pt.parameters),
-                "scenario_hash": pt.scenario.scenario_hash(),
-                "is_baseline": pt.is_baseline,
-                "est_events": int(est["events"]),
-                "est_packets": int(est["packets"]),
-            }
-            for pt, est in zip(p.points, p.estimates, strict=True)
-        ],
+        points=_point_rows(p),
         seeds=p.seeds,
         baseline_index=p.baseline_index,
         run_count=p.run_count,
@@ -139,6 +123,30 @@ def _insert(
         idempotency_key=idempotency_key,
         request_fingerprint=fingerprint,
     )
+    runs = _new_runs(p, tenant_id=tenant_id, sweep_id=sweep.id)
+    add_runs(session, runs)
+    return sweep, runs
+
+
+def _point_rows(p: Plan) -> list[dict[str, Any]]:
+    """The points as the sweep stores them, with their estimated size."""
+    return [
+        {
+            "index": pt.index,
+            "parameters": pt.parameters,
+            # JSONB keeps an object's keys in its own order: this keeps the client's.
+            "order": list(pt.parameters),
+            "scenario_hash": pt.scenario.scenario_hash(),
+            "is_baseline": pt.is_baseline,
+            "est_events": int(est["events"]),
+            "est_packets": int(est["packets"]),
+        }
+        for pt, est in zip(p.points, p.estimates, strict=True)
+    ]
+
+
+def _new_runs(p: Plan, *, tenant_id: uuid.UUID, sweep_id: uuid.UUID) -> list[Run]:
+    """One run per point and seed, born finished where the cache holds its result."""
     now = utcnow()
     runs = []
     for pt in p.points:
@@ -151,7 +159,7 @@ def _insert(
                     seed=seed,
                     source=p.cached.get((pt.scenario.scenario_hash(), seed)),
                     now=now,
-                    sweep_id=sweep.id,
+                    sweep_id=sweep_id,
                     point_index=pt.index,
                     replication=r,
                     # A point is the base preset or stored scenario only if unchanged.
@@ -159,8 +167,7 @@ def _insert(
                     preset=p.preset if same else None,
                 )
             )
-    add_runs(session, runs)
-    return sweep, runs
+    return runs
 
 
 # --- reading ----------------------------------------------------------------------------
