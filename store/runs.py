@@ -37,7 +37,7 @@ from store.repository import Page, Repository, affected, decode_cursor
 from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
 
-#: What a list shows of each run (``api.runs.endpoints.run_fields`` reads these and no
+#: What a list shows of each run (``api.runs.present.run_fields`` reads these and no
 #: others): the columns its query selects, and whose values make a page's version.
 LIST_COLUMNS: list[Any] = [
     Run.id,

@@ -18,58 +18,14 @@ from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses, render_json
 from api.runs import service
-from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut, run_error
+from api.runs.present import run_document, run_fields
+from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut
 from api.runs.service import CaptureFile
-from store import results as stored_results
-from store.models import Run, RunResult, RunStatus
+from store.models import RunStatus
 from store.run_events import RunEventRepository
 from store.runs import RunRepository
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
-
-
-def run_fields(run: Run) -> dict[str, Any]:
-    """A run as `RunListItem` has it, JSON-ready: rendered once by orjson, with no second
-    validation pass (the schema documents it; tests check documents against it)."""
-    base = f"/v1/runs/{run.id}"
-    return {
-        "id": run.id,
-        "status": run.status,
-        "progress": run.progress,
-        "cancel_requested": run.cancel_requested,
-        "scenario_id": run.scenario_id,
-        "preset": run.preset,
-        "scenario_name": run.scenario_name,
-        "scenario_hash": run.scenario_hash,
-        "seed": run.seed,
-        "engine_version": run.engine_version,
-        "cache_hit": run.cache_hit,
-        "source_run_id": run.source_run_id,
-        "attempts": run.attempts,
-        "created_at": run.created_at,
-        "started_at": run.started_at,
-        "heartbeat_at": run.heartbeat_at,
-        "finished_at": run.finished_at,
-        "error": run_error(run.error),
-        "links": {
-            "self": base,
-            "series": f"{base}/series",
-            "scenario": f"{base}/scenario",
-            "cancel": f"{base}/cancel",
-            "events": f"{base}/events",
-        },
-    }
-
-
-def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
-    """A run as `RunOut` has it: with its summary and diagnosis once it succeeded."""
-    doc = run_fields(run)
-    doc["summary"] = doc["diagnosis"] = doc["warnings"] = doc["captures"] = None
-    if result is not None:
-        doc["summary"] = stored_results.summary(result)
-        doc["diagnosis"] = result.diagnosis
-        doc["captures"] = service.captures_of(run.id, result)
-    return doc
 
 
 @router.post(

@@ -189,15 +189,6 @@ def result_of(session: Session, run: Run) -> RunResult | None:
     return ResultRepository(session).get(run.result_run_id)
 
 
-def captures_of(run_id: uuid.UUID, result: RunResult) -> list[dict[str, Any]]:
-    """The packet captures a result holds, as the run document lists them."""
-    base = f"/v1/runs/{run_id}/pcap"
-    return [
-        {**c, "href": f"{base}?link={c['link']}&direction={c['direction']}"}
-        for c in stored_results.capture_summaries(result)
-    ]
-
-
 @dataclass
 class CaptureFile:
     link: str

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from api.advice import present
 from api.advice import service as advice
 from api.runs import service as runs
-from api.runs.endpoints import run_fields
+from api.runs.present import run_fields
 from api.streams.sse import Event
 from api.sweeps import service as sweeps
 from settings import Settings

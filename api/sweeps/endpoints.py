@@ -23,7 +23,7 @@ from api.exceptions import InvalidScenario, NotFound, field_error
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
-from api.runs.schemas import run_brief
+from api.runs.present import run_brief
 from api.sweeps import service, speed
 from api.sweeps.schemas import (
     PresetSweepCreate,
