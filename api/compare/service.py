@@ -15,6 +15,7 @@ from api.comparison import report, stats
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.series import downsample
 from api.series import service as series
+from engine.study import NOT_SIMULATED, flatten
 from store.models import Run, RunStatus
 from store.results import ResultRepository
 from store.runs import RunRepository
@@ -24,8 +25,6 @@ MAX_RUNS = 200
 #: More differing paths than this and two scenarios are not variations of one another.
 MAX_NAMED_PATHS = 8
 MAX_LISTED_PATHS = 50
-#: Not what is simulated (the scenario hash leaves them out too).
-_IGNORED = {"name", "description", "seed"}
 
 
 def parse_runs(raw: str, *, loc: list[str | int], limit: int = MAX_RUNS) -> list[uuid.UUID]:
@@ -70,22 +69,6 @@ def succeeded_runs(session: Session, ids: list[uuid.UUID], *, tenant_id: uuid.UU
     return runs
 
 
-def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
-    """A scenario as {dotted path: value}, list items named by their id, as sweeps address them."""
-    out: dict[str, Any] = {}
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            if not prefix and k in _IGNORED:
-                continue
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc):
-        for i, item in enumerate(doc):
-            out.update(flatten(item, f"{prefix}{item.get('id', i)}."))
-    else:
-        out[prefix.rstrip(".")] = doc
-    return out
-
-
 def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) -> RunComparison:
     run_ids = [r.id for r in runs]
     if baseline is not None and baseline not in run_ids:
@@ -97,7 +80,7 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.scenario_hash, []).append(run)
-    flat = [flatten(g[0].scenario) for g in groups.values()]
+    flat = [flatten(g[0].scenario, skip=NOT_SIMULATED) for g in groups.values()]
     paths = list(dict.fromkeys(p for f in flat for p in f))
     varied = [p for p in paths if len({stats.level_key(f.get(p)) for f in flat}) > 1]
     # Scenarios with different parts (ids of nodes, links, flows) or many differences are

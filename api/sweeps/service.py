@@ -32,6 +32,7 @@ from api.sweeps.schemas import (
     SweepStatus,
     SweepSummary,
 )
+from engine.study import NOT_SIMULATED, flatten
 from settings import Settings
 from store.models import Run, RunStatus, Sweep
 from store.new_runs import add_runs, new_run
@@ -427,14 +428,12 @@ def summary(session: Session, sweep: Sweep, progress: Progress | None = None) ->
 def si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
     """Each point's swept values in base units, read from one of its runs' scenarios
     (stored in SI): "T1" is 1544000.0 here."""
-    from api.compare.service import flatten  # compare builds on sweeps: import late
-
     paths = paths_of(sweep)
     out: dict[int, dict[str, Any]] = {}
     for run in SweepRepository(session).runs(sweep.id):
         i = run.point_index or 0
         if i not in out and isinstance(run.scenario, dict):
-            flat = flatten(run.scenario)
+            flat = flatten(run.scenario, skip=NOT_SIMULATED)
             out[i] = {p: flat[p] for p in paths if p in flat}
     return out
 
