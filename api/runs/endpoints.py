@@ -23,7 +23,7 @@ from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut
 from api.runs.service import CaptureFile
 from store.models import RunStatus
 from store.run_events import RunEventRepository
-from store.runs import RunRepository
+from store.run_list import RunListRepository
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
 
@@ -106,9 +106,9 @@ async def list_runs(
 
 
 def _render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
-    """A page of the runs list (`RunRepository.list`'s arguments), rendered, with its
+    """A page of the runs list (`RunListRepository.list`'s arguments), rendered, with its
     version."""
-    listed = RunRepository(session).list(**filters)
+    listed = RunListRepository(session).list(**filters)
     body = {
         "items": [run_fields(r) for r in listed.page.items],
         "next_cursor": listed.page.next_cursor,
@@ -118,7 +118,7 @@ def _render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
 
 
 def _list_version(session: Session, filters: dict[str, Any]) -> str:
-    return RunRepository(session).list_version(**filters)
+    return RunListRepository(session).list_version(**filters)
 
 
 #: The runs list as the response cache reads it: a dashboard polls it, and reading and
