@@ -21,7 +21,7 @@ from api.advice.schemas import (
     RunRemedies,
 )
 from api.cache import Conditional, Found
-from api.comparison import table
+from api.compare import table
 from api.db import Db
 from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
 from api.dispatch import wake

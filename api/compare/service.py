@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from api.compare import report, stats
 from api.compare.schemas import RunComparison
-from api.comparison import report, stats
 from api.exceptions import Conflict, NotFound, Unprocessable, field_error
 from api.series import downsample
 from api.series import service as series

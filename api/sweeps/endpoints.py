@@ -14,7 +14,7 @@ from fastapi import APIRouter, Body, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
 from api.cache import Conditional, ListPage, PageSource
-from api.comparison import table
+from api.compare import table
 from api.conditional import REPRESENTATION_VERSION
 from api.db import Db
 from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep

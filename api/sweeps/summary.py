@@ -1,4 +1,4 @@
-"""A sweep's summary: its runs' results by point, compared as ``api.comparison.report``
+"""A sweep's summary: its runs' results by point, compared as ``api.compare.report``
 builds it, and the swept values in base units for its tables."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from api.comparison import report
+from api.compare import report
 from api.sweeps.present import ordered, paths_of
 from api.sweeps.schemas import SweepSummary
 from api.sweeps.state import status_of
