@@ -167,22 +167,9 @@ def common_series(
     results = ResultRepository(session)
     windows, info = [], []
     for run in runs:
-        w, until = _load(session, results, run, key, start, end, per_run, None)
-        t, v = w.t, w.v
-        # A change-driven series stops at its last change: it still holds until the run ends.
-        if len(t) and t[-1] < until:
-            t, v = np.append(t, until), np.append(v, v[-1])
-        windows.append(series.Window(str(run.id), w.unit, w.length, t, v, w.downsampled))
-        info.append(
-            {
-                "id": run.id,
-                "unit": w.unit,
-                "sim_time": until,
-                "length": w.length,
-                "points": len(t),
-                "downsampled": w.downsampled,
-            }
-        )
+        window, meta = _held(session, results, run, key, start, end, per_run)
+        windows.append(window)
+        info.append(meta)
     columns = series.frame(windows, "wide")
     grid = np.asarray(columns["t"])
     for w, meta in zip(windows, info, strict=True):
@@ -201,6 +188,33 @@ def common_series(
         "its end",
         "columns": columns,
     }
+
+
+def _held(
+    session: Session,
+    results: ResultRepository,
+    run: Run,
+    key: str,
+    start: float | None,
+    end: float | None,
+    max_points: int,
+) -> tuple[series.Window, dict[str, Any]]:
+    """One run's downsampled window, held at its last value until the run's end, and what
+    the answer says of it."""
+    w, until = _load(session, results, run, key, start, end, max_points, None)
+    t, v = w.t, w.v
+    # A change-driven series stops at its last change: it still holds until the run ends.
+    if len(t) and t[-1] < until:
+        t, v = np.append(t, until), np.append(v, v[-1])
+    meta = {
+        "id": run.id,
+        "unit": w.unit,
+        "sim_time": until,
+        "length": w.length,
+        "points": len(t),
+        "downsampled": w.downsampled,
+    }
+    return series.Window(str(run.id), w.unit, w.length, t, v, w.downsampled), meta
 
 
 def _load(
@@ -232,6 +246,22 @@ def _load(
     return w, until
 
 
+def _bucket_column(
+    w: series.Window, edges: np.ndarray, a: float, b: float, *, rate: bool, agg: str
+) -> np.ndarray:
+    """One run's column over the buckets `edges`; the run covers [a, b]."""
+    if not len(w.t):
+        return np.full(len(edges) - 1, np.nan)
+    if rate:
+        return downsample.rate_buckets(w.t, w.v, edges, agg)
+    # Held at its last value until the run's end; nothing outside [first sample, end].
+    t, v = w.t, w.v
+    if t[-1] < b:
+        t, v = np.append(t, b), np.append(v, v[-1])
+    col = downsample.step_buckets(t, v, edges, agg)
+    return np.where((edges[1:] > a) & (edges[:-1] < b), col, np.nan)
+
+
 def _bucketed_series(
     session: Session,
     runs: list[Run],
@@ -254,26 +284,12 @@ def _bucketed_series(
         loaded.append((run, w, lo, hi))
     lo = min((x[2] for x in loaded), default=0.0)
     hi = max((x[3] for x in loaded), default=0.0)
-    if rate:
-        edges = np.linspace(lo, hi, max_points + 1)
-        grid = edges[1:]
-    else:
-        edges = np.linspace(lo, hi, max_points + 1)
-        grid = edges[:-1]
+    edges = np.linspace(lo, hi, max_points + 1)
+    grid = edges[1:] if rate else edges[:-1]
     columns: dict[str, Any] = {"t": grid}
     info = []
     for run, w, a, b in loaded:
-        if not len(w.t):
-            col = np.full(len(grid), np.nan)
-        elif rate:
-            col = downsample.rate_buckets(w.t, w.v, edges, agg)
-        else:
-            # Held at its last value until the run's end; nothing outside [first sample, end].
-            t, v = w.t, w.v
-            if t[-1] < b:
-                t, v = np.append(t, b), np.append(v, v[-1])
-            col = downsample.step_buckets(t, v, edges, agg)
-            col = np.where((edges[1:] > a) & (edges[:-1] < b), col, np.nan)
+        col = _bucket_column(w, edges, a, b, rate=rate, agg=agg)
         columns[str(run.id)] = col
         info.append(
             {
