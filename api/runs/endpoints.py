@@ -22,7 +22,6 @@ from api.runs.present import run_document, run_fields
 from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut
 from api.runs.service import CaptureFile
 from store.models import RunStatus
-from store.run_events import RunEventRepository
 from store.run_list import RunListRepository
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
@@ -185,26 +184,7 @@ async def get_run_events(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> 
     """The run's history, oldest first: queued, enqueued, each start (attempt, worker), each
     retry or take-back and why, and how it ended."""
 
-    def query(session: Session) -> dict[str, Any]:
-        run = service.get(session, run_id, tenant_id=tenant_id)
-        events = RunEventRepository(session).history(run.id)
-        return {
-            "run_id": run.id,
-            "status": run.status,
-            "attempts": run.attempts,
-            "events": [
-                {
-                    "at": e.at,
-                    "event": e.event,
-                    "attempt": e.attempt,
-                    "worker": e.worker,
-                    "detail": e.detail,
-                }
-                for e in events
-            ],
-        }
-
-    return OrjsonResponse(await db.read(query))
+    return OrjsonResponse(await db.read(service.history, run_id, tenant_id=tenant_id))
 
 
 PCAP = "application/vnd.tcpdump.pcap"

@@ -5,10 +5,11 @@ returns a JSON-ready dict rendered once by orjson; ``api.runs.schemas`` document
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from store import results as stored_results
-from store.models import Run, RunResult
+from store.models import Run, RunEvent, RunResult
 
 
 def run_error(stored: dict[str, Any] | None) -> dict[str, str] | None:
@@ -87,3 +88,22 @@ def captures_of(run_id: uuid.UUID, result: RunResult) -> list[dict[str, Any]]:
         {**c, "href": f"{base}?link={c['link']}&direction={c['direction']}"}
         for c in stored_results.capture_summaries(result)
     ]
+
+
+def run_history(run: Run, events: Sequence[RunEvent]) -> dict[str, Any]:
+    """A run's history as `RunHistory` has it, JSON-ready, oldest event first."""
+    return {
+        "run_id": run.id,
+        "status": run.status,
+        "attempts": run.attempts,
+        "events": [
+            {
+                "at": e.at,
+                "event": e.event,
+                "attempt": e.attempt,
+                "worker": e.worker,
+                "detail": e.detail,
+            }
+            for e in events
+        ],
+    }

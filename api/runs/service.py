@@ -18,6 +18,7 @@ import engine
 from api.exceptions import Conflict, InvalidScenario, NotFound, field_error, field_errors
 from api.idempotency import create_once
 from api.limits import enforce_budget, reserve_runs
+from api.runs.present import run_history
 from api.runs.schemas import RunCreate
 from engine.analysis.warnings import scenario_warnings
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
@@ -26,6 +27,7 @@ from store import results as stored_results
 from store.models import Run, RunResult, RunStatus
 from store.new_runs import cache_hit, scenario_document
 from store.results import ResultRepository
+from store.run_events import RunEventRepository
 from store.runs import RunRepository
 from store.scenarios import ScenarioRepository
 
@@ -170,6 +172,12 @@ def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
     if run is None:
         raise NotFound(f"no run with id {run_id}")
     return run
+
+
+def history(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> dict[str, Any]:
+    """The tenant's run's history (`RunHistory`), JSON-ready."""
+    run = get(session, run_id, tenant_id=tenant_id)
+    return run_history(run, RunEventRepository(session).history(run.id))
 
 
 def get_with_result(
