@@ -167,7 +167,7 @@ def common_series(
     results = ResultRepository(session)
     windows, info = [], []
     for run in runs:
-        window, meta = _held(session, results, run, key, start, end, per_run)
+        window, meta = _held(run, *_load(session, results, run, key, start, end, per_run, None))
         windows.append(window)
         info.append(meta)
     columns = series.frame(windows, "wide")
@@ -190,18 +190,9 @@ def common_series(
     }
 
 
-def _held(
-    session: Session,
-    results: ResultRepository,
-    run: Run,
-    key: str,
-    start: float | None,
-    end: float | None,
-    max_points: int,
-) -> tuple[series.Window, dict[str, Any]]:
+def _held(run: Run, w: series.Window, until: float) -> tuple[series.Window, dict[str, Any]]:
     """One run's downsampled window, held at its last value until the run's end, and what
     the answer says of it."""
-    w, until = _load(session, results, run, key, start, end, max_points, None)
     t, v = w.t, w.v
     # A change-driven series stops at its last change: it still holds until the run ends.
     if len(t) and t[-1] < until:
