@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 import engine
 from api.advice import present
 from api.advice.schemas import AdviceCreate, RemedyCheckCreate
-from api.exceptions import Conflict, InvalidScenario, NotFound, Unprocessable, field_error
+from api.exceptions import Conflict, InvalidScenario, Unprocessable, field_error, found
 from api.idempotency import create_once
 from api.limits import enforce_budget
 from api.runs import service as runs
@@ -216,10 +216,9 @@ def _check_budget(
 
 
 def get(session: Session, advice_id: uuid.UUID, *, tenant_id: uuid.UUID) -> StoredWorkflow:
-    found = WorkflowRepository(session).owned(advice_id, tenant_id=tenant_id)
-    if found is None:
-        raise NotFound(f"no advice with id {advice_id}")
-    return found
+    return found(
+        WorkflowRepository(session).owned(advice_id, tenant_id=tenant_id), "advice", advice_id
+    )
 
 
 def latest_check(

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from api.compare import report, stats
 from api.compare.schemas import RunComparison
-from api.exceptions import Conflict, NotFound, Unprocessable, field_error
+from api.exceptions import Conflict, Unprocessable, field_error, found
 from api.series import downsample
 from api.series import service as series
 from engine.study import NOT_SIMULATED, flatten
@@ -57,9 +57,7 @@ def succeeded_runs(session: Session, ids: list[uuid.UUID], *, tenant_id: uuid.UU
     repo = RunRepository(session)
     runs = []
     for run_id in ids:
-        run = repo.owned(run_id, tenant_id=tenant_id)
-        if run is None:
-            raise NotFound(f"no run with id {run_id}")
+        run = found(repo.owned(run_id, tenant_id=tenant_id), "run", run_id)
         if run.status is not RunStatus.succeeded:
             raise Conflict(
                 f"run {run_id} is {run.status.value}; runs are compared once they have succeeded",

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 import engine
-from api.exceptions import Conflict, InvalidScenario, NotFound, field_error, field_errors
+from api.exceptions import Conflict, InvalidScenario, NotFound, field_error, field_errors, found
 from api.idempotency import create_once
 from api.limits import enforce_budget, reserve_runs
 from api.runs.present import run_history
@@ -168,10 +168,7 @@ def create(
 
 def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
     """The tenant's run; another tenant's is a 404, so ids reveal nothing across tenants."""
-    run = RunRepository(session).owned(run_id, tenant_id=tenant_id)
-    if run is None:
-        raise NotFound(f"no run with id {run_id}")
-    return run
+    return found(RunRepository(session).owned(run_id, tenant_id=tenant_id), "run", run_id)
 
 
 def history(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> dict[str, Any]:
@@ -184,10 +181,8 @@ def get_with_result(
     session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID
 ) -> tuple[Run, RunResult | None]:
     """The tenant's run and, once it succeeded, its result (its cache source's for a hit)."""
-    found = RunRepository(session).owned_with_result(run_id, tenant_id=tenant_id)
-    if found is None:
-        raise NotFound(f"no run with id {run_id}")
-    run, result = found
+    owned = RunRepository(session).owned_with_result(run_id, tenant_id=tenant_id)
+    run, result = found(owned, "run", run_id)
     return run, result if run.status is RunStatus.succeeded else None
 
 

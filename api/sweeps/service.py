@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from api.exceptions import NotFound
+from api.exceptions import found
 from api.idempotency import create_once
 from api.limits import reserve_runs
 from api.pagination import Page
@@ -162,10 +162,7 @@ def _new_runs(p: Plan, *, tenant_id: uuid.UUID, sweep_id: uuid.UUID) -> list[Run
 
 
 def get(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep:
-    sweep = SweepRepository(session).owned(sweep_id, tenant_id=tenant_id)
-    if sweep is None:
-        raise NotFound(f"no sweep with id {sweep_id}")
-    return sweep
+    return found(SweepRepository(session).owned(sweep_id, tenant_id=tenant_id), "sweep", sweep_id)
 
 
 def list_page(
