@@ -40,7 +40,7 @@ _.cpu_seconds  # api/sweeps/schemas.py: SweepCost
 _.speed_basis  # api/sweeps/schemas.py: SweepCost
 _.speed_runs  # api/sweeps/schemas.py: SweepCost
 _.engine_setup_seconds  # api/sweeps/schemas.py: SweepEstimate (the fitted setup)
-_.clipped  # api/comparison/schemas.py: Interval (an end moved to the metric's bound)
+_.clipped  # api/compare/schemas.py: Interval (an end moved to the metric's bound)
 _.eta_seconds  # api/sweeps/schemas.py and client/models.py: SweepProgress
 _.eta_method  # api/sweeps/schemas.py and client/models.py: SweepProgress
 _.simulations  # api/sweeps/schemas.py and client/models.py: SweepOut

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 
 class TcpfrError(Exception):
@@ -35,6 +35,17 @@ class NotFound(TcpfrError):
     status = 404
     title = "Not found"
     slug = "not-found"
+
+
+T = TypeVar("T")
+
+
+def found(row: T | None, what: str, id: object) -> T:
+    """`row`, or the 404 of a `what` that does not exist or is another tenant's (ids reveal
+    nothing across tenants)."""
+    if row is None:
+        raise NotFound(f"no {what} with id {id}")
+    return row
 
 
 class Conflict(TcpfrError):

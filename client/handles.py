@@ -50,6 +50,10 @@ class _Handle(Generic[Doc]):
     def refresh(self) -> Self:
         raise NotImplementedError
 
+    def _poll_once(self) -> None:
+        """One poll of ``wait``'s: the whole document unless a subclass reads less."""
+        self.refresh()
+
     def _reading(self) -> tuple[float, str]:
         """(fraction done, status), as ``progress`` callbacks are given them."""
         raise NotImplementedError
@@ -75,7 +79,7 @@ class _Handle(Generic[Doc]):
         _poll(
             self._reading,
             self._finished,
-            self.refresh,
+            self._poll_once,
             f"{self.KIND} {self.id}",
             timeout=timeout,
             progress=progress,
@@ -153,7 +157,7 @@ class Sweep(_Handle[SweepOut]):
         self.doc = self.client.get_sweep(self.id).doc
         return self
 
-    def _poll_state(self) -> None:
+    def _poll_once(self) -> None:
         """Refresh the state alone (a few hundred bytes, not the sweep's points and
         spec); the whole document once it has finished."""
         state = self.client.sweep_state(self.id)
@@ -174,20 +178,7 @@ class Sweep(_Handle[SweepOut]):
         that finished first keep their results, see ``runs()`` and ``summary()``). With
         ``check`` (the default) a sweep some of whose runs failed (``failed``, ``partial``)
         raises ``Failed``; a cancelled one does not: it ended as it was asked to."""
-        first, longest = self.POLL
-        _poll(
-            self._reading,
-            self._finished,
-            self._poll_state,
-            f"{self.KIND} {self.id}",
-            timeout=timeout,
-            progress=progress,
-            delay=first,
-            cap=longest,
-        )
-        if check and (failure := self._failure()) is not None:
-            raise failure
-        return self
+        return super().wait(timeout=timeout, progress=progress, check=check)
 
     def cancel(self) -> Self:
         """Cancel the queued runs at once and stop the running ones (idempotent); ``wait``

@@ -1,7 +1,7 @@
 """Estimates from replications, free of any service: a metric's mean, sample standard
 deviation (n-1) and 95% t-interval mean ± t(0.975, n-1)·sd/√n (one replication has no
 interval), and a point's difference from a baseline: paired per seed when they share seeds
-(common random numbers), Welch's interval otherwise. Sweep comparisons (api/comparison)
+(common random numbers), Welch's interval otherwise. Sweep comparisons (api/compare)
 and the advisor (engine/advice) both read them from here.
 """
 

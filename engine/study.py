@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import difflib
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -124,6 +124,28 @@ def get_path(data: dict[str, Any], path: str) -> Any:
         if node is None:
             return None
     return node
+
+
+#: Top-level scenario fields that are not what is simulated (the scenario hash leaves them
+#: out too): what comparing two scenarios' paths skips.
+NOT_SIMULATED = frozenset({"name", "description", "seed"})
+
+
+def flatten(data: Any, *, skip: Collection[str] = (), prefix: str = "") -> dict[str, Any]:
+    """The scenario dict `data` as {dotted path: value}, list items named by their id: the
+    paths `set_path` and `get_path` take. `skip`: top-level keys left out."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if not prefix and k in skip:
+                continue
+            out.update(flatten(v, prefix=f"{prefix}{k}."))
+    elif isinstance(data, list) and data and all(isinstance(x, dict) for x in data):
+        for i, item in enumerate(data):
+            out.update(flatten(item, prefix=f"{prefix}{item.get('id', i)}."))
+    else:
+        out[prefix.rstrip(".")] = data
+    return out
 
 
 def _list_item(items: list[Any], key: str, where: str) -> Any:

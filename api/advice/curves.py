@@ -1,7 +1,7 @@
 """An advice's curves, as QuickPredict draws them: per lever, the target's metric against
 the lever's value, measured (mean and 95% interval over the seeds) beside the analytic
 bound (``engine.advice.curves``, stored by the worker with each step). The document, or one
-table in the shape the comparison tables have (``api.comparison.table``: `{columns: [{name,
+table in the shape the comparison tables have (``api.compare.table``: `{columns: [{name,
 unit}], records}`, or that as CSV with each column's unit in its header)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from fastapi import Response
 
 from api.advice.schemas import AdviceCurves
-from api.comparison import table
+from api.compare import table
 from api.responses import OrjsonResponse
 from store.models import StoredWorkflow
 

@@ -21,7 +21,7 @@ from api.advice.schemas import (
     RunRemedies,
 )
 from api.cache import Conditional, Found
-from api.comparison import table
+from api.compare import table
 from api.db import Db
 from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
 from api.dispatch import wake
@@ -102,14 +102,10 @@ async def list_advice(
 ) -> Response:
     """Advice and remedy checks, newest first."""
 
-    def query(session: Session) -> dict[str, Any]:
-        found = WorkflowRepository(session).list(
-            tenant_id=tenant_id, kind=kind, cursor=page.cursor, limit=page.limit
-        )
-        items = [present.item(session, wf) for wf in found.items]
-        return {"items": items, "next_cursor": found.next_cursor}
-
-    return OrjsonResponse(await db.read(query))
+    found = await db.read(
+        service.list_page, tenant_id=tenant_id, kind=kind, cursor=page.cursor, limit=page.limit
+    )
+    return OrjsonResponse(found)
 
 
 Render = Callable[[Session, StoredWorkflow], Response]
@@ -178,13 +174,15 @@ async def list_advice_runs(
 ) -> Response:
     """The runs the advice made, in the order it made them, each with the changes it tried."""
 
-    def query(session: Session) -> dict[str, Any]:
-        wf = service.get(session, advice_id, tenant_id=tenant_id)
-        return present.runs_page(
-            session, wf.id, cursor=page.cursor, limit=page.limit, status=status
-        )
-
-    return OrjsonResponse(await db.read(query))
+    found = await db.read(
+        service.runs_page,
+        advice_id,
+        tenant_id=tenant_id,
+        cursor=page.cursor,
+        limit=page.limit,
+        status=status,
+    )
+    return OrjsonResponse(found)
 
 
 @router.post(
@@ -198,12 +196,8 @@ async def cancel_advice(advice_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -
     """Stop it: its queued runs are cancelled at once, running ones stop at their next
     heartbeat; the report keeps what was measured. Idempotent."""
 
-    def cancel(session: Session) -> dict[str, Any]:
-        wf = service.get(session, advice_id, tenant_id=tenant_id)
-        service.cancel(session, wf)
-        return present.detail(session, wf)
-
-    return OrjsonResponse(await db(cancel), status_code=status.HTTP_202_ACCEPTED)
+    doc = await db(service.cancel, advice_id, tenant_id=tenant_id)
+    return OrjsonResponse(doc, status_code=status.HTTP_202_ACCEPTED)
 
 
 @router.get(
@@ -284,8 +278,4 @@ async def get_run_remedies(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -
     measured effect. Not part of the run's own document: a finished run's document never
     changes (it is cached for a day), and a check can come at any time."""
 
-    def query(session: Session) -> dict[str, Any]:
-        run, check = service.latest_check(session, run_id, tenant_id=tenant_id)
-        return present.run_remedies(session, run, check)
-
-    return OrjsonResponse(await db.read(query))
+    return OrjsonResponse(await db.read(service.remedies, run_id, tenant_id=tenant_id))

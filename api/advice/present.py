@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from api.runs import service as runs
-from api.runs.schemas import run_brief, run_error
+from api.runs.present import run_brief, run_error
 from store.models import Run, RunStatus, StoredWorkflow, WorkflowRun
 from store.run_groups import Progress
 from store.workflows import WorkflowRepository

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
 import engine
+from api.advice import present
 from api.advice.schemas import AdviceCreate, RemedyCheckCreate
-from api.exceptions import Conflict, InvalidScenario, NotFound, Unprocessable, field_error
+from api.exceptions import Conflict, InvalidScenario, Unprocessable, field_error, found
 from api.idempotency import create_once
 from api.limits import enforce_budget
 from api.runs import service as runs
@@ -215,10 +216,9 @@ def _check_budget(
 
 
 def get(session: Session, advice_id: uuid.UUID, *, tenant_id: uuid.UUID) -> StoredWorkflow:
-    found = WorkflowRepository(session).owned(advice_id, tenant_id=tenant_id)
-    if found is None:
-        raise NotFound(f"no advice with id {advice_id}")
-    return found
+    return found(
+        WorkflowRepository(session).owned(advice_id, tenant_id=tenant_id), "advice", advice_id
+    )
 
 
 def latest_check(
@@ -229,9 +229,42 @@ def latest_check(
     return run, WorkflowRepository(session).latest_for_run(run.id, kind=CHECK)
 
 
-def cancel(session: Session, wf: StoredWorkflow) -> None:
+def cancel(session: Session, advice_id: uuid.UUID, *, tenant_id: uuid.UUID) -> dict[str, Any]:
     """Cancel it and its queued runs at once; running ones stop at their next heartbeat.
-    Idempotent: a finished one is left as it is, its report kept."""
+    Idempotent: a finished one is left as it is, its report kept. The advice, JSON-ready."""
+    wf = get(session, advice_id, tenant_id=tenant_id)
     if WorkflowRepository(session).cancel(wf.id, what="advice"):
         session.commit()
     session.refresh(wf)
+    return present.detail(session, wf)
+
+
+def list_page(
+    session: Session, *, tenant_id: uuid.UUID, kind: str | None, cursor: str | None, limit: int
+) -> dict[str, Any]:
+    """The tenant's advice and remedy checks, newest first, JSON-ready."""
+    found = WorkflowRepository(session).list(
+        tenant_id=tenant_id, kind=kind, cursor=cursor, limit=limit
+    )
+    items = [present.item(session, wf) for wf in found.items]
+    return {"items": items, "next_cursor": found.next_cursor}
+
+
+def runs_page(
+    session: Session,
+    advice_id: uuid.UUID,
+    *,
+    tenant_id: uuid.UUID,
+    cursor: str | None,
+    limit: int,
+    status: RunStatus | None,
+) -> dict[str, Any]:
+    """A page of the runs the advice made, in the order it made them, JSON-ready."""
+    wf = get(session, advice_id, tenant_id=tenant_id)
+    return present.runs_page(session, wf.id, cursor=cursor, limit=limit, status=status)
+
+
+def remedies(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> dict[str, Any]:
+    """A run's remedies, predicted and (once checked) measured, JSON-ready."""
+    run, check = latest_check(session, run_id, tenant_id=tenant_id)
+    return present.run_remedies(session, run, check)

@@ -10,9 +10,8 @@ from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
 from api.cache import Conditional, Found
-from api.compare import service
+from api.compare import service, table
 from api.compare.schemas import CommonSeries, RunComparison
-from api.comparison import table
 from api.deps import CachedDep, DbDep, SettingsDep, TenantDep
 from api.responses import OrjsonResponse, problem_responses
 from api.series.endpoints import AggQuery, max_points_within

@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
+from api.compare import report, stats
 from api.compare.schemas import RunComparison
-from api.comparison import report, stats
-from api.exceptions import Conflict, NotFound, Unprocessable, field_error
+from api.exceptions import Conflict, Unprocessable, field_error, found
 from api.series import downsample
 from api.series import service as series
+from engine.study import NOT_SIMULATED, flatten
 from store.models import Run, RunStatus
 from store.results import ResultRepository
 from store.runs import RunRepository
@@ -24,8 +25,6 @@ MAX_RUNS = 200
 #: More differing paths than this and two scenarios are not variations of one another.
 MAX_NAMED_PATHS = 8
 MAX_LISTED_PATHS = 50
-#: Not what is simulated (the scenario hash leaves them out too).
-_IGNORED = {"name", "description", "seed"}
 
 
 def parse_runs(raw: str, *, loc: list[str | int], limit: int = MAX_RUNS) -> list[uuid.UUID]:
@@ -58,9 +57,7 @@ def succeeded_runs(session: Session, ids: list[uuid.UUID], *, tenant_id: uuid.UU
     repo = RunRepository(session)
     runs = []
     for run_id in ids:
-        run = repo.owned(run_id, tenant_id=tenant_id)
-        if run is None:
-            raise NotFound(f"no run with id {run_id}")
+        run = found(repo.owned(run_id, tenant_id=tenant_id), "run", run_id)
         if run.status is not RunStatus.succeeded:
             raise Conflict(
                 f"run {run_id} is {run.status.value}; runs are compared once they have succeeded",
@@ -68,22 +65,6 @@ def succeeded_runs(session: Session, ids: list[uuid.UUID], *, tenant_id: uuid.UU
             )
         runs.append(run)
     return runs
-
-
-def flatten(doc: Any, prefix: str = "") -> dict[str, Any]:
-    """A scenario as {dotted path: value}, list items named by their id, as sweeps address them."""
-    out: dict[str, Any] = {}
-    if isinstance(doc, dict):
-        for k, v in doc.items():
-            if not prefix and k in _IGNORED:
-                continue
-            out.update(flatten(v, f"{prefix}{k}."))
-    elif isinstance(doc, list) and doc and all(isinstance(x, dict) for x in doc):
-        for i, item in enumerate(doc):
-            out.update(flatten(item, f"{prefix}{item.get('id', i)}."))
-    else:
-        out[prefix.rstrip(".")] = doc
-    return out
 
 
 def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) -> RunComparison:
@@ -97,7 +78,7 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(run.scenario_hash, []).append(run)
-    flat = [flatten(g[0].scenario) for g in groups.values()]
+    flat = [flatten(g[0].scenario, skip=NOT_SIMULATED) for g in groups.values()]
     paths = list(dict.fromkeys(p for f in flat for p in f))
     varied = [p for p in paths if len({stats.level_key(f.get(p)) for f in flat}) > 1]
     # Scenarios with different parts (ids of nodes, links, flows) or many differences are
@@ -184,22 +165,9 @@ def common_series(
     results = ResultRepository(session)
     windows, info = [], []
     for run in runs:
-        w, until = _load(session, results, run, key, start, end, per_run, None)
-        t, v = w.t, w.v
-        # A change-driven series stops at its last change: it still holds until the run ends.
-        if len(t) and t[-1] < until:
-            t, v = np.append(t, until), np.append(v, v[-1])
-        windows.append(series.Window(str(run.id), w.unit, w.length, t, v, w.downsampled))
-        info.append(
-            {
-                "id": run.id,
-                "unit": w.unit,
-                "sim_time": until,
-                "length": w.length,
-                "points": len(t),
-                "downsampled": w.downsampled,
-            }
-        )
+        window, meta = _held(run, *_load(session, results, run, key, start, end, per_run, None))
+        windows.append(window)
+        info.append(meta)
     columns = series.frame(windows, "wide")
     grid = np.asarray(columns["t"])
     for w, meta in zip(windows, info, strict=True):
@@ -218,6 +186,24 @@ def common_series(
         "its end",
         "columns": columns,
     }
+
+
+def _held(run: Run, w: series.Window, until: float) -> tuple[series.Window, dict[str, Any]]:
+    """One run's downsampled window, held at its last value until the run's end, and what
+    the answer says of it."""
+    t, v = w.t, w.v
+    # A change-driven series stops at its last change: it still holds until the run ends.
+    if len(t) and t[-1] < until:
+        t, v = np.append(t, until), np.append(v, v[-1])
+    meta = {
+        "id": run.id,
+        "unit": w.unit,
+        "sim_time": until,
+        "length": w.length,
+        "points": len(t),
+        "downsampled": w.downsampled,
+    }
+    return series.Window(str(run.id), w.unit, w.length, t, v, w.downsampled), meta
 
 
 def _load(
@@ -249,6 +235,22 @@ def _load(
     return w, until
 
 
+def _bucket_column(
+    w: series.Window, edges: np.ndarray, a: float, b: float, *, rate: bool, agg: str
+) -> np.ndarray:
+    """One run's column over the buckets `edges`; the run covers [a, b]."""
+    if not len(w.t):
+        return np.full(len(edges) - 1, np.nan)
+    if rate:
+        return downsample.rate_buckets(w.t, w.v, edges, agg)
+    # Held at its last value until the run's end; nothing outside [first sample, end].
+    t, v = w.t, w.v
+    if t[-1] < b:
+        t, v = np.append(t, b), np.append(v, v[-1])
+    col = downsample.step_buckets(t, v, edges, agg)
+    return np.where((edges[1:] > a) & (edges[:-1] < b), col, np.nan)
+
+
 def _bucketed_series(
     session: Session,
     runs: list[Run],
@@ -271,26 +273,12 @@ def _bucketed_series(
         loaded.append((run, w, lo, hi))
     lo = min((x[2] for x in loaded), default=0.0)
     hi = max((x[3] for x in loaded), default=0.0)
-    if rate:
-        edges = np.linspace(lo, hi, max_points + 1)
-        grid = edges[1:]
-    else:
-        edges = np.linspace(lo, hi, max_points + 1)
-        grid = edges[:-1]
+    edges = np.linspace(lo, hi, max_points + 1)
+    grid = edges[1:] if rate else edges[:-1]
     columns: dict[str, Any] = {"t": grid}
     info = []
     for run, w, a, b in loaded:
-        if not len(w.t):
-            col = np.full(len(grid), np.nan)
-        elif rate:
-            col = downsample.rate_buckets(w.t, w.v, edges, agg)
-        else:
-            # Held at its last value until the run's end; nothing outside [first sample, end].
-            t, v = w.t, w.v
-            if t[-1] < b:
-                t, v = np.append(t, b), np.append(v, v[-1])
-            col = downsample.step_buckets(t, v, edges, agg)
-            col = np.where((edges[1:] > a) & (edges[:-1] < b), col, np.nan)
+        col = _bucket_column(w, edges, a, b, rate=rate, agg=agg)
         columns[str(run.id)] = col
         info.append(
             {

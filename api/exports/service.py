@@ -35,7 +35,9 @@ from api.exports.tables import (
 )
 from api.exports.zipstream import ZipStream
 from api.runs import service as runs
+from api.sweeps import present, state
 from api.sweeps import service as sweeps
+from api.sweeps import summary as sweep_summary
 from store import results as stored
 from store.models import Run, RunCapture, RunSeries, RunStatus
 from store.results import ResultRepository
@@ -198,7 +200,7 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
     """What a sweep's bundle holds but its runs' results. 409 while any run is to finish."""
     sweep = sweeps.get(session, sweep_id, tenant_id=tenant_id)
     repo = SweepRepository(session)
-    status = sweeps.status_of(
+    status = state.status_of(
         repo.progress(sweep.id), sweep.run_count, cancel_requested=sweep.cancel_requested
     )
     if status in ("queued", "running"):
@@ -208,7 +210,7 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
         )
     run_rows = repo.runs(sweep.id)
     points = {p["index"]: p for p in sweep.points}
-    si = sweeps.si_parameters(session, sweep)
+    si = sweep_summary.si_parameters(session, sweep)
     out = []
     for run in run_rows:
         point = points.get(run.point_index or 0, {})
@@ -224,7 +226,7 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
                 and {"type": run.error.get("type"), "message": run.error.get("message")},
             }
         )
-    paths = sweeps.paths_of(sweep)
+    paths = present.paths_of(sweep)
     return SweepExport(
         sweep={
             "sweep_id": sweep.id,
@@ -242,7 +244,7 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
         result_run_ids=[
             r.result_run_id if r.status is RunStatus.succeeded else None for r in run_rows
         ],
-        summary=sweeps.summary(session, sweep).model_dump(),
+        summary=sweep_summary.build(session, sweep).model_dump(),
     )
 
 

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from api.comparison.report import metrics_of, value
-from api.comparison.units import unit_of
+from api.compare.report import metrics_of, value
+from api.compare.units import unit_of
 from engine.accounting import FIELDS as TIME_STATES
 from store.codec import decode
 from store.models import RunSeries
@@ -68,7 +68,7 @@ def series_rows(rows: Sequence[RunSeries]) -> pa.Table:
 
 class SweepTable:
     """The sweep's table, gathered run by run (each run's result read, then let go), in the
-    summary table's long shape (``api.comparison.table``) so the two join on
+    summary table's long shape (``api.compare.table``) so the two join on
     (`point`, `flow`) as they are: a row per run and flow (one with no flow for a run that
     did not succeed), the run's fields, the swept parameters in base units, `flow`, `kind`,
     `limit`, then a column per metric (`completion_time`, `time.busy` ...) in the order they
@@ -137,7 +137,7 @@ class SweepTable:
 
 
 #: What the parameter columns hold, in the tables' metadata: the swept values as the
-#: scenario stores them, each with its unit where it has one (api.comparison.units).
+#: scenario stores them, each with its unit where it has one (api.compare.units).
 PARAMETER_UNITS = "base units: a rate written 'T1' is 1544000.0 bit/s, a delay '41.75ms' 0.04175 s"
 
 

@@ -18,58 +18,13 @@ from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses, render_json
 from api.runs import service
-from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut, run_error
+from api.runs.present import run_document, run_fields
+from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut
 from api.runs.service import CaptureFile
-from store import results as stored_results
-from store.models import Run, RunResult, RunStatus
-from store.run_events import RunEventRepository
-from store.runs import RunRepository
+from store.models import RunStatus
+from store.run_list import RunListRepository
 
 router = APIRouter(prefix="/v1/runs", tags=["runs"])
-
-
-def run_fields(run: Run) -> dict[str, Any]:
-    """A run as `RunListItem` has it, JSON-ready: rendered once by orjson, with no second
-    validation pass (the schema documents it; tests check documents against it)."""
-    base = f"/v1/runs/{run.id}"
-    return {
-        "id": run.id,
-        "status": run.status,
-        "progress": run.progress,
-        "cancel_requested": run.cancel_requested,
-        "scenario_id": run.scenario_id,
-        "preset": run.preset,
-        "scenario_name": run.scenario_name,
-        "scenario_hash": run.scenario_hash,
-        "seed": run.seed,
-        "engine_version": run.engine_version,
-        "cache_hit": run.cache_hit,
-        "source_run_id": run.source_run_id,
-        "attempts": run.attempts,
-        "created_at": run.created_at,
-        "started_at": run.started_at,
-        "heartbeat_at": run.heartbeat_at,
-        "finished_at": run.finished_at,
-        "error": run_error(run.error),
-        "links": {
-            "self": base,
-            "series": f"{base}/series",
-            "scenario": f"{base}/scenario",
-            "cancel": f"{base}/cancel",
-            "events": f"{base}/events",
-        },
-    }
-
-
-def run_document(run: Run, result: RunResult | None) -> dict[str, Any]:
-    """A run as `RunOut` has it: with its summary and diagnosis once it succeeded."""
-    doc = run_fields(run)
-    doc["summary"] = doc["diagnosis"] = doc["warnings"] = doc["captures"] = None
-    if result is not None:
-        doc["summary"] = stored_results.summary(result)
-        doc["diagnosis"] = result.diagnosis
-        doc["captures"] = service.captures_of(run.id, result)
-    return doc
 
 
 @router.post(
@@ -150,9 +105,9 @@ async def list_runs(
 
 
 def _render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
-    """A page of the runs list (`RunRepository.list`'s arguments), rendered, with its
+    """A page of the runs list (`RunListRepository.list`'s arguments), rendered, with its
     version."""
-    listed = RunRepository(session).list(**filters)
+    listed = RunListRepository(session).list(**filters)
     body = {
         "items": [run_fields(r) for r in listed.page.items],
         "next_cursor": listed.page.next_cursor,
@@ -162,7 +117,7 @@ def _render_list_page(session: Session, filters: dict[str, Any]) -> ListPage:
 
 
 def _list_version(session: Session, filters: dict[str, Any]) -> str:
-    return RunRepository(session).list_version(**filters)
+    return RunListRepository(session).list_version(**filters)
 
 
 #: The runs list as the response cache reads it: a dashboard polls it, and reading and
@@ -229,26 +184,7 @@ async def get_run_events(run_id: uuid.UUID, db: DbDep, tenant_id: TenantDep) -> 
     """The run's history, oldest first: queued, enqueued, each start (attempt, worker), each
     retry or take-back and why, and how it ended."""
 
-    def query(session: Session) -> dict[str, Any]:
-        run = service.get(session, run_id, tenant_id=tenant_id)
-        events = RunEventRepository(session).history(run.id)
-        return {
-            "run_id": run.id,
-            "status": run.status,
-            "attempts": run.attempts,
-            "events": [
-                {
-                    "at": e.at,
-                    "event": e.event,
-                    "attempt": e.attempt,
-                    "worker": e.worker,
-                    "detail": e.detail,
-                }
-                for e in events
-            ],
-        }
-
-    return OrjsonResponse(await db.read(query))
+    return OrjsonResponse(await db.read(service.history, run_id, tenant_id=tenant_id))
 
 
 PCAP = "application/vnd.tcpdump.pcap"

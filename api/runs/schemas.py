@@ -52,31 +52,6 @@ class RunError(BaseModel):
     message: str
 
 
-def run_error(stored: dict[str, Any] | None) -> dict[str, str] | None:
-    """A run's stored error as `RunError` shows it, JSON-ready (None when it has none)."""
-    if not stored:
-        return None
-    return {"type": str(stored.get("type", "Error")), "message": str(stored.get("message", ""))}
-
-
-def run_brief(run: Any) -> dict[str, Any]:
-    """What a list of a sweep's or an advice's runs shows of each run, JSON-ready (`run`: a
-    ``store.models.Run``)."""
-    return {
-        "id": run.id,
-        "seed": run.seed,
-        "status": run.status,
-        "progress": run.progress,
-        "cache_hit": run.cache_hit,
-        "source_run_id": run.source_run_id,
-        "scenario_hash": run.scenario_hash,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-        "error": run_error(run.error),
-        "links": {"self": f"/v1/runs/{run.id}"},
-    }
-
-
 class RunSummary(BaseModel):
     """The Result less its series and diagnosis (the `Result` schema, docs/scenario.md):
     each TCP flow's summary holds where its time went (`time`) and its round trip by hop

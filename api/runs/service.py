@@ -15,9 +15,10 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 import engine
-from api.exceptions import Conflict, InvalidScenario, NotFound, field_error, field_errors
+from api.exceptions import Conflict, InvalidScenario, NotFound, field_error, field_errors, found
 from api.idempotency import create_once
 from api.limits import enforce_budget, reserve_runs
+from api.runs.present import run_history
 from api.runs.schemas import RunCreate
 from engine.analysis.warnings import scenario_warnings
 from engine.presets import PresetError, UnknownPreset, list_presets, load_preset
@@ -26,6 +27,7 @@ from store import results as stored_results
 from store.models import Run, RunResult, RunStatus
 from store.new_runs import cache_hit, scenario_document
 from store.results import ResultRepository
+from store.run_events import RunEventRepository
 from store.runs import RunRepository
 from store.scenarios import ScenarioRepository
 
@@ -166,20 +168,21 @@ def create(
 
 def get(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Run:
     """The tenant's run; another tenant's is a 404, so ids reveal nothing across tenants."""
-    run = RunRepository(session).owned(run_id, tenant_id=tenant_id)
-    if run is None:
-        raise NotFound(f"no run with id {run_id}")
-    return run
+    return found(RunRepository(session).owned(run_id, tenant_id=tenant_id), "run", run_id)
+
+
+def history(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -> dict[str, Any]:
+    """The tenant's run's history (`RunHistory`), JSON-ready."""
+    run = get(session, run_id, tenant_id=tenant_id)
+    return run_history(run, RunEventRepository(session).history(run.id))
 
 
 def get_with_result(
     session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID
 ) -> tuple[Run, RunResult | None]:
     """The tenant's run and, once it succeeded, its result (its cache source's for a hit)."""
-    found = RunRepository(session).owned_with_result(run_id, tenant_id=tenant_id)
-    if found is None:
-        raise NotFound(f"no run with id {run_id}")
-    run, result = found
+    owned = RunRepository(session).owned_with_result(run_id, tenant_id=tenant_id)
+    run, result = found(owned, "run", run_id)
     return run, result if run.status is RunStatus.succeeded else None
 
 
@@ -187,15 +190,6 @@ def result_of(session: Session, run: Run) -> RunResult | None:
     if run.status is not RunStatus.succeeded:
         return None
     return ResultRepository(session).get(run.result_run_id)
-
-
-def captures_of(run_id: uuid.UUID, result: RunResult) -> list[dict[str, Any]]:
-    """The packet captures a result holds, as the run document lists them."""
-    base = f"/v1/runs/{run_id}/pcap"
-    return [
-        {**c, "href": f"{base}?link={c['link']}&direction={c['direction']}"}
-        for c in stored_results.capture_summaries(result)
-    ]
 
 
 @dataclass

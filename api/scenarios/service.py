@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 import engine
-from api.exceptions import InvalidScenario, NotFound
+from api.exceptions import InvalidScenario, found
 from engine.analysis.warnings import scenario_warnings
 from store.models import StoredScenario
 from store.new_runs import scenario_document
@@ -29,9 +29,7 @@ def create(session: Session, scenario: engine.Scenario, *, tenant_id: uuid.UUID)
 def get(session: Session, scenario_id: uuid.UUID, *, tenant_id: uuid.UUID) -> StoredScenario:
     """The tenant's scenario; another tenant's is a 404, like one that does not exist."""
     row = ScenarioRepository(session).owned(scenario_id, tenant_id=tenant_id)
-    if row is None:
-        raise NotFound(f"no scenario with id {scenario_id}")
-    return row
+    return found(row, "scenario", scenario_id)
 
 
 def delete(session: Session, scenario_id: uuid.UUID, *, tenant_id: uuid.UUID) -> None:

@@ -8,15 +8,13 @@ from collections.abc import AsyncIterator, Hashable
 from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 
-from api.db import Db
 from api.deps import DbDep, SettingsDep, TenantDep
 from api.responses import problem_responses
 from api.streams import service
 from api.streams.feed import ChangeFeed, Look
 from api.streams.sse import MEDIA_TYPE, EventStreamResponse, StreamSlots, events, last_event_id
-from settings import Settings
 
 router = APIRouter(tags=["streams"])
 
@@ -90,37 +88,50 @@ ADVICE_EXAMPLE = (
 )
 
 
-async def _stream(
-    request: Request,
-    db: Db,
-    settings: Settings,
-    key: Hashable,
-    look: Look,
-    header: str | None,
-    query: int | None,
-) -> Response:
-    """The stream of what `look` reads, resumed after the client's last event id; a 404
-    (or other error) from the first look is answered before the stream opens. The looks
-    after the first are the process's change feed's."""
-    after = last_event_id(header, query)
-    first = await db.read(look)
-    state = request.app.state
-    slots: StreamSlots = state.stream_slots
-    slots.take()
-    feed: ChangeFeed = state.feed
+class Stream:
+    """What opens a stream: the request's app (its slots, feed and stop), the database, the
+    settings and the client's last event id."""
 
-    async def body() -> AsyncIterator[bytes]:
-        async with feed.subscribe(key, look) as subscription:
-            async for chunk in events(
-                first,
-                subscription.next,
-                after=after,
-                heartbeat=settings.stream_heartbeat,
-                stopping=state.stopping.event,
-            ):
-                yield chunk
+    def __init__(
+        self,
+        request: Request,
+        db: DbDep,
+        settings: SettingsDep,
+        last_event_id_header: LastEventIdHeader = None,
+        last_event_id_query: LastEventIdQuery = None,
+    ) -> None:
+        self.request = request
+        self.db = db
+        self.settings = settings
+        self.header = last_event_id_header
+        self.query = last_event_id_query
 
-    return EventStreamResponse(body(), slots)
+    async def open(self, key: Hashable, look: Look) -> Response:
+        """The stream of what `look` reads, resumed after the client's last event id; a 404
+        (or other error) from the first look is answered before the stream opens. The looks
+        after the first are the process's change feed's."""
+        after = last_event_id(self.header, self.query)
+        first = await self.db.read(look)
+        state = self.request.app.state
+        slots: StreamSlots = state.stream_slots
+        slots.take()
+        feed: ChangeFeed = state.feed
+
+        async def body() -> AsyncIterator[bytes]:
+            async with feed.subscribe(key, look) as subscription:
+                async for chunk in events(
+                    first,
+                    subscription.next,
+                    after=after,
+                    heartbeat=self.settings.stream_heartbeat,
+                    stopping=state.stopping.event,
+                ):
+                    yield chunk
+
+        return EventStreamResponse(body(), slots)
+
+
+StreamDep = Annotated[Stream, Depends()]
 
 
 @router.get(
@@ -135,19 +146,13 @@ async def _stream(
 )
 async def stream_run(
     run_id: uuid.UUID,
-    request: Request,
-    db: DbDep,
-    settings: SettingsDep,
     tenant_id: TenantDep,
-    last_event_id_header: LastEventIdHeader = None,
-    last_event_id_query: LastEventIdQuery = None,
+    stream: StreamDep,
 ) -> Response:
     """A run's progress and status changes as Server-Sent Events, until it finishes."""
     look = partial(service.run_events, run_id=run_id, tenant_id=tenant_id)
     key = ("run", run_id, tenant_id)
-    return await _stream(
-        request, db, settings, key, look, last_event_id_header, last_event_id_query
-    )
+    return await stream.open(key, look)
 
 
 @router.get(
@@ -162,19 +167,15 @@ async def stream_run(
 )
 async def stream_sweep(
     sweep_id: uuid.UUID,
-    request: Request,
-    db: DbDep,
-    settings: SettingsDep,
     tenant_id: TenantDep,
-    last_event_id_header: LastEventIdHeader = None,
-    last_event_id_query: LastEventIdQuery = None,
+    stream: StreamDep,
 ) -> Response:
     """A sweep's progress (fraction, counts, ETA) and each run's end, until the sweep ends."""
-    look = partial(service.sweep_events, sweep_id=sweep_id, tenant_id=tenant_id, settings=settings)
-    key = ("sweep", sweep_id, tenant_id)
-    return await _stream(
-        request, db, settings, key, look, last_event_id_header, last_event_id_query
+    look = partial(
+        service.sweep_events, sweep_id=sweep_id, tenant_id=tenant_id, settings=stream.settings
     )
+    key = ("sweep", sweep_id, tenant_id)
+    return await stream.open(key, look)
 
 
 @router.get(
@@ -190,17 +191,11 @@ async def stream_sweep(
 )
 async def stream_advice(
     advice_id: uuid.UUID,
-    request: Request,
-    db: DbDep,
-    settings: SettingsDep,
     tenant_id: TenantDep,
-    last_event_id_header: LastEventIdHeader = None,
-    last_event_id_query: LastEventIdQuery = None,
+    stream: StreamDep,
 ) -> Response:
     """An advice's progress (runs made, counts, rounds) and each of its runs' end, until the
     advice has finished."""
     look = partial(service.advice_events, advice_id=advice_id, tenant_id=tenant_id)
     key = ("advice", advice_id, tenant_id)
-    return await _stream(
-        request, db, settings, key, look, last_event_id_header, last_event_id_query
-    )
+    return await stream.open(key, look)

@@ -21,8 +21,9 @@ from sqlalchemy.orm import Session
 from api.advice import present
 from api.advice import service as advice
 from api.runs import service as runs
-from api.runs.endpoints import run_fields
+from api.runs.present import run_fields
 from api.streams.sse import Event
+from api.sweeps import present as sweep_present
 from api.sweeps import service as sweeps
 from settings import Settings
 from store.models import Run, RunEvent, RunStatus
@@ -99,7 +100,7 @@ def sweep_events(
     session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID, settings: Settings
 ) -> tuple[list[Event], bool]:
     sweep = sweeps.get(session, sweep_id, tenant_id=tenant_id)
-    item = sweeps.item(session, sweep, settings)
+    item = sweep_present.item(session, sweep, settings)
     out: list[Event] = []
     counts = {s.value: 0 for s in RunStatus}
     step = 0

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Body, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
 from api.cache import Conditional, ListPage, PageSource
-from api.comparison import table
+from api.compare import table
 from api.conditional import REPRESENTATION_VERSION
 from api.db import Db
 from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
@@ -24,8 +24,8 @@ from api.exceptions import InvalidScenario, NotFound, field_error
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
 from api.responses import OrjsonResponse, problem_responses
-from api.runs.schemas import run_brief
-from api.sweeps import service, speed
+from api.sweeps import present, pricing, service, speed, state
+from api.sweeps import summary as sweep_summary
 from api.sweeps.schemas import (
     PresetSweepCreate,
     SweepCreate,
@@ -38,7 +38,7 @@ from api.sweeps.schemas import (
 )
 from engine.presets import list_presets, load_study
 from settings import Settings
-from store.models import Run, RunStatus, Sweep
+from store.models import RunStatus, Sweep
 from store.sweeps import Progress, SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
@@ -78,7 +78,7 @@ async def submit(
             # Too few runs yet to know this machine's speed: measure it (off the loop).
             measured = await anyio.to_thread.run_sync(speed.probe, settings)
         plan = await db(
-            service.dry_run,
+            pricing.dry_run,
             tenant_id=tenant_id,
             body=body,
             settings=settings,
@@ -112,7 +112,7 @@ async def submit(
 def _detail(session: Session, sweep_id: uuid.UUID, settings: Settings) -> SweepOut:
     sweep = SweepRepository(session).get(sweep_id)
     assert sweep is not None
-    return service.detail(session, sweep, settings)
+    return present.detail(session, sweep, settings)
 
 
 @router.post(
@@ -157,14 +157,13 @@ async def list_sweeps(
 ) -> Response:
     """Sweeps, newest first."""
 
-    def query(session: Session) -> Page[SweepListItem]:
-        result = SweepRepository(session).list(
-            tenant_id=tenant_id, cursor=page.cursor, limit=page.limit
-        )
-        items = [service.item(session, s, settings) for s in result.items]
-        return Page[SweepListItem](items=items, next_cursor=result.next_cursor)
-
-    page_ = await db(query)
+    page_ = await db(
+        service.list_page,
+        tenant_id=tenant_id,
+        cursor=page.cursor,
+        limit=page.limit,
+        settings=settings,
+    )
     return OrjsonResponse(page_.model_dump(mode="json"))
 
 
@@ -173,17 +172,17 @@ def _render(session: Session, filters: dict[str, Any]) -> ListPage:
     version of the runs' state it shows: what the response cache keeps and re-reads."""
     sweep = service.get(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
     progress = SweepRepository(session).progress(sweep.id)
-    view: service.View = filters["view"]
-    version = service.version(sweep, progress, view)
+    view: state.View = filters["view"]
+    version = state.version(sweep, progress, view)
     doc: dict[str, Any]
     if view == "summary":
         doc = _summary(session, sweep, progress, version)
     elif view == "progress":
-        doc = service.progress_view(session, sweep, filters["settings"], progress).model_dump(
+        doc = present.progress_view(session, sweep, filters["settings"], progress).model_dump(
             mode="json"
         )
     else:
-        doc = service.detail(session, sweep, filters["settings"], progress).model_dump(mode="json")
+        doc = present.detail(session, sweep, filters["settings"], progress).model_dump(mode="json")
     shape = filters["shape"]
     si = _si_parameters(session, sweep) if shape != "json" else None
     response = table.respond(doc, shape, None, si)
@@ -194,7 +193,7 @@ def _render(session: Session, filters: dict[str, Any]) -> ListPage:
         etag,
         bytes(response.body),
         media_type=response.media_type or "application/json",
-        final=service.settled(sweep, progress),
+        final=state.settled(sweep, progress),
     )
 
 
@@ -213,10 +212,10 @@ def _summary(session: Session, sweep: Sweep, progress: Progress, version: str) -
         kept = _SUMMARIES.get(sweep.id)
     if kept is not None:
         built_version, built, found = kept
-        settled = service.settled(sweep, progress)
+        settled = state.settled(sweep, progress)
         if built_version == version or (not settled and now - built < SETTLE):
             return found
-    found = service.summary(session, sweep, progress).model_dump(mode="json")
+    found = sweep_summary.build(session, sweep, progress).model_dump(mode="json")
     with _LOCK:
         _SUMMARIES[sweep.id] = (version, now, found)
     return found
@@ -227,7 +226,7 @@ def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
     with _LOCK:
         found = _SI.get(sweep.id)
     if found is None:
-        found = service.si_parameters(session, sweep)
+        found = sweep_summary.si_parameters(session, sweep)
         with _LOCK:
             _SI[sweep.id] = found
     return found
@@ -239,7 +238,7 @@ SETTLE = 1.0
 
 def _version(session: Session, filters: dict[str, Any]) -> str:
     sweep = service.get(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
-    return service.version(sweep, SweepRepository(session).progress(sweep.id), filters["view"])
+    return state.version(sweep, SweepRepository(session).progress(sweep.id), filters["view"])
 
 
 #: A sweep's documents as the response cache reads them: a poll costs the short read of
@@ -257,7 +256,7 @@ async def _polled(
     cached: Conditional,
     sweep_id: uuid.UUID,
     tenant_id: uuid.UUID,
-    view: service.View,
+    view: state.View,
     settings: Settings,
     shape: str = "json",
 ) -> Response:
@@ -308,14 +307,6 @@ async def get_sweep_progress(
     return await _polled(cached, sweep_id, tenant_id, "progress", settings)
 
 
-def _run_item(run: Run) -> dict[str, Any]:
-    return {
-        **run_brief(run),
-        "point_index": run.point_index or 0,
-        "replication": run.replication or 0,
-    }
-
-
 @router.get(
     "/{sweep_id}/runs",
     operation_id="list_sweep_runs",
@@ -335,14 +326,16 @@ async def list_sweep_runs(
     """The sweep's runs in point order, then replication; each says whether the cache
     served it and which run's result it shows."""
 
-    def query(session: Session) -> dict[str, Any]:
-        sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-        result = SweepRepository(session).run_page(
-            sweep.id, cursor=page.cursor, limit=page.limit, status=status, point_index=point
-        )
-        return {"items": [_run_item(r) for r in result.items], "next_cursor": result.next_cursor}
-
-    return OrjsonResponse(await db(query))
+    found = await db(
+        service.run_page,
+        sweep_id,
+        tenant_id=tenant_id,
+        cursor=page.cursor,
+        limit=page.limit,
+        status=status,
+        point_index=point,
+    )
+    return OrjsonResponse(found)
 
 
 @router.post(
@@ -362,12 +355,7 @@ async def cancel_sweep(
     """Cancel the queued runs at once and ask the workers to stop the running ones.
     Idempotent; the runs that finished keep their results."""
 
-    def cancel(session: Session) -> SweepOut:
-        sweep = service.get(session, sweep_id, tenant_id=tenant_id)
-        service.cancel(session, sweep)
-        return service.detail(session, sweep, settings)
-
-    out = await db(cancel)
+    out = await db(service.cancel, sweep_id, tenant_id=tenant_id, settings=settings)
     cached.forget(f"/v1/sweeps/{sweep_id}")  # read anew, not after the pages' hold
     return OrjsonResponse(out.model_dump(mode="json"), status_code=status.HTTP_202_ACCEPTED)
 

@@ -68,8 +68,31 @@ def plan(
 ) -> Plan:
     """Everything a sweep is checked for, before anything is created: the cap, the base,
     every path and value of every point, that each point can be laid out."""
+    _check_cap(body, settings.sweep_max_runs)
+    base, preset, scenario_id = _base(session, body, tenant_id)
+    if body.seed is not None:
+        base = base.model_copy(update={"seed": body.seed})
+    points = _expand(body, base, settings.sweep_max_runs)
+    estimates = _estimates(points, settings)
+    seeds = list(points[0].seeds)
+    cached: dict[tuple[str, int], uuid.UUID] = {}
+    if body.cache == "reuse":
+        cached = cached_sources(
+            session,
+            {(p.scenario.scenario_hash(), s) for p in points for s in seeds},
+            engine_version=engine.ENGINE_VERSION,
+            tenant_id=tenant_id,
+        )
+    baseline = next((p.index for p in points if p.is_baseline), None)
+    name = body.name or (f"{study_preset}" if study_preset else f"{base.name} sweep")
+    return Plan(
+        name, preset, scenario_id, points, estimates, seeds, baseline, cached, base.scenario_hash()
+    )
+
+
+def _check_cap(body: SweepCreate, cap: int) -> None:
+    """A sweep of more runs than TCPFR_SWEEP_MAX_RUNS is refused before it is expanded."""
     runs = body.point_count() * body.replications
-    cap = settings.sweep_max_runs
     if runs > cap:
         msg = (
             f"the sweep asks for {runs} runs ({body.point_count()} points x "
@@ -81,11 +104,12 @@ def plan(
             runs=runs,
             cap=cap,
         )
-    base, preset, scenario_id = _base(session, body, tenant_id)
-    if body.seed is not None:
-        base = base.model_copy(update={"seed": body.seed})
+
+
+def _expand(body: SweepCreate, base: engine.Scenario, cap: int) -> list[Point]:
+    """The sweep's points, or the whole sweep rejected with each point's errors."""
     try:
-        points = expand(body, base, max_runs=cap)
+        return expand(body, base, max_runs=cap)
     except StudyError as exc:
         errors = _point_errors(body, base, exc)
         raise InvalidScenario(
@@ -95,6 +119,10 @@ def plan(
     except (ValueError, TypeError, LookupError) as exc:  # a path the walk cannot take
         msg = f"the sweep is rejected whole: {exc}"
         raise InvalidScenario(msg, errors=[field_error(["body", "parameters"], msg)]) from None
+
+
+def _estimates(points: list[Point], settings: Settings) -> list[dict]:
+    """The engine's estimate of each point; every point within the per-run budget."""
     estimates: list[dict] = []
     over: list[tuple[str, Cost]] = []
     for p in points:
@@ -118,20 +146,7 @@ def plan(
             budget=cost.budget.model_dump(),
             over=sorted({what for _, c in over for what in c.over}),
         )
-    seeds = list(points[0].seeds)
-    cached: dict[tuple[str, int], uuid.UUID] = {}
-    if body.cache == "reuse":
-        cached = cached_sources(
-            session,
-            {(p.scenario.scenario_hash(), s) for p in points for s in seeds},
-            engine_version=engine.ENGINE_VERSION,
-            tenant_id=tenant_id,
-        )
-    baseline = next((p.index for p in points if p.is_baseline), None)
-    name = body.name or (f"{study_preset}" if study_preset else f"{base.name} sweep")
-    return Plan(
-        name, preset, scenario_id, points, estimates, seeds, baseline, cached, base.scenario_hash()
-    )
+    return estimates
 
 
 MAX_WARNINGS = 20

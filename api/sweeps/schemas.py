@@ -1,4 +1,4 @@
-"""Bodies of /v1/sweeps (the comparison they share with /v1/compare: api.comparison)."""
+"""Bodies of /v1/sweeps (the comparison they share with /v1/compare: api.compare)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from api.comparison.schemas import Comparison
+from api.compare.schemas import Comparison
 from api.runs.schemas import RunError
 from engine.scenario.common import SEED_END, not_a_bool
 from engine.study import StudySpec

@@ -16,7 +16,7 @@ import uuid
 import pytest
 from engine_helpers import bulk, dumbbell
 
-from api.comparison import report
+from api.compare import report
 from engine import simulate
 from engine.study import apply_changes
 

@@ -1,11 +1,11 @@
-"""A parameter's unit comes from the scenario language's types (api.comparison.units): the
+"""A parameter's unit comes from the scenario language's types (api.compare.units): the
 values a sweep's table holds for it are what the scenario stores once parsed."""
 
 from __future__ import annotations
 
 import pytest
 
-from api.comparison.units import unit_of
+from api.compare.units import unit_of
 from engine import Scenario
 from engine.presets import load_preset
 

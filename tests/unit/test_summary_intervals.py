@@ -1,4 +1,4 @@
-"""A summary's intervals stay inside the values a metric can take (api.comparison.report):
+"""A summary's intervals stay inside the values a metric can take (api.compare.report):
 a loss rate's interval never goes below 0, a delivery ratio's never above 1, a count's
 never below 0, and a change never below -100%; an interval that had to move says so."""
 
@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from api.comparison import report
+from api.compare import report
 
 pytestmark = pytest.mark.unit
 T975_2 = 4.302653  # t(0.975, 2), any t table

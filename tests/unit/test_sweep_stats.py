@@ -7,7 +7,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from api.comparison import stats
+from api.compare import stats
 
 pytestmark = pytest.mark.unit
 

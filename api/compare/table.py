@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from fastapi import Query, Request, Response
 
 from api import csv_text
-from api.comparison.schemas import SummaryTable
-from api.comparison.units import unit_of
+from api.compare.schemas import SummaryTable
+from api.compare.units import unit_of
 from api.responses import OrjsonResponse
 
 TableFormat = Annotated[

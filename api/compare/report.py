@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
 
-from api.comparison import interactions, stats, words
-from api.comparison.schemas import (
+from api.compare import interactions, stats, words
+from api.compare.schemas import (
     BestPoint,
     Comparison,
     Delta,

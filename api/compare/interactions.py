@@ -18,8 +18,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from api.comparison import stats
-from api.comparison.schemas import ConditionalEffect, Delta, InteractionOut, PointRow
+from api.compare import stats
+from api.compare.schemas import ConditionalEffect, Delta, InteractionOut, PointRow
 
 MATTERS = 0.10  # a move that changes the metric by 10% or more matters at that level
 SPREAD = 0.10  # effects this far apart (as fractions of the mean) are not the same effect

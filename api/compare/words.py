@@ -9,8 +9,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from api.comparison import interactions, stats
-from api.comparison.schemas import (
+from api.compare import interactions, stats
+from api.compare.schemas import (
     BestPoint,
     EffectsOut,
     InteractionOut,
@@ -21,7 +21,7 @@ from api.comparison.schemas import (
 from engine.units import format_rate
 
 if TYPE_CHECKING:
-    from api.comparison.report import PointData
+    from api.compare.report import PointData
 
 # What limits a transfer, in words that fit "At the baseline, ___ is what limits <flow>".
 LIMITS = {
