@@ -74,7 +74,7 @@ def make(
     if changes and not fresh:
         return None
     effect = _effect(ctx, fresh)
-    helps, why = _verdict(ctx, effect, fresh, raises_bound) if fresh else (False, "no_setting")
+    helps, why = _verdict(ctx, effect, raises_bound) if fresh else (False, "no_setting")
     remedy = Remedy(
         action=action,
         changes=fresh,
@@ -111,14 +111,14 @@ def _effect(ctx: Context, changes: list[Change]) -> Effect | None:
     )
 
 
-def _verdict(
-    ctx: Context, effect: Effect | None, changes: list[Change], raises_bound: bool
-) -> tuple[bool, WhyNot | None]:
-    """A change that raises a bound helps when it raises the bound that binds now, clear of
-    both that bound and what the flow got (a faster link does not help a flow its window
-    holds, even though the shorter round trip lifts the window's bound a little). One that
-    closes the gap below an unchanged bound (a queue, SACK) helps when the bound leaves room
-    above what the flow got."""
+def _verdict(ctx: Context, effect: Effect | None, raises_bound: bool) -> tuple[bool, WhyNot | None]:
+    """A change that raises a bound helps when the flow's bound after it is clear (ROOM) of
+    both the bound that binds now and what the flow got, whichever bound binds then: a
+    faster link lifts a window-limited flow's bound through the shorter round trip, and
+    when that is more than ROOM (T1 to T3 under an 8 KB window: +9%, measured +11%, the
+    seed paper's own 11-15%) it helps, a little, and says how much. One that closes the
+    gap below an unchanged bound (a queue, SACK) helps when the bound leaves room above
+    what the flow got."""
     if effect is None or effect.goodput_bps is None or ctx.model is None:
         return True, None
     achieved = ctx.summary.goodput_bps
@@ -128,34 +128,9 @@ def _verdict(
         room = effect.goodput_bps > achieved * ROOM
         return room, None if room else "bound_unchanged"
     before = ctx.model.bound()
-    touched = set().union(*(_touches(c.path) for c in changes))
-    if before.limit in touched and effect.goodput_bps > max(achieved, before.goodput_bps) * ROOM:
+    if effect.goodput_bps > max(achieved, before.goodput_bps) * ROOM:
         return True, None
     return False, "bound_unchanged"
-
-
-# Which bound a setting moves (the window's, a link's, a PVC contract's or its shaper's).
-_TOUCHES: dict[str, set[str]] = {
-    "rcv_buf": {"window"},
-    "snd_buf": {"window"},
-    "window_scaling": {"window"},
-    "mss": {"window", "link", "pvc"},
-    "rate": {"link"},
-    "delay": {"window"},
-    "cir": {"pvc", "shaper"},
-    "be": {"pvc"},
-    "bc": {"pvc"},
-    "becn_shaping": {"pvc"},
-}
-
-
-def _touches(path: str) -> set[str]:
-    """The bounds a change of `path` moves: a shaper's settings (`….shaping.rate`,
-    `links.<id>.shaping_a_to_b.bc`) move the shaper's, whatever their last name says."""
-    parts = path.split(".")
-    if any(p == "shaping" or p.startswith("shaping_") for p in parts[:-1]):
-        return {"shaper"}
-    return _TOUCHES.get(parts[-1], set())
 
 
 # --- shared pieces ----------------------------------------------------------------------------

@@ -47,7 +47,7 @@ def _window(ctx: Context) -> str:
     return (
         f"Receive window {f.window_bytes or 0:,} B is below the path's bandwidth-delay product "
         f"({f.bdp_bytes or 0:,.0f} B at {rate(f.link_bps)} and "
-        f"{(f.base_rtt or 0) * 1e3:.0f} ms): a faster link alone will not help."
+        f"{(f.base_rtt or 0) * 1e3:.0f} ms): a faster link alone only shortens the round trip."
     )
 
 

@@ -5,7 +5,7 @@ Round 0 runs the scenario itself, and, when its bounds already say it misses the
 the first probe of every lever beside it. Then, round by round (engine/advice/tracks.py):
 
 1. every lever alone: the bounds rule out the levers that cannot reach the target (a
-   faster link cannot help a flow its window holds; a window beyond the BDP plus the queue
+   faster link cannot take a flow past its window's bound; a window beyond the BDP plus the queue
    buys nothing); the others are bisected (numbers), climbed (tiers) or tried (variants);
 2. when no lever alone meets it, pairs: one lever set (the next tier, a window at its
    knee) while the other is bisected;
