@@ -146,6 +146,14 @@ class WorkflowRepository(Repository[StoredWorkflow]):
     def progress(self, workflow_id: uuid.UUID) -> Progress:
         return run_groups.progress(self.session, self.members(workflow_id))
 
+    def unobserved_runs(self, workflow_id: uuid.UUID) -> int:
+        """Its runs it has not observed yet: queued, running, or finished since the step
+        that is looking read its outcomes (another step will observe them)."""
+        stmt = select(func.count()).where(
+            WorkflowRun.workflow_id == workflow_id, WorkflowRun.observed.is_(False)
+        )
+        return int(self.session.scalar(stmt) or 0)
+
     def active_runs(self, workflow_id: uuid.UUID) -> int:
         """Its runs queued or running."""
         stmt = select(func.count()).where(self.members(workflow_id), Run.status.in_(ACTIVE_RUN))

@@ -113,7 +113,9 @@ def _advance(
             workflow.observe(c.key, c.seed, None)
         done.invalid = len(invalid)
     done.finished = workflow.finished()
-    if not done.finished and not planned and not done.invalid and not repo.active_runs(wf.id):
+    # Stalled only when nothing is left to observe: a run that finished after this step
+    # read its outcomes (two runs ending together) is observed by the step its end wakes.
+    if not done.finished and not planned and not done.invalid and not repo.unobserved_runs(wf.id):
         raise WorkflowError("the workflow is not finished but asked for no run and waits for none")
     state, report = workflow.state(), workflow.report().model_dump(mode="json")
     curves = [p.model_dump(mode="json") for p in kind.curves(workflow)] if kind.curves else None
