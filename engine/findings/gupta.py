@@ -192,9 +192,10 @@ SEED_001 = (
         "Tables II-III: drops fall as the queue limit grows, levelling off at ≈ 22",
         "39 → 31 → 28 → 22 → 22 → 22",
         "partly",
-        "the order holds; ours fall to 0 where the paper's level off at 22: with the stated "
-        "windows (25 + 20 packets) a queue of 32 or more plus the pipe holds every packet in "
-        "flight, so the paper's plateau is drops we have no source for (001-5, gupta.md §5)",
+        "the order holds; ours fall to 0 where the paper's level off at 22: ns-2 caps the "
+        "flight at window_ (25 + 20 packets), which a queue of 39 or more plus the pipe "
+        "holds, and the paper's identical QL 39/46 columns show its drops there were not at "
+        "the swept queue; no stated flow can overflow any other (001-5, gupta.md §5)",
         (_G,),
         _f001_ql,
         GUPTA_FRAMING,

@@ -208,8 +208,11 @@ SEED_000 = (
         "674 → 192 s (−72 %)",
         "partly",
         "the window then exceeds the T1's 34.7 kB BDP: link-limited, and 30 MB at the T1's "
-        "1.48 Mb/s of goodput takes 162 s, 16 % under 192 s; OPNET's run carried ≈ 1.25 Mb/s "
-        "(more overhead per frame, or a window not quite filling the pipe: neither is stated)",
+        "1.48 Mb/s of goodput takes 162 s, 16 % under 192 s. The two papers disagree on the "
+        "same network: seed 003's lab moves 25 MB in ≈ 130 s (5.2 s per MB, the T1 full; "
+        "ours 135 s, 003-3), this paper 30 MB in 192 s (6.4 s per MB, ≈ 1.25 Mb/s), while "
+        "their 8 KB times agree per MB within 1 %; ours follows the lab's, and no stated "
+        "parameter explains the other's 23 %",
         (_L,),
         _f000_64k,
         RIVERBED_DELAY,
@@ -254,12 +257,12 @@ SEED_000 = (
         "Fig. 7: congestion drops lengthen every transfer",
         "674 → 833, 570 → 702, 192 → 538 s",
         "partly",
-        "p = 0.0065 per frame at the cloud, derived from the T1/8K point under the first "
-        "(fixed-window) reading, 1.2 s per loss (§3). No single Bernoulli p puts the three "
-        "no-Reno times within 15 % and Reno's too: ours cost 2.0 / 1.9 / 3.3 s per loss "
-        "without Reno and 1.05 / 0.97 / 2.05 s with it, so the no-Reno times need 90-115 "
-        "losses per run and Reno's 64 KB time at least 131 (§5). A Tahoe baseline would "
-        "reproduce it (812 / 723 / 466 s, §5)",
+        "p = 0.0065 per frame at the cloud is what Reno's T1/8K time (802 s) gives with "
+        "this model (§3). No single Bernoulli p puts the three no-Reno times within 15 % "
+        "and Reno's too: ours cost 2.0 / 1.9 / 3.3 s per loss without Reno and 1.05 / 0.97 "
+        "/ 2.05 s with it, so the no-Reno times need 90-115 losses per run and Reno's 64 KB "
+        "time at least 131 (§5). A Tahoe baseline would reproduce it (812 / 723 / 466 s), "
+        'but the paper gives fast retransmit to Reno ("transmitted earlier"; first screen)',
         (_L, _D),
         _f000_penalty,
         RIVERBED_DELAY,
@@ -285,9 +288,9 @@ SEED_000 = (
         "a timeout-only sender pays the 1 s minimum RTO and a slow start from one "
         "segment per loss (≈ 2 s), Reno a halved window (≈ 1 s): at any loss rate that "
         "gives the paper's no-Reno times the gap is 10-30 %; T3's 1 % needs fewer than 10 "
-        "losses per run. A Tahoe baseline (fast retransmit kept) would give 7 / 6 / 38 s, "
-        'but the paper\'s Reno is what resends "earlier", so its baseline has no fast '
-        "retransmit (§5)",
+        "losses per run. A Tahoe baseline (fast retransmit kept) would give 7 / 6 / 38 s "
+        '(still not: 1 % at T1/8K), but the paper\'s Reno is what resends "earlier", so '
+        "its baseline has no fast retransmit (first screen, §5)",
         (_D,),
         _f000_reno_small,
         RIVERBED_DELAY,
@@ -307,10 +310,10 @@ SEED_000 = (
         "Fig. 7: drops cost the 64 KB window most, relatively",
         "+24 % / +23 % / +180 %",
         "partly",
-        "a larger window loses more per timeout and regrows longer; with p = 0.0065 every "
-        "penalty is 1.5-1.9x the paper's (p = 0.0039, re-derived with this reading's 2.0 s "
-        "per loss, puts all three within 1.5x and loses 000-9; a Tahoe baseline gives "
-        "+22 / +23 / +188 %, §5)",
+        "a larger window loses more per timeout and regrows longer; with p = 0.0065 (from "
+        "Reno's T1/8K time) the 8 KB penalties are 1.7-1.9x the paper's. p = 0.0039, "
+        "anchored on the no-Reno point instead, puts all three within 1.5x and loses 000-9; "
+        "a Tahoe baseline gives +22 / +23 / +188 %, a reading the paper's text rules out (§5)",
         (_L, _D),
         _f000_relative,
         RIVERBED_DELAY,

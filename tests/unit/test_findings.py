@@ -121,6 +121,15 @@ def test_the_study_covers_the_queues_and_the_next_link_the_paper_speaks_of(fresh
     # at 1 and 2 Mb/s. Point 35 is the baseline (point 14) again: the same numbers.
     view = findings.View(fresh)
     assert view.mean("hadi-study", 35, "plr") == view.mean("hadi-study", 14, "plr")
+    # Table 1's TCP is "Tahoe or Reno": points 41-49 sweep the same limits with Tahoe, and
+    # the one at ns-2's 50 is Tahoe's 1,460 B point of Fig. 1 (point 5) again.
+    points = expand(_study_spec("hadi-study"), resolve_base(_study_spec("hadi-study")))
+    for tahoe, reno in zip(points[41:50], points[28:37], strict=True):
+        assert tahoe.parameters["flows.ftp.tcp.variant"] == "tahoe"
+        assert reno.parameters["flows.ftp.tcp.variant"] == "reno"
+        key = "links.n3-n4.queue.limit_packets"
+        assert tahoe.parameters[key] == reno.parameters[key]
+    assert view.mean("hadi-study", 48, "plr") == view.mean("hadi-study", 5, "plr")
     for base, up in ((5, 37), (14, 39)):
         # the exit limits: at twice its rate the FTP gets at least 1.5x, at most 2x + 5 %
         ratio = view.mean("hadi-study", up, "goodput") / view.mean("hadi-study", base, "goodput")
