@@ -53,7 +53,8 @@ from engine.findings.core import (
 )
 from engine.findings.gupta import SEED_001, _gupta, gupta_table
 from engine.findings.hadi import SEED_004, _hadi
-from engine.findings.kazmi import SEED_002, _kazmi
+from engine.findings.kazmi import SEED_002
+from engine.findings.kazmi_runs import _kazmi
 from engine.findings.riverbed import SEED_000, SEED_003, _riverbed
 
 if TYPE_CHECKING:
