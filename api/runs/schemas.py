@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import Scenario
 from engine.example import EXAMPLE_SCENARIO
+from engine.result import CaptureSummary
 from engine.scenario.common import Seed
 from store.models import RunStatus
 from store.run_events import EventKind
@@ -103,17 +104,13 @@ class RunListItem(BaseModel):
     links: RunLinks
 
 
-class CaptureOut(BaseModel):
+class CaptureOut(CaptureSummary):
     """A packet capture the run holds (the scenario's `capture`): a libpcap file at `href`."""
 
-    link: str
-    direction: Literal["a_to_b", "b_to_a", "both"]
-    at: Literal["a", "b"] = Field(default="a", description="The end whose interface was captured")
-    packets: int = Field(description="Packets in the file")
-    missed: int = Field(description="Packets that went by after max_packets were kept")
-    snaplen: int
-    bytes: int = Field(description="Size of the libpcap file")
-    sha256: str
+    # The Result's summary of the capture, with its address. Open as every response model
+    # here is (the Result's own model forbids fields it does not know).
+    model_config = ConfigDict(extra="ignore")
+
     href: str = Field(description="GET it: application/vnd.tcpdump.pcap")
 
 
