@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -74,6 +74,30 @@ class RunSummary(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+#: A run's cache fields, as every list of runs documents them.
+CacheHit = Annotated[bool, Field(description="Served from a stored result, not simulated")]
+SourceRunId = Annotated[
+    uuid.UUID | None, Field(description="The run whose result a cache hit serves")
+]
+
+
+class RunBrief(BaseModel):
+    """What a list of a sweep's or an advice's runs shows of each run
+    (``api.runs.present.run_brief``); each list adds what places the run in it, and its
+    links."""
+
+    id: uuid.UUID
+    seed: int
+    status: RunStatus
+    progress: float
+    cache_hit: CacheHit
+    source_run_id: SourceRunId
+    scenario_hash: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: RunError | None
+
+
 class RunLinks(BaseModel):
     self: str
     series: str
@@ -93,8 +117,8 @@ class RunListItem(BaseModel):
     scenario_hash: str
     seed: int
     engine_version: str
-    cache_hit: bool = Field(description="Served from a stored result, not simulated")
-    source_run_id: uuid.UUID | None = Field(description="The run whose result a cache hit serves")
+    cache_hit: CacheHit
+    source_run_id: SourceRunId
     attempts: int
     created_at: datetime
     started_at: datetime | None
