@@ -77,7 +77,9 @@ def test_a_folder_has_no_host_to_warn_about(
     kombu's own file-system transport still warns, so the check can fail."""
     for scheme, warned in ((broker.SCHEME, False), ("filesystem", True)):
         caplog.clear()
-        with caplog.at_level("WARNING", logger="kombu.connection"):
-            with _connection(tmp_path / scheme, scheme) as conn:
-                conn.info()
+        with (
+            caplog.at_level("WARNING", logger="kombu.connection"),
+            _connection(tmp_path / scheme, scheme) as conn,
+        ):
+            conn.info()
         assert ("No hostname was supplied" in caplog.text) is warned, scheme
