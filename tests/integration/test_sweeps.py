@@ -70,7 +70,7 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
     assert {tuple(r["seed"] for r in runs if r["point_index"] == p) for p in range(4)} == {
         (seed, seed + 1, seed + 2)
     }
-    values: dict[int, dict[int, dict[str, Any]]] = {}
+    values: Values = {}
     for r in runs:
         values.setdefault(r["point_index"], {})[r["seed"]] = flows_of(pg_stack, r["id"])
 
@@ -88,6 +88,16 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
     assert directions[("backup", "goodput_bps")] == "higher"
 
     seeds = [seed, seed + 1, seed + 2]
+    check_statistics(summary, values, seeds)
+    check_effects(summary, values, seeds)
+
+
+Values = dict[int, dict[int, dict[str, Any]]]  # point -> seed -> flow summary
+
+
+def check_statistics(summary: dict[str, Any], values: Values, seeds: list[int]) -> None:
+    """Each point's mean, sd and t-interval, and its paired delta from the baseline,
+    recomputed from the runs' own figures."""
     for metric in ("completion_time", "goodput_bps", "retransmissions", "rtt_mean"):
         base = np.array([values[0][s][metric] for s in seeds], dtype=float)
         for row in summary["points"]:
@@ -117,6 +127,10 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
             if base.mean():
                 assert delta["pct"] == pytest.approx(100 * d.mean() / base.mean(), rel=1e-9)
 
+
+def check_effects(summary: dict[str, Any], values: Values, seeds: list[int]) -> None:
+    """The main effects of the completion time, the best point and the headline,
+    recomputed from the runs' own figures."""
     # Main effects of the completion time, recomputed: SS of each parameter's level means
     # over SS_total of all twelve observations.
     params = {row["index"]: row["parameters"] for row in summary["points"]}
@@ -305,13 +319,7 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
     """Issue 31: the export's Parquet and the summary's CSV share their shape (a row per
     point and flow), their key columns and their units, so they join on (point, flow) with
     no renaming or unit conversion, and the joined figures agree."""
-    import io
-    import zipfile
-
-    import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
 
     body = {
         "base": {"scenario": small_base(pg_stack)},
@@ -323,24 +331,7 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
     with pg_stack.client as client:
         sweep = client.post("/v1/sweeps", json=body).json()
     assert wait_sweep(pg_stack, sweep["id"])["status"] == "succeeded"
-    with pg_stack.client as client:
-        export = client.get(f"/v1/sweeps/{sweep['id']}/export")
-        summary_csv = client.get(f"/v1/sweeps/{sweep['id']}/summary", params={"format": "csv"})
-    assert export.status_code == 200 and summary_csv.status_code == 200
-    files = zipfile.ZipFile(io.BytesIO(export.content))
-    runs = pq.read_table(io.BytesIO(files.read("table.parquet")))
-    summary = pacsv.read_csv(io.BytesIO(summary_csv.content))
-    # A column with no value (the change in % against a baseline of 0 timeouts) reads as
-    # Arrow's null type, which its join refuses; pandas reads it as NaN floats: so do we.
-    summary = summary.cast(
-        pa.schema(
-            [
-                pa.field(f.name, pa.float64()) if pa.types.is_null(f.type) else f
-                for f in summary.schema
-            ]
-        )
-    )
-
+    runs, summary, table_parquet, summary_csv = export_and_summary(pg_stack, sweep["id"])
     # Units travel with the columns: Parquet's field metadata, the CSV's header.
     assert runs.schema.field("goodput_bps").metadata == {b"unit": b"bit/s"}
     assert "goodput_bps.mean[bit/s]" in summary.column_names
@@ -374,10 +365,48 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
     assert t3["completion_time.delta_pct[percent]"] < 0  # T3 is faster than T1
 
     # As an analyst does it in pandas: read both as they are, merge on (point, flow).
+    merge_in_pandas(table_parquet, summary_csv)
+
+
+def export_and_summary(stack: Stack, sweep_id: str) -> tuple[Any, Any, bytes, bytes]:
+    """The export's table.parquet and the summary as CSV: as Arrow tables, then as the
+    bytes the API sent."""
+    import io
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    with stack.client as client:
+        export = client.get(f"/v1/sweeps/{sweep_id}/export")
+        summary_csv = client.get(f"/v1/sweeps/{sweep_id}/summary", params={"format": "csv"})
+    assert export.status_code == 200 and summary_csv.status_code == 200
+    files = zipfile.ZipFile(io.BytesIO(export.content))
+    runs = pq.read_table(io.BytesIO(files.read("table.parquet")))
+    summary = pacsv.read_csv(io.BytesIO(summary_csv.content))
+    # A column with no value (the change in % against a baseline of 0 timeouts) reads as
+    # Arrow's null type, which its join refuses; pandas reads it as NaN floats: so do we.
+    summary = summary.cast(
+        pa.schema(
+            [
+                pa.field(f.name, pa.float64()) if pa.types.is_null(f.type) else f
+                for f in summary.schema
+            ]
+        )
+    )
+    return runs, summary, files.read("table.parquet"), summary_csv.content
+
+
+def merge_in_pandas(table: bytes, summary_csv: bytes) -> None:
+    """As an analyst does it: read both as they are, merge on (point, flow), and the
+    points' means of the runs are the summary's."""
+    import io
+
     import pandas as pd
 
-    frame = pd.read_parquet(io.BytesIO(files.read("table.parquet")))
-    points = pd.read_csv(io.BytesIO(summary_csv.content))
+    frame = pd.read_parquet(io.BytesIO(table))
+    points = pd.read_csv(io.BytesIO(summary_csv))
     merged = frame.merge(points, on=["point", "flow"], validate="many_to_one")
     assert len(merged) == len(frame) == 6
     assert (merged[RATE] == merged[f"{RATE}[bit/s]"]).all()
