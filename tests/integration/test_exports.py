@@ -128,6 +128,26 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
     assert manifest["sweep_id"] == doc["id"] and manifest["parameters"] == [rate, size]
     runs = sorted(n for n in files if n.startswith("runs/"))
     assert runs == [f"runs/{p:04d}-{r:03d}.json" for p in range(4) for r in range(2)]
+    check_sweep_table(files, runs, rate, size)
+    assert len(json.loads(files["summary.json"])["points"]) == 4
+
+    # The request is the sweep as submitted: posted back, it has the same points in the
+    # same order, and the cache serves every run.
+    request = json.loads(files["request.json"])
+    assert list(request["parameters"]) == [rate, size]
+    with pg_stack.client as http:
+        again = http.post("/v1/sweeps", json=request)
+    assert again.status_code == 201, again.text
+    assert again.json()["cache_hits"] == 8
+    assert [p["parameters"] for p in again.json()["points"]] == [
+        p["parameters"] for p in doc["points"]
+    ]
+
+
+def check_sweep_table(files: dict[str, bytes], runs: list[str], rate: str, size: str) -> None:
+    """table.csv and table.parquet: long by flow, as the summary table (its key columns,
+    the parameters in base units, the flow, a column per metric with its unit in the CSV's
+    header); each row as its run's own JSON in the bundle says."""
     table = pq.read_table(io.BytesIO(files["table.parquet"])).to_pydict()
     rows = list(csv.DictReader(io.StringIO(files["table.csv"].decode())))
     # Long by flow, as the summary table: its key columns, then the parameters (in base
@@ -162,19 +182,6 @@ def test_sweep_export(pg_stack: Stack, tmp_path: Path) -> None:
         completion = run["result"]["flows"]["backup"]["completion_time"]
         assert float(row["completion_time[s]"]) == completion
         assert row["limit"] == run["result"]["diagnosis"]["backup"]["limit"]
-    assert len(json.loads(files["summary.json"])["points"]) == 4
-
-    # The request is the sweep as submitted: posted back, it has the same points in the
-    # same order, and the cache serves every run.
-    request = json.loads(files["request.json"])
-    assert list(request["parameters"]) == [rate, size]
-    with pg_stack.client as http:
-        again = http.post("/v1/sweeps", json=request)
-    assert again.status_code == 201, again.text
-    assert again.json()["cache_hits"] == 8
-    assert [p["parameters"] for p in again.json()["points"]] == [
-        p["parameters"] for p in doc["points"]
-    ]
 
 
 def test_export_in_the_embedded_mode(embedded_stack: Stack, tmp_path: Path) -> None:

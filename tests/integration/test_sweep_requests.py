@@ -67,27 +67,33 @@ def test_a_bad_sweep_is_rejected_whole(pg_stack: Stack) -> None:
         rejected({"mode": "zip", "parameters": {RATE: ["T1", "T3"], WINDOW: [8760]}})
         rejected({"parameters": {}})
 
-        for hostile in [
-            b"nope",
-            b"[]",
-            {"base": 5},
-            {"base": {"preset": 5}},
-            {"base": {"preset": "riverbed-study"}, "parameters": {RATE: ["T1"]}},
-            {**body, "replications": 0},
-            {**body, "cache": "maybe"},
-            {**body, "seed": -1},
-            {**body, "extra": 1},
-            {**body, "name": "a\x00b"},  # Postgres text cannot hold NUL
-            {**body, "parameters": {RATE: ["T1"], WINDOW: [2**70]}},  # nor JSON a 70-bit int
-        ]:
-            kwargs: dict[str, Any] = (
-                {"content": hostile} if isinstance(hostile, bytes) else {"json": hostile}
-            )
-            resp = client.post("/v1/sweeps", headers={"content-type": "application/json"}, **kwargs)
-            assert 400 <= resp.status_code < 500, (hostile, resp.text)
-            assert resp.headers["content-type"].startswith(PROBLEM)
+        refuses_hostile_bodies(client, body)
     assert count(pg_stack, "SELECT count(*) FROM sweeps") == sweeps
     assert count(pg_stack, "SELECT count(*) FROM runs") == runs
+
+
+def refuses_hostile_bodies(client: Any, body: dict[str, Any]) -> None:
+    """Bodies no client should send (not JSON, not an object, values out of every range)
+    get a 4xx problem, never a 500."""
+    for hostile in [
+        b"nope",
+        b"[]",
+        {"base": 5},
+        {"base": {"preset": 5}},
+        {"base": {"preset": "riverbed-study"}, "parameters": {RATE: ["T1"]}},
+        {**body, "replications": 0},
+        {**body, "cache": "maybe"},
+        {**body, "seed": -1},
+        {**body, "extra": 1},
+        {**body, "name": "a\x00b"},  # Postgres text cannot hold NUL
+        {**body, "parameters": {RATE: ["T1"], WINDOW: [2**70]}},  # nor JSON a 70-bit int
+    ]:
+        kwargs: dict[str, Any] = (
+            {"content": hostile} if isinstance(hostile, bytes) else {"json": hostile}
+        )
+        resp = client.post("/v1/sweeps", headers={"content-type": "application/json"}, **kwargs)
+        assert 400 <= resp.status_code < 500, (hostile, resp.text)
+        assert resp.headers["content-type"].startswith(PROBLEM)
 
 
 def test_a_stored_scenario_is_a_base(pg_stack: Stack) -> None:
