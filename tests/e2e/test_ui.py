@@ -90,14 +90,7 @@ def test_a_run_page_draws_its_charts_and_zoom_asks_for_the_range(
             frames.append(parse_qs(urlparse(req.url).query)) if "/frame?" in req.url else None
         ),
     )
-    over = page.locator("#chart-cwnd .u-over")
-    over.scroll_into_view_if_needed()
-    box = over.bounding_box()
-    y = box["y"] + box["height"] / 2
-    page.mouse.move(box["x"] + box["width"] * 0.40, y)
-    page.mouse.down()
-    page.mouse.move(box["x"] + box["width"] * 0.50, y, steps=8)
-    page.mouse.up()
+    drag_across(page, "#chart-cwnd .u-over", 0.40, 0.50)
     deadline = time.monotonic() + 20
     while len([f for f in frames if "start" in f]) < 5 and time.monotonic() < deadline:
         page.wait_for_timeout(100)
@@ -116,6 +109,19 @@ def test_a_run_page_draws_its_charts_and_zoom_asks_for_the_range(
     # Zoomed to a tenth of the run, each window's steps apart: the README's picture.
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator("#chart-cwnd").screenshot(path=str(ARTIFACTS / "run-cwnd.png"))
+
+
+def drag_across(page: Any, selector: str, start: float, end: float) -> None:
+    """Drag the mouse over `selector` from `start` to `end` of its width (0..1), midway
+    down: how uPlot is told to zoom."""
+    over = page.locator(selector)
+    over.scroll_into_view_if_needed()
+    box = over.bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * start, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * end, y, steps=8)
+    page.mouse.up()
 
 
 def test_the_run_page_shows_progress_moving_live(pg_stack: Stack, page: Any) -> None:
