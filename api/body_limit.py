@@ -13,13 +13,11 @@ however far the app would have got; every JSON endpoint reads the whole body any
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.exception_handlers import PROBLEM_BASE
-from api.exceptions import PayloadTooLarge, RequestTimeout, UnsupportedMediaType
-from api.responses import ProblemResponse
+from api.exception_handlers import error_response
+from api.exceptions import PayloadTooLarge, RequestTimeout, TcpfrError, UnsupportedMediaType
 
 
 class BodyLimit:
@@ -65,41 +63,27 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _unsupported(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body: dict[str, Any] = {
-            "type": PROBLEM_BASE + UnsupportedMediaType.slug,
-            "title": UnsupportedMediaType.title,
-            "status": UnsupportedMediaType.status,
-            "detail": f"the request body is {_content_type(scope) or 'of no declared type'}; "
-            "send JSON with `Content-Type: application/json`",
-            "instance": scope.get("path", ""),
-        }
-        headers = {"Accept-Post": "application/json"}
-        await ProblemResponse(body, status_code=415, headers=headers)(scope, receive, send)
+        detail = (
+            f"the request body is {_content_type(scope) or 'of no declared type'}; "
+            "send JSON with `Content-Type: application/json`"
+        )
+        await _answer(UnsupportedMediaType(detail), scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
-        body: dict[str, Any] = {
-            "type": PROBLEM_BASE + PayloadTooLarge.slug,
-            "title": PayloadTooLarge.title,
-            "status": PayloadTooLarge.status,
-            "detail": f"the request body {what} bytes; the limit is {self.max_bytes:,} bytes",
-            "instance": scope.get("path", ""),
-            "max_body_bytes": self.max_bytes,
-        }
-        # The rest of the body is never read: the connection cannot carry another request.
-        headers = {"Connection": "close"}
-        await ProblemResponse(body, status_code=413, headers=headers)(scope, receive, send)
+        detail = f"the request body {what} bytes; the limit is {self.max_bytes:,} bytes"
+        error = PayloadTooLarge(detail, max_body_bytes=self.max_bytes)
+        await _answer(error, scope, receive, send)
 
     async def _too_slow(self, scope: Scope, receive: Receive, send: Send, size: int) -> None:
-        body: dict[str, Any] = {
-            "type": PROBLEM_BASE + RequestTimeout.slug,
-            "title": RequestTimeout.title,
-            "status": RequestTimeout.status,
-            "detail": f"the request body did not arrive within {self.timeout:g} s "
-            f"(TCPFR_BODY_TIMEOUT; {size:,} bytes came)",
-            "instance": scope.get("path", ""),
-        }
-        headers = {"Connection": "close"}
-        await ProblemResponse(body, status_code=408, headers=headers)(scope, receive, send)
+        detail = (
+            f"the request body did not arrive within {self.timeout:g} s "
+            f"(TCPFR_BODY_TIMEOUT; {size:,} bytes came)"
+        )
+        await _answer(RequestTimeout(detail), scope, receive, send)
+
+
+async def _answer(error: TcpfrError, scope: Scope, receive: Receive, send: Send) -> None:
+    await error_response(error, scope.get("path", ""))(scope, receive, send)
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -37,6 +37,23 @@ def problem(
     headers: dict[str, str] | None = None,
     **extra: Any,
 ) -> ProblemResponse:
+    body = problem_body(
+        request.url.path, status=status, title=title, slug=slug, detail=detail, errors=errors
+    )
+    body.update(extra)
+    return ProblemResponse(body, status_code=status, headers=headers)
+
+
+def problem_body(
+    instance: str,
+    *,
+    status: int,
+    title: str,
+    slug: str | None,
+    detail: str | None = None,
+    errors: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """An RFC 9457 problem's members, in the order every answer has them."""
     body: dict[str, Any] = {
         "type": PROBLEM_BASE + slug if slug else "about:blank",
         "title": title,
@@ -44,25 +61,30 @@ def problem(
     }
     if detail:
         body["detail"] = detail
-    body["instance"] = request.url.path
+    body["instance"] = instance
     if errors is not None:
         body["errors"] = errors
-    body.update(extra)
-    return ProblemResponse(body, status_code=status, headers=headers)
+    return body
 
 
-async def _tcpfr_error(request: Request, exc: Exception) -> ProblemResponse:
-    assert isinstance(exc, TcpfrError)
-    return problem(
-        request,
+def error_response(exc: TcpfrError, instance: str) -> ProblemResponse:
+    """`exc` as problem+json: the one rendering of the TcpfrError hierarchy, for the app's
+    handler and for what answers before the app (``api.body_limit``)."""
+    body = problem_body(
+        instance,
         status=exc.status,
         title=exc.title,
         slug=exc.slug,
         detail=exc.detail,
         errors=exc.errors,
-        headers=exc.headers or None,
-        **exc.extra,
     )
+    body.update(exc.extra)
+    return ProblemResponse(body, status_code=exc.status, headers=exc.headers or None)
+
+
+async def _tcpfr_error(request: Request, exc: Exception) -> ProblemResponse:
+    assert isinstance(exc, TcpfrError)
+    return error_response(exc, request.url.path)
 
 
 def _api_routes(routes: Iterable[Any]) -> Iterable[Any]:

@@ -83,18 +83,22 @@ class RequestTimeout(TcpfrError):
     status = 408
     title = "Request body too slow"
     slug = "request-timeout"
+    # What is left of the body is never read: the connection cannot carry another request.
+    headers = {"Connection": "close"}
 
 
 class PayloadTooLarge(TcpfrError):
     status = 413
     title = "Request body too large"
     slug = "payload-too-large"
+    headers = {"Connection": "close"}  # as RequestTimeout's
 
 
 class UnsupportedMediaType(TcpfrError):
     status = 415
     title = "Unsupported media type"
     slug = "unsupported-media-type"
+    headers = {"Accept-Post": "application/json"}  # what would have been taken (RFC 9110)
 
 
 class _RetryLater(TcpfrError):

@@ -52,32 +52,12 @@ def dumbbell(
     **tcp_extra: Any,
 ) -> dict[str, Any]:
     """The scale cases' dumbbell: `flows` senders s0.. to the receiver rcv over `wan`."""
-    queue = {"discipline": "droptail", "limit_packets": 1000}
     nodes = [
         {"id": "ra", "kind": "router"},
         {"id": "rb", "kind": "router"},
         {"id": "rcv", "kind": "host"},
     ]
-    links = [
-        {
-            "id": "wan",
-            "a": "ra",
-            "b": "rb",
-            "rate": rate,
-            "delay": "20ms",
-            "encap": "ppp",
-            "queue": queue,
-        },
-        {
-            "id": "lr",
-            "a": "rb",
-            "b": "rcv",
-            "rate": "10Gbps",
-            "delay": "0.1ms",
-            "encap": "ppp",
-            "queue": queue,
-        },
-    ]
+    links = [_ppp("wan", "ra", "rb", rate, "20ms"), _ppp("lr", "rb", "rcv", "10Gbps", "0.1ms")]
     tcp = {
         "variant": variant,
         "sack": sack,
@@ -89,17 +69,7 @@ def dumbbell(
     specs = []
     for i in range(flows):
         nodes.append({"id": f"s{i}", "kind": "host"})
-        links.append(
-            {
-                "id": f"l{i}",
-                "a": f"s{i}",
-                "b": "ra",
-                "rate": "10Gbps",
-                "delay": "0.1ms",
-                "encap": "ppp",
-                "queue": queue,
-            }
-        )
+        links.append(_ppp(f"l{i}", f"s{i}", "ra", "10Gbps", "0.1ms"))
         specs.append(
             {
                 "id": f"f{i}",
@@ -116,6 +86,20 @@ def dumbbell(
         "links": links,
         "flows": specs,
         "duration": f"{duration:g}s",
+    }
+
+
+def _ppp(link_id: str, a: str, b: str, rate: str, delay: str) -> dict[str, Any]:
+    """A PPP link of the dumbbell, with its drop-tail queue of 1,000 packets."""
+    queue = {"discipline": "droptail", "limit_packets": 1000}
+    return {
+        "id": link_id,
+        "a": a,
+        "b": b,
+        "rate": rate,
+        "delay": delay,
+        "encap": "ppp",
+        "queue": queue,
     }
 
 

@@ -108,6 +108,25 @@ def peak_while(pid: int, jobs: list[threading.Thread]) -> int:
     return peak
 
 
+def measure(base: str, run_id: uuid.UUID, pid: int, what: str) -> None:
+    """The API's memory at rest, then while it sends one export, four at once, one again."""
+    httpx.get(f"{base}/v1/runs/{run_id}")
+    rest = _rss(pid)
+    print(f"{what}; API at rest {rest / MIB:.0f} MiB")
+    for label, n in (("one export", 1), ("four at once", 4), ("one again", 1)):
+        sizes: list[int] = []
+        before = _rss(pid)
+        jobs = [threading.Thread(target=download, args=(base, run_id, sizes)) for _ in range(n)]
+        started = time.monotonic()
+        peak = peak_while(pid, jobs)
+        print(
+            f"  {label:<13} {len(sizes)} x {max(sizes) / 1e6:.1f} MB in "
+            f"{time.monotonic() - started:5.1f} s: peak {peak / MIB:.0f} MiB, "
+            f"{(peak - rest) / MIB:+.0f} MiB over rest ({(peak - before) / MIB:+.0f} over "
+            f"before), after {_rss(pid) / MIB:.0f} MiB"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--series", type=int, default=15_000)
@@ -144,24 +163,7 @@ def main() -> None:
                     break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        httpx.get(f"{base}/v1/runs/{run_id}")
-        rest = _rss(api.pid)
-        print(
-            f"a run of {args.series:,} series x {args.points} samples; API at rest "
-            f"{rest / MIB:.0f} MiB"
-        )
-        for label, n in (("one export", 1), ("four at once", 4), ("one again", 1)):
-            sizes: list[int] = []
-            before = _rss(api.pid)
-            jobs = [threading.Thread(target=download, args=(base, run_id, sizes)) for _ in range(n)]
-            started = time.monotonic()
-            peak = peak_while(api.pid, jobs)
-            print(
-                f"  {label:<13} {len(sizes)} x {max(sizes) / 1e6:.1f} MB in "
-                f"{time.monotonic() - started:5.1f} s: peak {peak / MIB:.0f} MiB, "
-                f"{(peak - rest) / MIB:+.0f} MiB over rest ({(peak - before) / MIB:+.0f} over "
-                f"before), after {_rss(api.pid) / MIB:.0f} MiB"
-            )
+        measure(base, run_id, api.pid, f"a run of {args.series:,} series x {args.points} samples")
     finally:
         if api is not None:
             api.terminate()

@@ -41,7 +41,12 @@ MIB = 1 << 20
 def frame_relay_backup(*, shaping: bool = False) -> dict[str, Any]:
     """50 MB over Frame Relay: 768 kb/s access ports, PVC CIR 256 kb/s, Bc = Be = 32 kbit,
     15 ms per link, a 16 KiB receive window (issue 23's first case)."""
-    q = {"discipline": "droptail", "limit_packets": 100}
+    fr = {
+        "rate": "768kbps",
+        "delay": "15ms",
+        "encap": "frame_relay",
+        "queue": {"discipline": "droptail", "limit_packets": 100},
+    }
     return {
         "name": "fr-backup" + ("-shaped" if shaping else ""),
         "duration": "7200s",
@@ -54,24 +59,8 @@ def frame_relay_backup(*, shaping: bool = False) -> dict[str, Any]:
         ],
         "links": [
             {"id": "lan1", "a": "ws", "b": "branch", "rate": "100Mbps", "delay": "0.1ms"},
-            {
-                "id": "access1",
-                "a": "branch",
-                "b": "cloud",
-                "rate": "768kbps",
-                "delay": "15ms",
-                "encap": "frame_relay",
-                "queue": q,
-            },
-            {
-                "id": "access2",
-                "a": "cloud",
-                "b": "dc",
-                "rate": "768kbps",
-                "delay": "15ms",
-                "encap": "frame_relay",
-                "queue": q,
-            },
+            {"id": "access1", "a": "branch", "b": "cloud", **fr},
+            {"id": "access2", "a": "cloud", "b": "dc", **fr},
             {"id": "lan2", "a": "dc", "b": "server", "rate": "100Mbps", "delay": "0.1ms"},
         ],
         "frame_relay": {

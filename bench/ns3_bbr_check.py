@@ -152,7 +152,8 @@ def ns3_run(duration: float, loss: float, seed: int, delack: int) -> dict:
     }
 
 
-def engine_run(duration: float, loss: float, seed: int, delack: int) -> dict:
+def engine_scenario(duration: float, loss: float, seed: int, delack: int) -> Scenario:
+    """ns-3's BBR example path: h1 -[100 Mb/s]- r1 =[RATE, 20 ms, 100 packets]= r2 - h2."""
     tcp = {
         "variant": "bbr",
         "sack": True,
@@ -181,7 +182,7 @@ def engine_run(duration: float, loss: float, seed: int, delack: int) -> dict:
     }
     if loss:
         wan["loss"] = {"model": "bernoulli", "rate": loss}
-    scenario = Scenario.model_validate(
+    return Scenario.model_validate(
         {
             "name": "ns3-bbr-check",
             "seed": seed,
@@ -200,7 +201,10 @@ def engine_run(duration: float, loss: float, seed: int, delack: int) -> dict:
             "flows": [{"id": "f", "kind": "tcp_bulk", "src": "h1", "dst": "h2", "tcp": tcp}],
         }
     )
-    result = simulate(scenario)
+
+
+def engine_run(duration: float, loss: float, seed: int, delack: int) -> dict:
+    result = simulate(engine_scenario(duration, loss, seed, delack))
     c = RATE * MSS / wire_bytes("ppp", MSS + 40)
     pacing = result.series["flow.f.pacing_rate"]
     held: collections.Counter = collections.Counter()

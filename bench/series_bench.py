@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import orjson
@@ -90,12 +91,34 @@ def serve(label: str, env: dict[str, str]) -> None:
     from api.main import create_app
     from api.serve import migrate
     from settings import Settings, get_settings
-    from store.db import make_engine, make_sessionmaker, session_scope
-    from store.models import Run, RunResult, RunSeries, RunStatus
 
     get_settings.cache_clear()
     settings = Settings(reconcile_interval=0)
     migrate()
+    run_id = stored_run(settings)
+    url = f"/v1/runs/{run_id}/series/flow.f.cwnd?max_points={MAX_POINTS}"
+    with TestClient(create_app(settings)) as client:
+        body = client.get(url).json()
+        assert body["points"] == MAX_POINTS, body.get("points")
+        client.get(url)
+        print(
+            f"{label}: GET a {MAX_POINTS}-point series from {N_SAMPLES:,} samples, {REQUESTS} requests"
+        )
+        print(f"  JSON:                      {fmt(timed(lambda: client.get(url), REQUESTS))}")
+        print(
+            f"  CSV:                       {fmt(timed(lambda: client.get(url + '&format=csv'), REQUESTS))}"
+        )
+        etag = client.get(url).headers["etag"]
+        print(
+            f"  304 on If-None-Match:      {fmt(timed(lambda: client.get(url, headers={'If-None-Match': etag}), REQUESTS))}"
+        )
+
+
+def stored_run(settings: Any) -> uuid.UUID:
+    """A succeeded run holding the synthetic series, stored where `settings` say."""
+    from store.db import make_engine, make_sessionmaker, session_scope
+    from store.models import Run, RunResult, RunSeries, RunStatus
+
     t, v = synthetic()
     run_id = uuid.uuid4()
     sessions = make_sessionmaker(make_engine(settings))
@@ -143,22 +166,7 @@ def serve(label: str, env: dict[str, str]) -> None:
                 v=codec.encode(v),
             )
         )
-    url = f"/v1/runs/{run_id}/series/flow.f.cwnd?max_points={MAX_POINTS}"
-    with TestClient(create_app(settings)) as client:
-        body = client.get(url).json()
-        assert body["points"] == MAX_POINTS, body.get("points")
-        client.get(url)
-        print(
-            f"{label}: GET a {MAX_POINTS}-point series from {N_SAMPLES:,} samples, {REQUESTS} requests"
-        )
-        print(f"  JSON:                      {fmt(timed(lambda: client.get(url), REQUESTS))}")
-        print(
-            f"  CSV:                       {fmt(timed(lambda: client.get(url + '&format=csv'), REQUESTS))}"
-        )
-        etag = client.get(url).headers["etag"]
-        print(
-            f"  304 on If-None-Match:      {fmt(timed(lambda: client.get(url, headers={'If-None-Match': etag}), REQUESTS))}"
-        )
+    return run_id
 
 
 def steps() -> None:

@@ -218,6 +218,33 @@ def rack_case() -> list[str]:
     return out
 
 
+def print_gig(done: dict[str, Any], seeds: int, gig_bytes: float) -> None:
+    """The 1 Gb/s case: CUBIC against Padhye and Mathis, BBR's share per seed."""
+    print(f"gig: 1 Gb/s, 80 ms, 0.1% loss, {gig_bytes / 1e9:g} GB, SACK")
+    c = done["cubic"]
+    lo, hi = padhye(c["plr"], c["rtt"], 0.2), mathis(c["plr"], c["rtt"])
+    # The band test_engine_mathis.py holds Reno-family goodput to: 0.5 to 1.5 Mathis.
+    inside = 0.5 * lo <= c["goodput"] <= 1.5 * hi
+    print(
+        f"  cubic  goodput {c['goodput'] / 1e6:7.2f} Mb/s   loss {c['plr']:.4%}   "
+        f"rtt {c['rtt'] * 1e3:.1f} ms   Padhye {lo / 1e6:.2f}, Mathis {hi / 1e6:.2f} Mb/s "
+        f"(x{c['goodput'] / hi:.2f}: {'inside' if inside else 'OUTSIDE'} 0.5 Padhye .. "
+        f"1.5 Mathis)   timeouts {c['timeouts']}   host drops {c['host_drops']}   "
+        f"({c['cpu']:.0f} s cpu)"
+    )
+    shares = []
+    for seed in range(1, seeds + 1):
+        b = done[f"bbr{seed}"]
+        shares.append(b["second_half"] / GIG_PAYLOAD)
+        print(
+            f"  bbr    seed {seed}: goodput {b['goodput'] / 1e6:7.1f} Mb/s   second half "
+            f"{b['second_half'] / 1e6:7.1f} Mb/s = {shares[-1]:.3f} of "
+            f"{GIG_PAYLOAD / 1e6:.1f}   loss {b['plr']:.3%}   retx {b['retx']}   "
+            f"timeouts {b['timeouts']}   host drops {b['host_drops']}   ({b['cpu']:.0f} s cpu)"
+        )
+    print(f"  bbr    second half, mean of {seeds}: {statistics.fmean(shares):.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--only", default="slowstart,gig,policer,rack")
@@ -246,29 +273,7 @@ def main() -> None:
         print(done["ss-segments"])
         print(done["ss-acks"])
     if "gig" in only:
-        print(f"gig: 1 Gb/s, 80 ms, 0.1% loss, {args.gig_bytes / 1e9:g} GB, SACK")
-        c = done["cubic"]
-        lo, hi = padhye(c["plr"], c["rtt"], 0.2), mathis(c["plr"], c["rtt"])
-        # The band test_engine_mathis.py holds Reno-family goodput to: 0.5 to 1.5 Mathis.
-        inside = 0.5 * lo <= c["goodput"] <= 1.5 * hi
-        print(
-            f"  cubic  goodput {c['goodput'] / 1e6:7.2f} Mb/s   loss {c['plr']:.4%}   "
-            f"rtt {c['rtt'] * 1e3:.1f} ms   Padhye {lo / 1e6:.2f}, Mathis {hi / 1e6:.2f} Mb/s "
-            f"(x{c['goodput'] / hi:.2f}: {'inside' if inside else 'OUTSIDE'} 0.5 Padhye .. "
-            f"1.5 Mathis)   timeouts {c['timeouts']}   host drops {c['host_drops']}   "
-            f"({c['cpu']:.0f} s cpu)"
-        )
-        shares = []
-        for seed in range(1, args.seeds + 1):
-            b = done[f"bbr{seed}"]
-            shares.append(b["second_half"] / GIG_PAYLOAD)
-            print(
-                f"  bbr    seed {seed}: goodput {b['goodput'] / 1e6:7.1f} Mb/s   second half "
-                f"{b['second_half'] / 1e6:7.1f} Mb/s = {shares[-1]:.3f} of "
-                f"{GIG_PAYLOAD / 1e6:.1f}   loss {b['plr']:.3%}   retx {b['retx']}   "
-                f"timeouts {b['timeouts']}   host drops {b['host_drops']}   ({b['cpu']:.0f} s cpu)"
-            )
-        print(f"  bbr    second half, mean of {args.seeds}: {statistics.fmean(shares):.3f}")
+        print_gig(done, args.seeds, args.gig_bytes)
     if "policer" in only:
         print(
             f"policer: BBR through CIR 256 kbit/s, Bc 32 kbit, Be 0, 5 MB (policed {POLICED:,.0f} bit/s)"

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from client.advise_cli import add_commands
+from client.advise_cli import Command, add_commands
 from client.api import Client
 from client.errors import ApiError, Failed, Unreachable
 from client.models import RunOut, RunStatus
@@ -256,6 +256,13 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--json", action="store_true", help="print the API's JSON document")
         return p
 
+    # In the order `tcpfr --help` lists them.
+    for add in (_run, _sweep, _status, _series, _compare, _export, _presets, add_commands):
+        add(command)
+    return top
+
+
+def _run(command: Command) -> None:
     p = command("run", cmd_run, "submit a run of a preset or a scenario file")
     p.add_argument(
         "target",
@@ -271,6 +278,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="wait until it has finished")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress while waiting")
 
+
+def _sweep(command: Command) -> None:
     p = command("sweep", cmd_sweep, "submit a sweep from a file, or a study preset")
     p.add_argument("file", nargs="?", metavar="FILE", help="a sweep YAML/JSON file")
     p.add_argument("--preset", metavar="NAME", help="a study preset (riverbed-study, ...)")
@@ -282,19 +291,27 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="wait until every run has finished")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress while waiting")
 
+
+def _status(command: Command) -> None:
     p = command("status", cmd_status, "a run's or a sweep's status")
     p.add_argument("id", metavar="ID")
 
+
+def _series(command: Command) -> None:
     p = command("series", cmd_series, "one time-series of a run")
     p.add_argument("run_id", metavar="RUN_ID")
     p.add_argument("key", metavar="KEY", help="e.g. flow.backup.cwnd")
     p.add_argument("--csv", action="store_true", help="CSV (t,v) as the API writes it")
     p.add_argument("--max-points", type=int, dest="max_points")
 
+
+def _compare(command: Command) -> None:
     p = command("compare", cmd_compare, "compare succeeded runs")
     p.add_argument("ids", nargs="+", metavar="ID")
     p.add_argument("--baseline", metavar="ID")
 
+
+def _export(command: Command) -> None:
     p = command(
         "export", cmd_export, "download a run's or a sweep's export bundle (zip)", json_flag=False
     )
@@ -312,9 +329,9 @@ def parser() -> argparse.ArgumentParser:
         "DIRECTION (a_to_b, b_to_a, both) when the link was captured more than once",
     )
 
+
+def _presets(command: Command) -> None:
     command("presets", cmd_presets, "the presets (seed studies)")
-    add_commands(command)
-    return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -40,5 +40,12 @@ class Channel(filesystem.Channel):
 class Transport(filesystem.Transport):
     Channel = Channel
 
+    @property
+    def default_connection_params(self) -> dict[str, Any]:
+        """None: a folder has no host or port. kombu's virtual transports default to
+        'localhost', and a connection whose URL names no host (ours, `tcpfr-filesystem://`)
+        then warns at every start that it reverts to it."""
+        return {}
+
 
 TRANSPORT_ALIASES[SCHEME] = f"{__name__}:Transport"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from functools import cache
+from typing import Any
 
 from sqlalchemy.exc import InterfaceError, OperationalError
 
@@ -32,20 +33,22 @@ def _runner() -> Runner:
     )
 
 
-@app.task(
-    name=str(TaskName.run_simulation),
-    bind=True,
-    # Acknowledged when done, given back to the queue when the process running it dies
-    # (messaging says why); the database decides who may run it.
+#: Every task's policy. Acknowledged when done, given back to the queue when the process
+#: running it dies (messaging says why): the database decides who may do what, so a message
+#: delivered twice, or redelivered after its worker died, finds nothing new to do. Only a
+#: database that is away is worth retrying: before the claim (nothing is lost), or after the
+#: runner's own store retries gave up. A failing simulation is not.
+DATABASE_DECIDES: dict[str, Any] = dict(
     acks_late=True,
     reject_on_worker_lost=True,
-    # Only a database that is away is worth retrying here: before the claim (nothing is
-    # lost), or after the runner's own store retries gave up. A failing simulation is not.
     autoretry_for=(OperationalError, InterfaceError),
     retry_backoff=2,
     retry_backoff_max=60,
     max_retries=5,
 )
+
+
+@app.task(name=str(TaskName.run_simulation), bind=True, **DATABASE_DECIDES)
 def run_simulation(self, run_id: str) -> str | None:
     """Simulate one run; a redelivered or duplicate message for a finished run does nothing."""
     # The pool process, not only the node: one node runs several simulations at once.
@@ -54,17 +57,7 @@ def run_simulation(self, run_id: str) -> str | None:
     return None if status is None else str(status)
 
 
-@app.task(
-    name=str(TaskName.advance_workflow),
-    # The same policy as a run's: the database decides what a step does, so a message
-    # delivered twice, or redelivered after its worker died, finds nothing new to do.
-    acks_late=True,
-    reject_on_worker_lost=True,
-    autoretry_for=(OperationalError, InterfaceError),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=5,
-)
+@app.task(name=str(TaskName.advance_workflow), **DATABASE_DECIDES)
 def advance_workflow(workflow_id: str) -> int:
     """Take a workflow's next steps (``worker.workflows``); returns how many did something."""
     return _orchestrator().advance(uuid.UUID(workflow_id))

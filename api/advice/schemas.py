@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from api.runs.schemas import RunError
+from api.runs.schemas import RunBrief, RunError
 from api.sweeps.schemas import Cache, RunCounts
 from engine import Scenario
 from engine.advice.curves import CurvePoint
@@ -188,24 +188,14 @@ class AdviceRunLinks(BaseModel):
     self: str
 
 
-class AdviceRun(BaseModel):
+class AdviceRun(RunBrief):
     """One run the advice made: the candidate it answers (its changes to the base, the
     round that asked for it) and the run's own state."""
 
-    id: uuid.UUID
     key: str = Field(description="The candidate's key")
     round: int
-    seed: int
     changes: dict[str, Any] = Field(description="Dotted path -> value, over the base scenario")
     observed: bool = Field(description="The advice has taken its outcome into account")
-    status: RunStatus
-    progress: float
-    cache_hit: bool
-    source_run_id: uuid.UUID | None
-    scenario_hash: str
-    started_at: datetime | None
-    finished_at: datetime | None
-    error: RunError | None
     links: AdviceRunLinks
 
 

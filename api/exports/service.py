@@ -34,6 +34,7 @@ from api.exports.tables import (
     series_rows,
 )
 from api.exports.zipstream import ZipStream
+from api.runs import present as run_present
 from api.runs import service as runs
 from api.sweeps import present, state
 from api.sweeps import service as sweeps
@@ -59,22 +60,28 @@ def _json(doc: Any, *, sort_keys: bool = True) -> bytes:
     return orjson.dumps(doc, option=option) + b"\n"
 
 
+#: What a bundle shows of a run: the run document's fields (api.runs.present renders
+#: them), its `id` as `run_id`, less what a finished run's bundle has no use for (progress,
+#: attempts, heartbeat, links).
+_RUN_FIELDS = (
+    "status",
+    "preset",
+    "scenario_id",
+    "scenario_name",
+    "scenario_hash",
+    "seed",
+    "engine_version",
+    "cache_hit",
+    "source_run_id",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
+
+
 def _run_meta(run: Run) -> dict[str, Any]:
-    return {
-        "run_id": run.id,
-        "status": run.status.value,
-        "preset": run.preset,
-        "scenario_id": run.scenario_id,
-        "scenario_name": run.scenario_name,
-        "scenario_hash": run.scenario_hash,
-        "seed": run.seed,
-        "engine_version": run.engine_version,
-        "cache_hit": run.cache_hit,
-        "source_run_id": run.source_run_id,
-        "created_at": run.created_at,
-        "started_at": run.started_at,
-        "finished_at": run.finished_at,
-    }
+    doc = run_present.run_fields(run)
+    return {"run_id": doc["id"], **{name: doc[name] for name in _RUN_FIELDS}}
 
 
 # --- a run ------------------------------------------------------------------------------
@@ -222,8 +229,7 @@ def sweep_export(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID)
                 "is_baseline": bool(point.get("is_baseline")),
                 "parameters": point.get("parameters", {}),
                 "si_parameters": si.get(run.point_index or 0, {}),
-                "error": run.error
-                and {"type": run.error.get("type"), "message": run.error.get("message")},
+                "error": run_present.run_error(run.error),
             }
         )
     paths = present.paths_of(sweep)

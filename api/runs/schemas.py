@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from engine import Scenario
 from engine.example import EXAMPLE_SCENARIO
+from engine.result import CaptureSummary
 from engine.scenario.common import Seed
 from store.models import RunStatus
 from store.run_events import EventKind
@@ -73,6 +74,30 @@ class RunSummary(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
+#: A run's cache fields, as every list of runs documents them.
+CacheHit = Annotated[bool, Field(description="Served from a stored result, not simulated")]
+SourceRunId = Annotated[
+    uuid.UUID | None, Field(description="The run whose result a cache hit serves")
+]
+
+
+class RunBrief(BaseModel):
+    """What a list of a sweep's or an advice's runs shows of each run
+    (``api.runs.present.run_brief``); each list adds what places the run in it, and its
+    links."""
+
+    id: uuid.UUID
+    seed: int
+    status: RunStatus
+    progress: float
+    cache_hit: CacheHit
+    source_run_id: SourceRunId
+    scenario_hash: str
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: RunError | None
+
+
 class RunLinks(BaseModel):
     self: str
     series: str
@@ -92,8 +117,8 @@ class RunListItem(BaseModel):
     scenario_hash: str
     seed: int
     engine_version: str
-    cache_hit: bool = Field(description="Served from a stored result, not simulated")
-    source_run_id: uuid.UUID | None = Field(description="The run whose result a cache hit serves")
+    cache_hit: CacheHit
+    source_run_id: SourceRunId
     attempts: int
     created_at: datetime
     started_at: datetime | None
@@ -103,17 +128,13 @@ class RunListItem(BaseModel):
     links: RunLinks
 
 
-class CaptureOut(BaseModel):
+class CaptureOut(CaptureSummary):
     """A packet capture the run holds (the scenario's `capture`): a libpcap file at `href`."""
 
-    link: str
-    direction: Literal["a_to_b", "b_to_a", "both"]
-    at: Literal["a", "b"] = Field(default="a", description="The end whose interface was captured")
-    packets: int = Field(description="Packets in the file")
-    missed: int = Field(description="Packets that went by after max_packets were kept")
-    snaplen: int
-    bytes: int = Field(description="Size of the libpcap file")
-    sha256: str
+    # The Result's summary of the capture, with its address. Open as every response model
+    # here is (the Result's own model forbids fields it does not know).
+    model_config = ConfigDict(extra="ignore")
+
     href: str = Field(description="GET it: application/vnd.tcpdump.pcap")
 
 

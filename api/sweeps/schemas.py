@@ -9,10 +9,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from api.compare.schemas import Comparison
-from api.runs.schemas import RunError
+from api.runs.schemas import RunBrief
 from engine.scenario.common import SEED_END, not_a_bool
 from engine.study import StudySpec
-from store.models import RunStatus
 
 SweepStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "partial"]
 Cache = Literal["reuse", "refresh"]
@@ -257,19 +256,9 @@ class SweepRunLinks(BaseModel):
     self: str
 
 
-class SweepRun(BaseModel):
-    id: uuid.UUID
+class SweepRun(RunBrief):
     point_index: int
     replication: int
-    seed: int
-    status: RunStatus
-    progress: float
-    cache_hit: bool = Field(description="Served from a stored result, not simulated")
-    source_run_id: uuid.UUID | None = Field(description="The run whose result a cache hit serves")
-    scenario_hash: str
-    started_at: datetime | None
-    finished_at: datetime | None
-    error: RunError | None
     links: SweepRunLinks
 
 

@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 import pytest
+from pages import COLOURED_PIXELS, LOCAL, fits, shot
 from servicekit import ROOT, Stack
-from test_ui import COLOURED_PIXELS, LOCAL, fits, shot
 
 pytestmark = pytest.mark.e2e
 
@@ -193,7 +193,7 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
 def test_the_editor_draws_pvcs_and_takes_json(pg_stack: Stack, page: Any) -> None:
     """A Frame Relay network pasted as JSON (JSON is YAML): its PVC drawn as an arc labelled
     with its CIR as typed, and the dry run's window for its flow."""
-    from test_ui import policed_backup
+    from pages import policed_backup
 
     offline(page)
     page.goto(pg_stack.base_url + "/ui/editor")
@@ -220,7 +220,7 @@ def test_the_editor_draws_pvcs_and_takes_json(pg_stack: Stack, page: Any) -> Non
 def test_a_run_of_an_inline_scenario_opens_in_the_editor(pg_stack: Stack, page: Any) -> None:
     """A run posted with its scenario inline has no stored scenario: its page's link opens
     the editor on what it simulated (GET /v1/runs/{id}/scenario)."""
-    from test_ui import policed_backup
+    from pages import policed_backup
 
     offline(page)
     scenario = policed_backup()

@@ -41,44 +41,48 @@ def happy_path(stack: Stack, preset: str = "riverbed-t1-8k") -> dict[str, Any]:
         assert done["diagnosis"]["backup"]["limit"] == "receive_window"
         assert "rcv_buf" in done["diagnosis"]["backup"]["advice"]
 
-        index = client.get(f"/v1/runs/{run['id']}/series").json()["series"]
-        by_key = {s["key"]: s for s in index}
-        key = "flow.backup.goodput_bps"
-        assert by_key[key]["unit"] == "bit/s" and by_key[key]["length"] > 1000
-
-        resp = client.get(f"/v1/runs/{run['id']}/series/{key}", params={"max_points": 200})
-        assert resp.status_code == 200, resp.text
-        series = resp.json()
-        # A rate: time-weighted bucket means by default (its mean rate is kept).
-        assert series["downsampled"] is True and series["method"] == "rate-mean"
-        assert series["points"] == len(series["t"]) == len(series["v"]) <= 200
-        assert series["length"] == by_key[key]["length"]
-        assert series["t"] == sorted(series["t"])
-        # agg=max keeps the extremes: the peak survives downsampling.
-        full = client.get(
-            f"/v1/runs/{run['id']}/series/{key}", params={"max_points": 100_000}
-        ).json()
-        assert full["downsampled"] is False and len(full["t"]) == by_key[key]["length"]
-        peaks = client.get(
-            f"/v1/runs/{run['id']}/series/{key}", params={"max_points": 200, "agg": "max"}
-        ).json()
-        assert max(peaks["v"]) == max(full["v"])
-
-        # Link keys carry '>' ("link.access1.branch>cloud.queue_packets"): fine in a path.
-        link_key = next(k for k in by_key if k.startswith("link.") and ">" in k)
-        link = client.get(f"/v1/runs/{run['id']}/series/{link_key}", params={"max_points": 50})
-        assert link.status_code == 200 and link.json()["key"] == link_key
-
-        # Finished runs are immutable: strong ETag, 304 on If-None-Match.
-        etag = resp.headers["etag"]
-        assert etag.startswith('"')
-        again = client.get(
-            f"/v1/runs/{run['id']}/series/{key}",
-            params={"max_points": 200},
-            headers={"If-None-Match": etag},
-        )
-        assert again.status_code == 304 and again.headers["etag"] == etag and not again.content
+        _series_journey(client, run["id"])
     return done
+
+
+def _series_journey(client: Any, run_id: str) -> None:
+    """A finished run's series: listed with units, downsampled by time-weighted means or
+    keeping peaks, link keys with '>' in the path, a strong ETag and its 304."""
+    index = client.get(f"/v1/runs/{run_id}/series").json()["series"]
+    by_key = {s["key"]: s for s in index}
+    key = "flow.backup.goodput_bps"
+    assert by_key[key]["unit"] == "bit/s" and by_key[key]["length"] > 1000
+
+    resp = client.get(f"/v1/runs/{run_id}/series/{key}", params={"max_points": 200})
+    assert resp.status_code == 200, resp.text
+    series = resp.json()
+    # A rate: time-weighted bucket means by default (its mean rate is kept).
+    assert series["downsampled"] is True and series["method"] == "rate-mean"
+    assert series["points"] == len(series["t"]) == len(series["v"]) <= 200
+    assert series["length"] == by_key[key]["length"]
+    assert series["t"] == sorted(series["t"])
+    # agg=max keeps the extremes: the peak survives downsampling.
+    full = client.get(f"/v1/runs/{run_id}/series/{key}", params={"max_points": 100_000}).json()
+    assert full["downsampled"] is False and len(full["t"]) == by_key[key]["length"]
+    peaks = client.get(
+        f"/v1/runs/{run_id}/series/{key}", params={"max_points": 200, "agg": "max"}
+    ).json()
+    assert max(peaks["v"]) == max(full["v"])
+
+    # Link keys carry '>' ("link.access1.branch>cloud.queue_packets"): fine in a path.
+    link_key = next(k for k in by_key if k.startswith("link.") and ">" in k)
+    link = client.get(f"/v1/runs/{run_id}/series/{link_key}", params={"max_points": 50})
+    assert link.status_code == 200 and link.json()["key"] == link_key
+
+    # Finished runs are immutable: strong ETag, 304 on If-None-Match.
+    etag = resp.headers["etag"]
+    assert etag.startswith('"')
+    again = client.get(
+        f"/v1/runs/{run_id}/series/{key}",
+        params={"max_points": 200},
+        headers={"If-None-Match": etag},
+    )
+    assert again.status_code == 304 and again.headers["etag"] == etag and not again.content
 
 
 def bad_requests(stack: Stack) -> None:

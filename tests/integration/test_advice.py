@@ -88,11 +88,21 @@ def test_the_window_not_the_t3_meets_the_target(pg_stack: Stack) -> None:
     assert on_t3 > target
     assert abs(on_t3 - BYTES / (8760 / rtt)) / on_t3 < 0.15, (on_t3, rtt)
 
-    # The curves: the bound beside the measured points. A bound is optimistic (no slow
-    # start, no loss), so no measured completion time beats it (2% for rounding).
-    with pg_stack.client as client:
-        curves = client.get(f"/v1/advice/{created['id']}/curves").json()
-        csv = client.get(f"/v1/advice/{created['id']}/curves", params={"format": "csv"})
+    curves_bound_the_measured(pg_stack, created["id"])
+
+    # Every run is an ordinary run, visible and counted.
+    assert len(runs) == report["runs"] == done["progress"]["runs"] <= 20
+    assert done["progress"]["fraction"] == 1.0
+    assert done["progress"]["counts"]["succeeded"] == len(runs)
+
+
+def curves_bound_the_measured(stack: Stack, advice_id: str) -> None:
+    """The curves: the bound beside the measured points. A bound is optimistic (no slow
+    start, no loss), so no measured completion time beats it (2% for rounding); as JSON
+    and as CSV."""
+    with stack.client as client:
+        curves = client.get(f"/v1/advice/{advice_id}/curves").json()
+        csv = client.get(f"/v1/advice/{advice_id}/curves", params={"format": "csv"})
     assert curves["unit"] == "s"
     measured = [p for p in curves["points"] if p["measured"] is not None]
     assert {p["lever"] for p in measured} >= {p["lever"] for p in curves["points"]}
@@ -101,11 +111,6 @@ def test_the_window_not_the_t3_meets_the_target(pg_stack: Stack) -> None:
     assert csv.headers["content-type"].startswith("text/csv")
     assert csv.text.splitlines()[0].startswith("lever,paths,value,label,metric,measured[s]")
     assert len(csv.text.splitlines()) == len(curves["points"]) + 1
-
-    # Every run is an ordinary run, visible and counted.
-    assert len(runs) == report["runs"] == done["progress"]["runs"] <= 20
-    assert done["progress"]["fraction"] == 1.0
-    assert done["progress"]["counts"]["succeeded"] == len(runs)
 
 
 def test_a_repeated_advice_is_served_by_the_result_cache(pg_stack: Stack) -> None:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
+from clikit import read_bundle, tcpfr
 from journeys import assert_problem
 from servicekit import Stack
-from test_cli import read_bundle, tcpfr
 from tshark import count, expert_problems, require_tshark
 
 from client import Client

@@ -312,32 +312,8 @@ def test_a_worker_host_taken_away_mid_sweep_loses_nothing(
     for host in (w1, w2):
         deployment.start_worker(host)
     sweep_id = deployment.run_sweep()
-    # Away while it is running one of the sweep's runs, a few runs in. A run takes tens of
-    # milliseconds, so one seen running may finish before the cable is cut: the host is
-    # frozen first (SIGSTOP), at no chosen moment, whatever it had sent is let land, and the
-    # run it holds then is the one it loses; holding none (between runs), it thaws and the
-    # next try comes a few milliseconds later.
-    deadline = time.monotonic() + 120
-
-    def progress() -> tuple[int, list[Any] | None]:
-        ((done, running),) = deployment.query(
-            "SELECT count(*) FILTER (WHERE status = 'succeeded'), array_agg(id) FILTER "
-            "(WHERE status = 'running' AND worker LIKE '%%@w1:%%') FROM runs WHERE sweep_id = %s",
-            uuid.UUID(sweep_id),
-        )
-        return done, running
-
-    while True:
-        done, _ = progress()
-        assert done < RUNS and time.monotonic() < deadline, deployment.stack.logs()
-        if done >= 20:
-            w1.signal(signal.SIGSTOP)
-            time.sleep(0.3)
-            done, on_w1 = progress()
-            if on_w1:
-                break
-            w1.signal(signal.SIGCONT)
-        time.sleep(0.005)
+    # Away while it is running one of the sweep's runs (freeze_holding_a_run says how).
+    on_w1 = freeze_holding_a_run(deployment, w1, sweep_id)
     killed = w1.take_away(deployment.net.switch)
     deployment.stack.procs.pop("worker-w1").wait(timeout=10)
     lost_at = time.monotonic()
@@ -372,6 +348,36 @@ def test_a_worker_host_taken_away_mid_sweep_loses_nothing(
     assert taken_back[lost_run] >= 1 and starts[lost_run] == 2
     assert "@w2:" in next(r[4] for r in runs if r[0] == lost_run)
     assert deployment.stored(sweep_id) == deployment.stored(over_two_hosts)
+
+
+def freeze_holding_a_run(deployment: Deployment, w1: Any, sweep_id: str) -> list[Any]:
+    """Host w1 frozen (SIGSTOP) while it runs one of the sweep's runs, a few runs in; the
+    ids of the runs it holds then. A run takes tens of milliseconds, so one seen running
+    may finish before the cable is cut: the host is frozen first, at no chosen moment,
+    whatever it had sent is let land, and the run it holds then is the one it loses;
+    holding none (between runs), it thaws and the next try comes a few milliseconds later."""
+    deadline = time.monotonic() + 120
+
+    def progress() -> tuple[int, list[Any] | None]:
+        ((done, running),) = deployment.query(
+            "SELECT count(*) FILTER (WHERE status = 'succeeded'), array_agg(id) FILTER "
+            "(WHERE status = 'running' AND worker LIKE '%%@w1:%%') FROM runs WHERE sweep_id = %s",
+            uuid.UUID(sweep_id),
+        )
+        return done, running
+
+    while True:
+        done, _ = progress()
+        assert done < RUNS and time.monotonic() < deadline, deployment.stack.logs()
+        if done >= 20:
+            w1.signal(signal.SIGSTOP)
+            time.sleep(0.3)
+            done, on_w1 = progress()
+            if on_w1:
+                break
+            w1.signal(signal.SIGCONT)
+        time.sleep(0.005)
+    return on_w1
 
 
 # A worker's connection that holds a run's row lock, as its transaction storing a result

@@ -1,111 +1,34 @@
 """Sweeps over HTTP against Postgres, Redis and two worker processes: a 2x2x3 sweep whose
-summary is recomputed here from the stored runs, the result cache, rejection of bad
-sweeps, cancel, and the Riverbed study through one POST."""
+summary is recomputed here from the stored runs, the result cache, cancel, the Riverbed
+study through one POST, the export's table. What a sweep may be asked (rejections, a
+stored scenario as base, 404s): test_sweep_requests.py."""
 
 from __future__ import annotations
 
-import copy
 import json
 import random
 import subprocess
 import sys
 import time
-import uuid
 from typing import Any
 
 import numpy as np
 import pytest
-from journeys import PROBLEM, assert_problem
-from scipy import stats as sps
+from journeys import assert_problem
 from servicekit import ROOT, Stack
-from sqlalchemy import create_engine, text
-
-RATE, WINDOW = "links.access1.rate", "flows.backup.tcp.rcv_buf"
-
-
-def small_base(stack: Stack) -> dict[str, Any]:
-    """The Riverbed T1/8 KB path with a 500 kB transfer and 1% random loss on the access
-    link, so seeds differ: a few hundredths of a second of simulation per run."""
-    with stack.client as client:
-        body = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
-    body["name"] = "sweep-small"
-    body["flows"][0]["bytes"] = 500_000
-    body["links"][1]["loss"] = {"model": "bernoulli", "rate": 0.01, "direction": "a_to_b"}
-    return body
-
-
-def sweep_body(stack: Stack, seed: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "base": {"scenario": small_base(stack)},
-        "parameters": {RATE: ["T1", "T3"], WINDOW: [8760, 65535]},
-        "replications": 3,
-        "seed": seed,
-        "baseline": {RATE: "T1", WINDOW: 8760},
-        **extra,
-    }
-
-
-def wait_sweep(stack: Stack, sweep_id: str, timeout: float = 180) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    with stack.client as client:
-        while True:
-            sweep = client.get(f"/v1/sweeps/{sweep_id}").json()
-            if sweep["status"] not in ("queued", "running"):
-                return sweep
-            if time.monotonic() > deadline:
-                raise AssertionError(f"sweep {sweep_id} still {sweep['status']}\n{stack.logs()}")
-            time.sleep(0.2)
-
-
-def stored_results(stack: Stack, sweep_id: str) -> int:
-    """Results stored for the sweep's own runs (a cache hit stores none): counted per sweep,
-    since other tests' runs share the database and may finish meanwhile."""
-    return count(
-        stack,
-        "SELECT count(*) FROM results JOIN runs ON runs.id = results.run_id "
-        f"WHERE runs.sweep_id = '{uuid.UUID(sweep_id)}'",
-    )
-
-
-def count(stack: Stack, sql: str) -> int:
-    url = stack.env["DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://")
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            return int(conn.execute(text(sql)).scalar_one())
-    finally:
-        engine.dispose()
-
-
-def all_runs(stack: Stack, sweep_id: str) -> list[dict[str, Any]]:
-    """Every run of the sweep through its paged listing (pages of 5)."""
-    runs, cursor = [], None
-    with stack.client as client:
-        while True:
-            params: dict[str, Any] = {"limit": 5, **({"cursor": cursor} if cursor else {})}
-            page = client.get(f"/v1/sweeps/{sweep_id}/runs", params=params).json()
-            runs += page["items"]
-            cursor = page["next_cursor"]
-            if cursor is None:
-                return runs
-
-
-def flows_of(stack: Stack, run_id: str) -> dict[str, Any]:
-    with stack.client as client:
-        run = client.get(f"/v1/runs/{run_id}").json()
-    assert run["status"] == "succeeded", run
-    return run["summary"]["flows"]["backup"]
-
-
-def t_interval(x: np.ndarray) -> tuple[float, float]:
-    half = sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))
-    return x.mean() - half, x.mean() + half
-
-
-def events_of(client, run_id: str) -> list[str]:  # type: ignore[no-untyped-def]
-    resp = client.get(f"/v1/runs/{run_id}/events")
-    assert resp.status_code == 200, resp.text
-    return [e["event"] for e in resp.json()["events"]]
+from sweepkit import (
+    RATE,
+    WINDOW,
+    all_runs,
+    count,
+    events_of,
+    flows_of,
+    small_base,
+    stored_results,
+    sweep_body,
+    t_interval,
+    wait_sweep,
+)
 
 
 def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
@@ -147,7 +70,7 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
     assert {tuple(r["seed"] for r in runs if r["point_index"] == p) for p in range(4)} == {
         (seed, seed + 1, seed + 2)
     }
-    values: dict[int, dict[int, dict[str, Any]]] = {}
+    values: Values = {}
     for r in runs:
         values.setdefault(r["point_index"], {})[r["seed"]] = flows_of(pg_stack, r["id"])
 
@@ -165,6 +88,16 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
     assert directions[("backup", "goodput_bps")] == "higher"
 
     seeds = [seed, seed + 1, seed + 2]
+    check_statistics(summary, values, seeds)
+    check_effects(summary, values, seeds)
+
+
+Values = dict[int, dict[int, dict[str, Any]]]  # point -> seed -> flow summary
+
+
+def check_statistics(summary: dict[str, Any], values: Values, seeds: list[int]) -> None:
+    """Each point's mean, sd and t-interval, and its paired delta from the baseline,
+    recomputed from the runs' own figures."""
     for metric in ("completion_time", "goodput_bps", "retransmissions", "rtt_mean"):
         base = np.array([values[0][s][metric] for s in seeds], dtype=float)
         for row in summary["points"]:
@@ -194,6 +127,10 @@ def test_a_2x2x3_sweep_is_summarised_from_its_runs(pg_stack: Stack) -> None:
             if base.mean():
                 assert delta["pct"] == pytest.approx(100 * d.mean() / base.mean(), rel=1e-9)
 
+
+def check_effects(summary: dict[str, Any], values: Values, seeds: list[int]) -> None:
+    """The main effects of the completion time, the best point and the headline,
+    recomputed from the runs' own figures."""
     # Main effects of the completion time, recomputed: SS of each parameter's level means
     # over SS_total of all twelve observations.
     params = {row["index"]: row["parameters"] for row in summary["points"]}
@@ -277,121 +214,6 @@ def test_a_resubmitted_sweep_simulates_nothing(pg_stack: Stack) -> None:
         assert fresh.status_code == 202 and fresh.json()["simulations"] == 12
     assert wait_sweep(pg_stack, fresh.json()["id"])["status"] == "succeeded"
     assert stored_results(pg_stack, fresh.json()["id"]) == 12
-
-
-def test_a_bad_sweep_is_rejected_whole(pg_stack: Stack) -> None:
-    body = sweep_body(pg_stack, 7)
-    sweeps = count(pg_stack, "SELECT count(*) FROM sweeps")
-    runs = count(pg_stack, "SELECT count(*) FROM runs")
-    with pg_stack.client as client:
-
-        def rejected(change: dict[str, Any]) -> dict[str, Any]:
-            resp = client.post("/v1/sweeps", json={**copy.deepcopy(body), **change})
-            return assert_problem(resp, 422)
-
-        bad_path = {**body["parameters"], "links.nope.rate": ["T1", "T3"]}
-        problem = rejected({"parameters": bad_path})
-        assert ["body", "parameters", "links.nope.rate"] in [e["loc"] for e in problem["errors"]]
-        assert "nope" in problem["detail"]
-
-        bad_value = {RATE: ["T1", "T3"], WINDOW: [8760, "lots"]}
-        problem = rejected({"parameters": bad_value})
-        err = problem["errors"][0]
-        assert err["loc"] == ["body", "parameters", WINDOW, 1], problem
-        assert err["pointer"] == f"/parameters/{WINDOW}/1"
-
-        bad_field = {RATE: ["T1"], "links.access1.colour": ["red"]}
-        problem = rejected({"parameters": bad_field, "baseline": None})
-        assert problem["errors"][0]["loc"][:3] == ["body", "parameters", "links.access1.colour"]
-
-        problem = rejected({"baseline": {RATE: "E1", WINDOW: 8760}})
-        assert problem["errors"][0]["loc"][:2] == ["body", "baseline"]
-
-        problem = rejected({"replications": 1000})  # 4 points x 1000 > the cap of 1000
-        assert "4000 runs" in problem["detail"] and "cap is 1000" in problem["detail"]
-        assert problem["cap"] == 1000 and problem["runs"] == 4000
-
-        huge = copy.deepcopy(body["base"]["scenario"])
-        huge["flows"][0]["bytes"] = 10**12
-        problem = rejected(
-            {"base": {"scenario": huge}, "parameters": {"duration": [60, 10**7]}, "baseline": None}
-        )
-        assert problem["errors"][0]["type"] == "over_budget", problem
-        assert problem["detail"].startswith("1 point(s) exceed the per-run budget: point 1 ")
-        assert problem["over"] == ["events"] and "simulation events" in problem["detail"]
-
-        problem = rejected({"base": {"preset": "no-such-preset"}})
-        assert problem["errors"][0]["loc"] == ["body", "base", "preset"]
-        problem = rejected({"base": {"scenario_id": "00000000-0000-7000-8000-000000000000"}})
-        assert problem["errors"][0]["loc"] == ["body", "base", "scenario_id"]
-        rejected({"mode": "zip", "parameters": {RATE: ["T1", "T3"], WINDOW: [8760]}})
-        rejected({"parameters": {}})
-
-        for hostile in [
-            b"nope",
-            b"[]",
-            {"base": 5},
-            {"base": {"preset": 5}},
-            {"base": {"preset": "riverbed-study"}, "parameters": {RATE: ["T1"]}},
-            {**body, "replications": 0},
-            {**body, "cache": "maybe"},
-            {**body, "seed": -1},
-            {**body, "extra": 1},
-            {**body, "name": "a\x00b"},  # Postgres text cannot hold NUL
-            {**body, "parameters": {RATE: ["T1"], WINDOW: [2**70]}},  # nor JSON a 70-bit int
-        ]:
-            kwargs: dict[str, Any] = (
-                {"content": hostile} if isinstance(hostile, bytes) else {"json": hostile}
-            )
-            resp = client.post("/v1/sweeps", headers={"content-type": "application/json"}, **kwargs)
-            assert 400 <= resp.status_code < 500, (hostile, resp.text)
-            assert resp.headers["content-type"].startswith(PROBLEM)
-    assert count(pg_stack, "SELECT count(*) FROM sweeps") == sweeps
-    assert count(pg_stack, "SELECT count(*) FROM runs") == runs
-
-
-def test_a_stored_scenario_is_a_base(pg_stack: Stack) -> None:
-    with pg_stack.client as client:
-        stored = client.post("/v1/scenarios", json=small_base(pg_stack)).json()
-        body = {**sweep_body(pg_stack, 5), "base": {"scenario_id": stored["id"]}}
-        plan = client.post("/v1/sweeps", params={"dry_run": "true"}, json=body)
-        assert plan.status_code == 200, plan.text
-        assert plan.json()["point_count"] == 4 and plan.json()["estimate"]["runs"] == 12
-        problem = assert_problem(
-            client.post("/v1/sweeps", json={**body, "base": {"scenario_id": "nope"}}), 422
-        )
-        assert problem["errors"][0]["loc"] == ["body", "base", "scenario_id"]
-
-
-def test_unknown_and_other_tenants_sweeps_are_404(pg_stack: Stack) -> None:
-    url = pg_stack.env["DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://")
-    engine = create_engine(url)
-    with engine.begin() as conn:
-        tenant = conn.execute(
-            text(
-                "INSERT INTO tenants (id, name, created_at) VALUES (gen_random_uuid(), :n, now())"
-                " RETURNING id"
-            ),
-            {"n": f"other-{random.randrange(2**40)}"},
-        ).scalar_one()
-        sweep_id = conn.execute(
-            text(
-                "INSERT INTO sweeps (id, tenant_id, name, spec, points, seeds, run_count, cache,"
-                " cancel_requested, created_at) VALUES (gen_random_uuid(), :t, 'theirs',"
-                " '{}'::jsonb, '[]'::jsonb, '[1]'::jsonb, 0, 'reuse', false, now()) RETURNING id"
-            ),
-            {"t": tenant},
-        ).scalar_one()
-    engine.dispose()
-    with pg_stack.client as client:
-        for sid in (sweep_id, "00000000-0000-7000-8000-000000000000"):
-            assert_problem(client.get(f"/v1/sweeps/{sid}"), 404)
-            assert_problem(client.get(f"/v1/sweeps/{sid}/summary"), 404)
-            assert_problem(client.get(f"/v1/sweeps/{sid}/runs"), 404)
-            assert_problem(client.post(f"/v1/sweeps/{sid}/cancel"), 404)
-        assert str(sweep_id) not in {s["id"] for s in client.get("/v1/sweeps").json()["items"]}
-        assert_problem(client.get("/v1/sweeps/not-a-uuid"), 422)
-        assert_problem(client.get("/v1/sweeps", params={"cursor": "!!"}), 422)
 
 
 def test_a_sweep_is_cancelled(pg_stack: Stack) -> None:
@@ -497,13 +319,7 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
     """Issue 31: the export's Parquet and the summary's CSV share their shape (a row per
     point and flow), their key columns and their units, so they join on (point, flow) with
     no renaming or unit conversion, and the joined figures agree."""
-    import io
-    import zipfile
-
-    import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.csv as pacsv
-    import pyarrow.parquet as pq
 
     body = {
         "base": {"scenario": small_base(pg_stack)},
@@ -515,24 +331,7 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
     with pg_stack.client as client:
         sweep = client.post("/v1/sweeps", json=body).json()
     assert wait_sweep(pg_stack, sweep["id"])["status"] == "succeeded"
-    with pg_stack.client as client:
-        export = client.get(f"/v1/sweeps/{sweep['id']}/export")
-        summary_csv = client.get(f"/v1/sweeps/{sweep['id']}/summary", params={"format": "csv"})
-    assert export.status_code == 200 and summary_csv.status_code == 200
-    files = zipfile.ZipFile(io.BytesIO(export.content))
-    runs = pq.read_table(io.BytesIO(files.read("table.parquet")))
-    summary = pacsv.read_csv(io.BytesIO(summary_csv.content))
-    # A column with no value (the change in % against a baseline of 0 timeouts) reads as
-    # Arrow's null type, which its join refuses; pandas reads it as NaN floats: so do we.
-    summary = summary.cast(
-        pa.schema(
-            [
-                pa.field(f.name, pa.float64()) if pa.types.is_null(f.type) else f
-                for f in summary.schema
-            ]
-        )
-    )
-
+    runs, summary, table_parquet, summary_csv = export_and_summary(pg_stack, sweep["id"])
     # Units travel with the columns: Parquet's field metadata, the CSV's header.
     assert runs.schema.field("goodput_bps").metadata == {b"unit": b"bit/s"}
     assert "goodput_bps.mean[bit/s]" in summary.column_names
@@ -566,10 +365,48 @@ def test_the_export_table_and_the_summary_table_join_as_they_are(pg_stack: Stack
     assert t3["completion_time.delta_pct[percent]"] < 0  # T3 is faster than T1
 
     # As an analyst does it in pandas: read both as they are, merge on (point, flow).
+    merge_in_pandas(table_parquet, summary_csv)
+
+
+def export_and_summary(stack: Stack, sweep_id: str) -> tuple[Any, Any, bytes, bytes]:
+    """The export's table.parquet and the summary as CSV: as Arrow tables, then as the
+    bytes the API sent."""
+    import io
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    with stack.client as client:
+        export = client.get(f"/v1/sweeps/{sweep_id}/export")
+        summary_csv = client.get(f"/v1/sweeps/{sweep_id}/summary", params={"format": "csv"})
+    assert export.status_code == 200 and summary_csv.status_code == 200
+    files = zipfile.ZipFile(io.BytesIO(export.content))
+    runs = pq.read_table(io.BytesIO(files.read("table.parquet")))
+    summary = pacsv.read_csv(io.BytesIO(summary_csv.content))
+    # A column with no value (the change in % against a baseline of 0 timeouts) reads as
+    # Arrow's null type, which its join refuses; pandas reads it as NaN floats: so do we.
+    summary = summary.cast(
+        pa.schema(
+            [
+                pa.field(f.name, pa.float64()) if pa.types.is_null(f.type) else f
+                for f in summary.schema
+            ]
+        )
+    )
+    return runs, summary, files.read("table.parquet"), summary_csv.content
+
+
+def merge_in_pandas(table: bytes, summary_csv: bytes) -> None:
+    """As an analyst does it: read both as they are, merge on (point, flow), and the
+    points' means of the runs are the summary's."""
+    import io
+
     import pandas as pd
 
-    frame = pd.read_parquet(io.BytesIO(files.read("table.parquet")))
-    points = pd.read_csv(io.BytesIO(summary_csv.content))
+    frame = pd.read_parquet(io.BytesIO(table))
+    points = pd.read_csv(io.BytesIO(summary_csv))
     merged = frame.merge(points, on=["point", "flow"], validate="many_to_one")
     assert len(merged) == len(frame) == 6
     assert (merged[RATE] == merged[f"{RATE}[bit/s]"]).all()

@@ -180,6 +180,12 @@ def test_another_tenants_ids_are_404(
     assert problem["errors"][0]["loc"] == ["body", "scenario_id"]
 
     # Sweeps and comparisons are scoped the same way.
+    sweeps_are_scoped(a, b, scenario_id=scenario_id, run_id=run_id, key=key)
+
+
+def sweeps_are_scoped(a: Tenant, b: Tenant, *, scenario_id: str, run_id: str, key: str) -> None:
+    """B can neither sweep A's stored scenario nor see A's sweep, its runs, its summary or
+    a comparison of A's run: each is a 404 (or a 422 at the field), as a made-up id."""
     spec = {
         "base": {"scenario_id": scenario_id},
         "parameters": {"flows.backup.tcp.rcv_buf": [32768, 65535]},

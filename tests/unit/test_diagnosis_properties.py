@@ -130,41 +130,47 @@ def scenarios(draw) -> Scenario:
         }
     egress = draw(st.sampled_from(["backpressure", "drop"]))
     nodes = [("h1", "host"), ("r1", "router"), ("r2", "router"), ("h2", "host")]
-    links = [link("lan1", "h1", "r1", rate=10e6, delay=0.0001, encap="ethernet")]
     if fr:
         nodes.append(("sw", "fr_switch"))
-        links += [
-            link(
-                "wan",
-                "r1",
-                "sw",
-                rate=wan_rate,
-                delay=delay,
-                encap=encap,
-                limit_packets=limit,
-                loss=loss,
-            ),
-            link("wan2", "sw", "r2", rate=wan_rate, delay=delay, encap=encap, limit_packets=limit),
-        ]
-    else:
-        links.append(
-            link(
-                "wan",
-                "r1",
-                "r2",
-                rate=wan_rate,
-                delay=delay,
-                encap=encap,
-                limit_packets=limit,
-                loss=loss,
-            )
-        )
-    links.append(link("lan2", "r2", "h2", rate=10e6, delay=0.0001, encap="ethernet"))
+    wan_link = {"rate": wan_rate, "delay": delay, "encap": encap, "limit_packets": limit}
+    links = _links(fr, wan_link, loss)
     wan = links[1]
     if draw(st.booleans()):
         wan["rate_b_to_a"] = draw(st.sampled_from([0.1, 0.5, 2.0])) * wan_rate
     if not fr and draw(st.booleans()):
         wan["shaping_a_to_b"] = shaper(draw, wan_rate)
+    flows = _flows(draw, wan_rate)
+    d: dict[str, Any] = {
+        "name": "diagnosis-property",
+        "duration": 30.0,
+        "nodes": [
+            {"id": n, "kind": k, **({"egress": egress} if k == "host" else {})} for n, k in nodes
+        ],
+        "links": links,
+        "flows": flows,
+    }
+    if fr:
+        d["frame_relay"] = _frame_relay(draw, wan_rate)
+    return Scenario.model_validate(d)
+
+
+def _links(fr: bool, wan: dict[str, Any], loss: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """lan1, the WAN (through the switch, two links, when `fr`) with `loss` on its first
+    link, lan2."""
+    links = [link("lan1", "h1", "r1", rate=10e6, delay=0.0001, encap="ethernet")]
+    if fr:
+        links += [
+            link("wan", "r1", "sw", **wan, loss=loss),
+            link("wan2", "sw", "r2", **wan),
+        ]
+    else:
+        links.append(link("wan", "r1", "r2", **wan, loss=loss))
+    links.append(link("lan2", "r2", "h2", rate=10e6, delay=0.0001, encap="ethernet"))
+    return links
+
+
+def _flows(draw: Any, wan_rate: float) -> list[dict[str, Any]]:
+    """One to three TCP transfers, maybe an unlimited one due late, and cross traffic."""
     flows: list[dict[str, Any]] = []
     for i in range(draw(st.integers(min_value=1, max_value=3))):
         tcp = tcp_opts(
@@ -206,36 +212,28 @@ def scenarios(draw) -> Scenario:
                 "stop": start + draw(st.sampled_from([1.0, 2.0])),
             }
         )
-    d: dict[str, Any] = {
-        "name": "diagnosis-property",
-        "duration": 30.0,
-        "nodes": [
-            {"id": n, "kind": k, **({"egress": egress} if k == "host" else {})} for n, k in nodes
+    return flows
+
+
+def _frame_relay(draw: Any, wan_rate: float) -> dict[str, Any]:
+    """The PVC over the fr_switch: its contract, policing and shaping, the switch's measure."""
+    cir = draw(st.sampled_from([0.25, 0.5, 1.0])) * wan_rate
+    return {
+        "pvcs": [
+            {
+                "id": "p",
+                "dlci": 100,
+                "src": "r1",
+                "dst": "r2",
+                "cir": cir,
+                "bc": max(1, round(draw(st.sampled_from([0.05, 0.25, 1.0])) * cir)),
+                "be": round(draw(st.sampled_from([0.0, 0.5])) * cir),
+                "policing": draw(st.sampled_from(["token_bucket", "interval"])),
+                **pvc_shaping(draw, cir),
+            }
         ],
-        "links": links,
-        "flows": flows,
+        "switch": {"congestion_measure": draw(st.sampled_from(["cycle_average", "instantaneous"]))},
     }
-    if fr:
-        cir = draw(st.sampled_from([0.25, 0.5, 1.0])) * wan_rate
-        d["frame_relay"] = {
-            "pvcs": [
-                {
-                    "id": "p",
-                    "dlci": 100,
-                    "src": "r1",
-                    "dst": "r2",
-                    "cir": cir,
-                    "bc": max(1, round(draw(st.sampled_from([0.05, 0.25, 1.0])) * cir)),
-                    "be": round(draw(st.sampled_from([0.0, 0.5])) * cir),
-                    "policing": draw(st.sampled_from(["token_bucket", "interval"])),
-                    **pvc_shaping(draw, cir),
-                }
-            ],
-            "switch": {
-                "congestion_measure": draw(st.sampled_from(["cycle_average", "instantaneous"]))
-            },
-        }
-    return Scenario.model_validate(d)
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])

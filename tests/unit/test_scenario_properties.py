@@ -193,23 +193,7 @@ def designs(draw: Any) -> dict[str, Any]:
         links.append({"id": "spare", "a": "h2", "b": routers[0], "rate": Rate(10_000), "mtu": mtu})
         pairs.append(("h2", "h1"))
     duration = draw(st.integers(1000, 6000))
-    flows = []
-    for i in range(draw(st.integers(1, 3))):
-        src, dst = draw(st.sampled_from(pairs))
-        start = draw(st.integers(0, 500))
-        flow: dict[str, Any] = {"id": f"f{i}", "src": src, "dst": dst, "start": Dur(start)}
-        if draw(st.booleans()):
-            flow["kind"] = "tcp_bulk"
-            flow["tcp"] = draw(tcp_specs(mtu))
-            if draw(st.booleans()):
-                flow["bytes"] = Size(draw(st.integers(1, 150_000)))
-        else:
-            flow["kind"] = "udp_cbr"
-            flow["rate"] = Rate(draw(st.integers(8, 1000)))
-            flow["packet_size"] = Size(draw(st.integers(1, mtu - 28)))
-        if draw(st.booleans()):
-            flow["stop"] = Dur(draw(st.integers(start + 1, start + 5000)))
-        flows.append(flow)
+    flows = [_flow(draw, f"f{i}", pairs, mtu) for i in range(draw(st.integers(1, 3)))]
     body: dict[str, Any] = {
         "name": draw(
             st.text(
@@ -227,19 +211,43 @@ def designs(draw: Any) -> dict[str, Any]:
         "flows": flows,
     }
     if frame_relay:
-        pvc = {
-            "id": "p1",
-            "dlci": draw(st.integers(16, 1007)),
-            "src": "r1",
-            "dst": "r2",
-            "cir": Rate(draw(st.integers(32, 1544))),
-            "becn_shaping": draw(st.booleans()),
-        }
-        if draw(st.booleans()):
-            pvc["bc"] = draw(st.integers(1000, 200_000))
-            pvc["be"] = draw(st.integers(0, 100_000))
-        body["frame_relay"] = {"pvcs": [pvc]}
+        body["frame_relay"] = {"pvcs": [_pvc(draw)]}
     return body
+
+
+def _flow(draw: Any, flow_id: str, pairs: list[tuple[str, str]], mtu: int) -> dict[str, Any]:
+    """A TCP transfer (sized, or not) or a UDP stream between one of `pairs`, maybe stopped."""
+    src, dst = draw(st.sampled_from(pairs))
+    start = draw(st.integers(0, 500))
+    flow: dict[str, Any] = {"id": flow_id, "src": src, "dst": dst, "start": Dur(start)}
+    if draw(st.booleans()):
+        flow["kind"] = "tcp_bulk"
+        flow["tcp"] = draw(tcp_specs(mtu))
+        if draw(st.booleans()):
+            flow["bytes"] = Size(draw(st.integers(1, 150_000)))
+    else:
+        flow["kind"] = "udp_cbr"
+        flow["rate"] = Rate(draw(st.integers(8, 1000)))
+        flow["packet_size"] = Size(draw(st.integers(1, mtu - 28)))
+    if draw(st.booleans()):
+        flow["stop"] = Dur(draw(st.integers(start + 1, start + 5000)))
+    return flow
+
+
+def _pvc(draw: Any) -> dict[str, Any]:
+    """The chain's PVC r1 -> r2, with or without its own Bc and Be."""
+    pvc = {
+        "id": "p1",
+        "dlci": draw(st.integers(16, 1007)),
+        "src": "r1",
+        "dst": "r2",
+        "cir": Rate(draw(st.integers(32, 1544))),
+        "becn_shaping": draw(st.booleans()),
+    }
+    if draw(st.booleans()):
+        pvc["bc"] = draw(st.integers(1000, 200_000))
+        pvc["be"] = draw(st.integers(0, 100_000))
+    return pvc
 
 
 # --- properties -------------------------------------------------------------------------
