@@ -24,6 +24,7 @@ from sqlalchemy import (
 
 from store.models import Run, RunResult, RunStatus, Tenant
 from store.repository import Repository, affected
+from store.results import ResultRepository
 from store.run_events import EventKind, RunEventRepository
 from store.types import utcnow
 
@@ -227,6 +228,8 @@ class RunRepository(Repository[Run]):
         done = self._transition(
             run_id, Run.status == RunStatus.running, Run.task_id == task_id, **values
         )
+        if done and status is not RunStatus.succeeded:
+            self._drop_snapshots(run_id)
         if done:
             attempt, worker = self.session.execute(
                 select(Run.attempts, Run.worker).where(Run.id == run_id)
@@ -251,6 +254,7 @@ class RunRepository(Repository[Run]):
         )
         if done:
             self.events.add(run_id, EventKind.cancelled, reason="cancelled while queued")
+            self._drop_snapshots(run_id)  # of an attempt taken back from a lost worker
         return done
 
     def request_cancel(self, run_id: uuid.UUID) -> bool:
@@ -276,7 +280,14 @@ class RunRepository(Repository[Run]):
         )
         if done:
             self.events.add(run_id, EventKind.failed, error=_brief(error))
+            self._drop_snapshots(run_id)
         return done
+
+    def _drop_snapshots(self, run_id: uuid.UUID) -> None:
+        """A run that ends without succeeding shows no series (`api.series.service.READABLE`):
+        the snapshots written while it ran go in the transaction that ends it, whoever ends it
+        (its worker, a cancel, the reconciler, a claim past the retry budget)."""
+        ResultRepository(self.session).drop_series(run_id)
 
     # -- reconciliation ----------------------------------------------------------------
 

@@ -260,17 +260,14 @@ class Runner:
         beat: Heartbeat | None = None,
     ) -> RunStatus | None:
         def write(session: Session, attempt: int) -> bool:
-            if not RunRepository(session).finish(
+            # A run that did not succeed shows no series: `finish` drops its snapshots.
+            return RunRepository(session).finish(
                 run_id,
                 task_id=task_id,
                 status=status,
                 error=error,
                 write_attempts=attempt if attempt > 1 else None,
-            ):
-                return False
-            # A run that did not succeed shows no series: its snapshots go with it.
-            ResultRepository(session).drop_series(run_id)
-            return True
+            )
 
         return status if self._persist(run_id, write, beat) else None
 

@@ -14,6 +14,8 @@ from api.compare import service, table
 from api.compare.schemas import CommonSeries, RunComparison
 from api.deps import CachedDep, DbDep, SettingsDep, TenantDep
 from api.responses import OrjsonResponse, problem_responses
+from api.series import axis
+from api.series.axis import End, Start, TimeAxis
 from api.series.endpoints import AggQuery, max_points_within
 from api.series.service import to_csv
 from store.models import Run
@@ -114,20 +116,20 @@ async def compare_series(
     max_points: Annotated[
         int | None, Query(ge=3, description="Rows of the common axis at most (default 1000)")
     ] = None,
-    start: Annotated[
-        float | None, Query(allow_inf_nan=False, description="Window start, simulated seconds")
-    ] = None,
-    end: Annotated[
-        float | None, Query(allow_inf_nan=False, description="Window end, simulated seconds")
-    ] = None,
+    start: Start = None,
+    end: End = None,
     format: Annotated[Literal["json", "csv"], Query(description="`csv`: text/csv")] = "json",
     agg: AggQuery = None,
+    time_axis: TimeAxis = "sim",
 ) -> Response:
     """One metric of several runs on a common time axis, for overlay charts. A rate series
     (goodput, utilisation) is averaged over equal time buckets, the same for every run, so
-    each run's mean rate is kept; a step series is downsampled keeping its peaks."""
+    each run's mean rate is kept; a step series is downsampled keeping its peaks. With
+    `time=epoch_ms` each run's simulated time is laid from the moment it started, as
+    `GET /v1/runs/{id}/series/{key}` lays it, and `start` and `end` are epoch milliseconds."""
     ids = service.parse_runs(runs, loc=["query", "runs"])
     limit = max_points_within(settings, max_points)
+    axis.check_window(start, end, time_axis)
 
     def respond(body: dict[str, Any]) -> Response:
         if format == "csv":
@@ -140,7 +142,14 @@ async def compare_series(
         ids,
         tenant_id,
         lambda session, succeeded: service.common_series(
-            session, succeeded, key=key, max_points=limit, start=start, end=end, agg=agg
+            session,
+            succeeded,
+            key=key,
+            max_points=limit,
+            start=start,
+            end=end,
+            agg=agg,
+            time_axis=time_axis,
         ),
         respond,
     )

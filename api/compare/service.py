@@ -5,6 +5,7 @@ comparison as a sweep's; and one series of several runs on a common time axis.""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 from api.compare import report, stats
 from api.compare.schemas import RunComparison
 from api.exceptions import Conflict, Unprocessable, field_error, found
-from api.series import downsample
+from api.series import axis, downsample
 from api.series import service as series
 from engine.study import NOT_SIMULATED, flatten
 from store.models import Run, RunStatus
@@ -147,15 +148,17 @@ def common_series(
     start: float | None,
     end: float | None,
     agg: str | None = None,
+    time_axis: axis.Axis = "sim",
 ) -> dict[str, Any]:
-    """One series of several runs on one time axis. With `agg` (a rate series' default:
+    """One series of several runs on one time axis (`time_axis`; `start` and `end` on it):
+    with `epoch_ms` each run's simulated time is laid from the moment it started, so runs
+    that ran one after the other sit side by side. With `agg` (a rate series' default:
     `mean`), every run is aggregated over the same equal-width time buckets; otherwise each
     run is downsampled with MinMaxLTTB and the runs are step-held onto the union of times."""
     agg = agg if agg is not None else downsample.default_agg(key)
+    span = _Span(start, end, time_axis)
     if agg is not None:
-        return _bucketed_series(
-            session, runs, key=key, max_points=max_points, start=start, end=end, agg=agg
-        )
+        return _bucketed_series(session, runs, key=key, max_points=max_points, span=span, agg=agg)
     per_run = (max_points - len(runs)) // len(runs)
     if per_run < 3:
         raise Unprocessable(
@@ -163,21 +166,18 @@ def common_series(
             errors=[field_error(["query", "max_points"], f"must be at least {4 * len(runs)}")],
         )
     results = ResultRepository(session)
-    windows, info = [], []
-    for run in runs:
-        window, meta = _held(run, *_load(session, results, run, key, start, end, per_run, None))
-        windows.append(window)
-        info.append(meta)
+    loaded = [_load(session, results, run, key, span, per_run, None) for run in runs]
+    windows = [_held(c) for c in loaded]
     columns = series.frame(windows, "wide")
     grid = np.asarray(columns["t"])
-    for w, meta in zip(windows, info, strict=True):
+    for w, c in zip(windows, loaded, strict=True):
         col = np.asarray(columns[w.key], dtype=float)
-        col[grid > meta["sim_time"]] = np.nan  # the run was over
+        col[grid > c.until] = np.nan  # the run was over
         columns[w.key] = col
     return {
         "key": key,
         "unit": windows[0].unit if windows else "",
-        "runs": info,
+        "runs": [c.meta(len(w.t)) for w, c in zip(windows, loaded, strict=True)],
         "points": len(grid),
         "agg": None,
         "method": "each run downsampled with MinMaxLTTB to its share of max_points and held "
@@ -188,22 +188,47 @@ def common_series(
     }
 
 
-def _held(run: Run, w: series.Window, until: float) -> tuple[series.Window, dict[str, Any]]:
-    """One run's downsampled window, held at its last value until the run's end, and what
-    the answer says of it."""
-    t, v = w.t, w.v
+@dataclass(frozen=True, slots=True)
+class _Span:
+    """The window asked for, on the answer's time axis."""
+
+    start: float | None
+    end: float | None
+    axis: axis.Axis
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """One run's window of the series with its times on the answer's axis, where its column
+    ends on that axis (`until`: its simulated end, cut at the window's end) and in simulated
+    seconds (`sim_end`), and its last sample's simulated time (`sim_last`)."""
+
+    run: Run
+    w: series.Window
+    until: float
+    sim_end: float
+    sim_last: float
+
+    def meta(self, points: int, sim_end: float | None = None) -> dict[str, Any]:
+        """What the answer says of this run."""
+        return {
+            "id": self.run.id,
+            "unit": self.w.unit,
+            "sim_time": self.sim_end if sim_end is None else sim_end,
+            "length": self.w.length,
+            "points": points,
+            "downsampled": self.w.downsampled,
+        }
+
+
+def _held(c: _Column) -> series.Window:
+    """One run's downsampled window, held at its last value until the run's end, under the
+    run's id."""
+    t, v = c.w.t, c.w.v
     # A change-driven series stops at its last change: it still holds until the run ends.
-    if len(t) and t[-1] < until:
-        t, v = np.append(t, until), np.append(v, v[-1])
-    meta = {
-        "id": run.id,
-        "unit": w.unit,
-        "sim_time": until,
-        "length": w.length,
-        "points": len(t),
-        "downsampled": w.downsampled,
-    }
-    return series.Window(str(run.id), w.unit, w.length, t, v, w.downsampled), meta
+    if len(t) and t[-1] < c.until:
+        t, v = np.append(t, c.until), np.append(v, v[-1])
+    return series.Window(str(c.run.id), c.w.unit, c.w.length, t, v, c.w.downsampled)
 
 
 def _load(
@@ -211,13 +236,15 @@ def _load(
     results: ResultRepository,
     run: Run,
     key: str,
-    start: float | None,
-    end: float | None,
+    span: _Span,
     max_points: int,
     agg: str | None,
-) -> tuple[series.Window, float]:
-    """One run's window of the series, and where its column ends: the run's simulated end
-    (its last sample's time if the result is gone), cut at `end`."""
+) -> _Column:
+    """One run's window of the series, read in simulated seconds and answered on the span's
+    axis; its column ends at the run's simulated end (its last sample's time if the result
+    is gone), cut at the window's end."""
+    origin = axis.origin_ms(run, span.axis)
+    start, end = axis.sim_window(span.start, span.end, origin)
     (w,) = series.load(
         session,
         run,
@@ -232,7 +259,9 @@ def _load(
     until = result.sim_time if result is not None else (float(w.t[-1]) if len(w.t) else 0.0)
     if end is not None:
         until = min(until, end)
-    return w, until
+    last = float(w.t[-1]) if len(w.t) else 0.0
+    on_axis = replace(w, t=axis.on_axis(w.t, origin))
+    return _Column(run, on_axis, float(axis.on_axis(until, origin)), until, last)
 
 
 def _bucket_column(
@@ -257,43 +286,37 @@ def _bucketed_series(
     *,
     key: str,
     max_points: int,
-    start: float | None,
-    end: float | None,
+    span: _Span,
     agg: str,
 ) -> dict[str, Any]:
     rate = downsample.is_rate(key)
     results = ResultRepository(session)
     loaded = []
     for run in runs:
-        w, until = _load(session, results, run, key, start, end, 2**62, agg)
+        c = _load(session, results, run, key, span, 2**62, agg)
+        t = c.w.t
         if rate:
-            lo, hi = downsample.rate_cover(w.t), float(w.t[-1]) if len(w.t) else 0.0
+            lo, hi = downsample.rate_cover(t), float(t[-1]) if len(t) else 0.0
         else:
-            lo, hi = (float(w.t[0]) if len(w.t) else until), until
-        loaded.append((run, w, lo, hi))
-    lo = min((x[2] for x in loaded), default=0.0)
-    hi = max((x[3] for x in loaded), default=0.0)
+            lo, hi = (float(t[0]) if len(t) else c.until), c.until
+        loaded.append((c, lo, hi))
+    lo = min((x[1] for x in loaded), default=0.0)
+    hi = max((x[2] for x in loaded), default=0.0)
     edges = np.linspace(lo, hi, max_points + 1)
     grid = edges[1:] if rate else edges[:-1]
     columns: dict[str, Any] = {"t": grid}
     info = []
-    for run, w, a, b in loaded:
-        col = _bucket_column(w, edges, a, b, rate=rate, agg=agg)
-        columns[str(run.id)] = col
-        info.append(
-            {
-                "id": run.id,
-                "unit": w.unit,
-                "sim_time": b if not rate else max(b, 0.0),
-                "length": w.length,
-                "points": int(np.count_nonzero(~np.isnan(col))),
-                "downsampled": w.length > len(grid),
-            }
-        )
+    for c, a, b in loaded:
+        col = _bucket_column(c.w, edges, a, b, rate=rate, agg=agg)
+        columns[str(c.run.id)] = col
+        # A rate's column ends at its last sample; a step series' at the run's end.
+        sim_end = max(c.sim_last, 0.0) if rate else c.sim_end
+        info.append(c.meta(int(np.count_nonzero(~np.isnan(col))), sim_end))
+        info[-1]["downsampled"] = c.w.length > len(grid)
     where = "end" if rate else "start"
     return {
         "key": key,
-        "unit": loaded[0][1].unit if loaded else "",
+        "unit": loaded[0][0].w.unit if loaded else "",
         "runs": info,
         "points": len(grid),
         "agg": agg,

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import numpy as np
 from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy.orm import Session
 
@@ -17,27 +16,14 @@ from api.db import Db
 from api.deps import CachedDep, DbDep, SettingsDep, TenantDep
 from api.exceptions import Unprocessable, field_error
 from api.responses import OrjsonResponse, problem_responses
-from api.series import service
+from api.series import axis, service
+from api.series.axis import End, Start, TimeAxis
 from api.series.schemas import SeriesData, SeriesFrame, SeriesIndex
 from settings import Settings
 from store.models import Run
 
 router = APIRouter(prefix="/v1/runs/{run_id}", tags=["series"])
 
-Start = Annotated[
-    float | None,
-    Query(
-        allow_inf_nan=False,
-        description="Window start on the `time` axis: simulated seconds, or with "
-        "`time=epoch_ms` milliseconds since the Unix epoch (as Grafana sends a zoom)",
-    ),
-]
-End = Annotated[
-    float | None,
-    Query(allow_inf_nan=False, description="Window end on the `time` axis, as `start`"),
-]
-#: Epoch milliseconds before this (1973-03-03) are simulated seconds sent by mistake.
-EPOCH_MS_FLOOR = 1e11
 MaxPoints = Annotated[
     int | None,
     Query(ge=3, description="Downsample to at most this many points (default from settings, 1000)"),
@@ -45,17 +31,6 @@ MaxPoints = Annotated[
 Format = Annotated[
     Literal["json", "csv"] | None,
     Query(description="Overrides the Accept header: `csv` is text/csv"),
-]
-TimeAxis = Annotated[
-    Literal["sim", "epoch_ms"],
-    Query(
-        alias="time",
-        description="`sim`: `t` in simulated seconds from the run's start (the default); "
-        "`epoch_ms`: `t` in milliseconds since the Unix epoch, simulated time laid from the "
-        "moment the run started (its `started_at`, or `created_at` when the cache served it), "
-        "for tools that plot against wall-clock time, as Grafana does. `start` and `end` are "
-        "read on the same axis",
-    ),
 ]
 AggQuery = Annotated[
     Literal["mean", "min", "max", "last"] | None,
@@ -108,40 +83,6 @@ def _wants_csv(request: Request, fmt: str | None) -> bool:
     return "text/csv" in accept and "application/json" not in accept.split("text/csv")[0]
 
 
-def _origin_ms(run: Run, axis: str) -> float | None:
-    """Where simulated time 0 lies on the epoch-ms axis, or None for simulated seconds."""
-    if axis != "epoch_ms":
-        return None
-    at = run.started_at or run.created_at
-    return at.timestamp() * 1000.0
-
-
-def _on_axis(t: Any, origin_ms: float | None) -> Any:
-    return t if origin_ms is None else np.round(t * 1000.0 + origin_ms, 3)
-
-
-def _sim_window(window: WindowQuery, origin_ms: float | None) -> tuple[float | None, float | None]:
-    """`start` and `end` in simulated seconds, from the axis the request chose: a value on
-    the epoch-ms axis that cannot be one (before 1973) is a 422 naming its field."""
-    if origin_ms is None:
-        return window.start, window.end
-    out: list[float | None] = []
-    for name, value in (("start", window.start), ("end", window.end)):
-        if value is not None and value < EPOCH_MS_FLOOR:
-            raise Unprocessable(
-                f"{name} is on the time=epoch_ms axis: milliseconds since the Unix epoch",
-                errors=[
-                    field_error(
-                        ["query", name],
-                        f"must be epoch milliseconds (>= {EPOCH_MS_FLOOR:.0f}) with "
-                        "time=epoch_ms; simulated seconds need time=sim",
-                    )
-                ],
-            )
-        out.append(None if value is None else (value - origin_ms) / 1000.0)
-    return out[0], out[1]
-
-
 #: A series document from its run and windows: the JSON body, and the columns of its CSV.
 Render = Callable[[Run, list[service.Window]], tuple[dict[str, Any], dict[str, Any]]]
 
@@ -162,11 +103,14 @@ async def _answer(
     succeeded run's data tagged and kept; a running run's tagged by how far its stored
     series go, revalidated on every request and never kept (it settles when the run ends)."""
     limit = max_points_within(settings, window.max_points)
+    axis.check_window(window.start, window.end, window.time_axis)
 
     async def find() -> Found:
         readable = await db.read(service.readable_run, run_id, tenant_id=tenant_id)
         run = readable.run
-        start, end = _sim_window(window, _origin_ms(run, window.time_axis))
+        start, end = axis.sim_window(
+            window.start, window.end, axis.origin_ms(run, window.time_axis)
+        )
         tag: Tag | None = None
         headers = {"Vary": "Accept"}  # a tagged answer gets its ETag from the cache
         if readable.version is None:
@@ -247,7 +191,7 @@ async def get_series(
 
     def render(run: Run, windows: list[service.Window]) -> tuple[dict[str, Any], dict[str, Any]]:
         (w,) = windows
-        t = _on_axis(w.t, _origin_ms(run, window.time_axis))
+        t = axis.on_axis(w.t, axis.origin_ms(run, window.time_axis))
         body = {
             "key": w.key,
             "unit": w.unit,
@@ -301,7 +245,7 @@ async def get_series_frame(
 
     def render(run: Run, windows: list[service.Window]) -> tuple[dict[str, Any], dict[str, Any]]:
         columns = service.frame(windows, shape)
-        columns["t"] = _on_axis(columns["t"], _origin_ms(run, window.time_axis))
+        columns["t"] = axis.on_axis(columns["t"], axis.origin_ms(run, window.time_axis))
         body = {
             "shape": shape,
             "keys": names,

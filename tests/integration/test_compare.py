@@ -5,6 +5,7 @@ time axis (checked against each run's own series)."""
 from __future__ import annotations
 
 import random
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,7 @@ from servicekit import Stack
 from test_sweeps import small_base
 
 WINDOW = "flows.backup.tcp.rcv_buf"
+PRESETS = ("riverbed-t1-8k", "riverbed-t1-64k")
 
 
 def submit(stack: Stack, body: dict[str, Any]) -> dict[str, Any]:
@@ -168,3 +170,68 @@ def test_a_series_of_several_runs_on_one_time_axis(pg_stack: Stack) -> None:
         assert max(col) == full[run_id][1].max()
     assert csv.headers["content-type"].startswith("text/csv")
     assert csv.text.splitlines()[0] == f"t,{ids[0]},{ids[1]}"
+
+
+def test_a_zoom_on_the_epoch_axis_picks_each_runs_own_window(pg_stack: Stack) -> None:
+    """`time=epoch_ms`, as a Grafana panel overlaying runs asks: each run's simulated time
+    laid from the moment it started, and `start`/`end` read on that axis, so the same
+    wall-clock window is a different stretch of each run's simulated time."""
+    seed = random.randrange(1, 2**40)
+    runs = [submit(pg_stack, {"preset": p, "seed": seed}) for p in PRESETS]
+    ids = [run["id"] for run in runs]
+    key = "flow.backup.srtt"  # a sample per RTT measured: all along the runs
+    origin = {r["id"]: datetime.fromisoformat(r["started_at"]).timestamp() * 1000.0 for r in runs}
+    last = ids[-1]  # started last: the window is a stretch of its middle
+    sim_last = runs[-1]["summary"]["sim_time"]
+    start = origin[last] + 0.25 * sim_last * 1000.0
+    end = origin[last] + 0.6 * sim_last * 1000.0
+    zoom = {"runs": ",".join(ids), "key": key, "time": "epoch_ms", "max_points": 100_000}
+    with pg_stack.client as client:
+        full = {}
+        for run_id in ids:
+            s = client.get(f"/v1/runs/{run_id}/series/{key}", params={"max_points": 100_000})
+            full[run_id] = (np.array(s.json()["t"]), np.array(s.json()["v"], dtype=float))
+        body = client.get("/v1/compare/series", params={**zoom, "start": start, "end": end})
+        assert body.status_code == 200, body.text
+        rate = client.get(
+            "/v1/compare/series",
+            params={
+                **zoom,
+                "key": "flow.backup.goodput_bps",
+                "max_points": 50,
+                "start": start,
+                "end": end,
+            },
+        ).json()
+        bad = client.get("/v1/compare/series", params={**zoom, "start": 12.5, "end": end})
+        axis = client.get("/v1/compare/series", params={**zoom, "time": "wall"})
+    doc = body.json()
+    t = np.array(doc["columns"]["t"])
+    assert t.min() >= start and t.max() <= end + 1e-3, (t.min() - start, t.max() - end)
+    rows: set[float] = set()
+    for run_id, meta in zip(ids, doc["runs"], strict=True):
+        # The run's own samples inside its stretch of simulated time, from its own series.
+        a, b = ((x - origin[run_id]) / 1000.0 for x in (start, end))
+        st, sv = full[run_id]
+        inside = (st >= a) & (st <= b)
+        assert meta["length"] == inside.sum() > 10, (meta, a, b)
+        on_axis = np.round(st[inside] * 1000.0 + origin[run_id], 3)
+        col = np.array([np.nan if x is None else x for x in doc["columns"][run_id]], dtype=float)
+        at = np.searchsorted(t, on_axis - 2e-3)  # to the microsecond the answer rounds to
+        np.testing.assert_allclose(t[at], on_axis, rtol=0, atol=2e-3)
+        assert np.array_equal(col[at], sv[inside])
+        rows.update(on_axis.tolist())
+        # Held at its last value to the end of the window or of the run, whichever is first.
+        until = min(b, runs[ids.index(run_id)]["summary"]["sim_time"])
+        if st[inside][-1] < until:
+            rows.add(round(until * 1000.0 + origin[run_id], 3))
+    assert doc["points"] == len(t) == len(rows)
+    assert origin[ids[0]] < origin[last]  # the same window, a later stretch of the first run
+    # A rate: every run over the same 50 buckets of the window, each row at a bucket's end.
+    grid = np.array(rate["columns"]["t"])
+    assert rate["points"] == len(grid) == 50 and start <= grid[0] < grid[-1] <= end + 1e-3
+    assert all(r["points"] >= 45 for r in rate["runs"]), rate["runs"]
+
+    problem = assert_problem(bad, 422)  # simulated seconds on the epoch axis
+    assert [e["loc"] for e in problem["errors"]] == [["query", "start"]]
+    assert [e["loc"] for e in assert_problem(axis, 422)["errors"]] == [["query", "time"]]

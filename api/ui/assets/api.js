@@ -55,7 +55,9 @@ const tcpfr = (() => {
         await askKey(problem && problem.detail);
         continue;
       }
-      if (!resp.ok) throw new ApiError(resp.status, await resp.json().catch(() => null));
+      if (!resp.ok && resp.status !== 304) {
+        throw new ApiError(resp.status, await resp.json().catch(() => null));
+      }
       return resp;
     }
   }
@@ -68,6 +70,53 @@ const tcpfr = (() => {
     }
     const resp = await fetchWithKey(path, init);
     return resp.status === 204 ? null : resp.json();
+  }
+
+  // A GET of a document that may change, sent with the ETag of the copy held: null while
+  // that copy is current (the API's 304), else {etag, body}. Given an If-None-Match of its
+  // own, fetch() hands the 304 to us instead of answering from the browser's cache.
+  async function revalidate(path, etag = null) {
+    const headers = { Accept: "application/json" };
+    if (etag) headers["If-None-Match"] = etag;
+    const resp = await fetchWithKey(path, { headers });
+    if (resp.status === 304) return null;
+    return { etag: resp.headers.get("ETag"), body: await resp.json() };
+  }
+
+  // Calls `step()` (async; true when it found something new, or wants to look again soon)
+  // until stopped: again after `min` ms while it does, backing off to `max` ms while it
+  // does not, and not at all while the tab is hidden. now() looks at once (something
+  // happened elsewhere); stop() resolves once a step under way has ended, so the caller
+  // can draw over what it drew.
+  function poll(step, { min = 2000, max = 10000, onError = null } = {}) {
+    let stopped = false, timer = null, delay = min, busy = false, soon = false;
+    let current = Promise.resolve(false);
+    async function tick() {
+      timer = null;
+      if (stopped) return;
+      let fresh = false;
+      if (!document.hidden) {
+        busy = true;
+        current = step().catch((err) => { onError && onError(err); return false; });
+        fresh = await current;
+        busy = false;
+      }
+      if (stopped) return;
+      delay = fresh || soon ? min : Math.min(max, Math.round(delay * 1.5));
+      soon = false;
+      timer = setTimeout(tick, delay);
+    }
+    tick();
+    return {
+      now() {
+        if (stopped) return;
+        if (busy) { soon = true; return; }
+        clearTimeout(timer);
+        delay = min;
+        tick();
+      },
+      stop() { stopped = true; clearTimeout(timer); return current; },
+    };
   }
 
   // A file from the API saved by the browser: fetched with the key (a plain link could not
@@ -202,7 +251,7 @@ const tcpfr = (() => {
   }
 
   return {
-    api, stream, download, askKey, ApiError, si, bytes, bps, seconds, el, progressBar, setBar,
+    api, revalidate, poll, stream, download, askKey, ApiError, si, bytes, bps, seconds, el, progressBar, setBar,
     showError,
   };
 })();

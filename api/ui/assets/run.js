@@ -1,7 +1,7 @@
 // /ui/runs/{id}: live progress (SSE), then the diagnosis, the summary and the charts.
 "use strict";
 (() => {
-  const { api, stream, download, el, setBar, bytes, bps, seconds, si, showError } = tcpfr;
+  const { api, revalidate, poll, stream, download, el, setBar, bytes, bps, seconds, si, showError } = tcpfr;
   const runId = location.pathname.split("/").filter(Boolean).pop();
   const base = `/v1/runs/${runId}`;
   const packets = (v) => si(v, "pkt");
@@ -9,6 +9,7 @@
   let index = [];
   let charts = [];
   let range = { start: null, end: null };
+  let live = null; // the charts' poller while the run is queued or running
 
   function header(doc) {
     document.title = `tcpfr — ${doc.preset || doc.scenario_name} (${doc.status})`;
@@ -174,7 +175,7 @@
 
   // The link direction where packets were dropped or waited most (then the busiest one).
   function busiest(doc) {
-    const links = Object.entries(doc.summary.links || {});
+    const links = Object.entries((doc.summary || {}).links || {}); // none while it runs
     const rank = (l) => [l.drops || 0, l.queue_mean || 0, l.utilization || 0];
     links.sort((a, b) => {
       const [x, y] = [rank(a[1]), rank(b[1])];
@@ -257,42 +258,140 @@
     ].filter((s) => s.keys.length).map((s) => ({ ...s, labels: s.keys.map(label) }));
   }
 
-  async function frame(keys) {
+  // The frame of `keys` in the zoomed range: {etag, body}, or null while `etag` is current.
+  async function frame(keys, etag = null) {
     const q = new URLSearchParams({ keys: keys.join(","), max_points: "800" });
     if (range.start !== null) q.set("start", String(range.start));
     if (range.end !== null) q.set("end", String(range.end));
-    return api(`${base}/frame?${q}`);
+    return revalidate(`${base}/frame?${q}`, etag);
+  }
+
+  // What a chart's holder says of its data (for tests and the curious): rows, last time.
+  function mark(holder, data) {
+    const t = data[0];
+    holder.dataset.points = String(t.length);
+    holder.dataset.tEnd = String(t.length ? t[t.length - 1] : 0);
+  }
+
+  // One chart's new frame drawn, keeping its ETag.
+  function show(entry, got) {
+    entry.etag = got.etag;
+    const data = tcpfrCharts.columns(got.body, entry.spec.keys);
+    entry.chart.setData(data, true);
+    mark(entry.holder, data);
   }
 
   async function zoom(min, max) {
     range = min === null ? { start: null, end: null } : { start: Math.max(0, min), end: max };
-    await Promise.all(charts.map(async ({ spec, chart }) => {
-      const data = tcpfrCharts.columns(await frame(spec.keys), spec.keys);
-      chart.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false); // synced boxes too
-      chart.setData(data, true);
-      if (min !== null) chart.setScale("x", { min: range.start, max: range.end });
+    await Promise.all(charts.map(async (entry) => {
+      const got = await frame(entry.spec.keys);
+      entry.chart.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false); // synced boxes too
+      show(entry, got);
+      if (min !== null) entry.chart.setScale("x", { min: range.start, max: range.end });
     }));
   }
 
-  async function drawCharts(flow) {
+  // The charts of `flow`: the final series, or with `partial` those stored so far (each
+  // title says so; `data-partial` on the box, `data-ready` only once they are final).
+  async function drawCharts(flow, partial = false) {
     const box = document.getElementById("charts");
     box.replaceChildren();
+    delete box.dataset.ready;
     charts = [];
     for (const spec of chartSpecs(flow)) {
       const holder = el("div", { class: "chart", id: `chart-${spec.id}`, "data-keys": spec.keys.join(",") });
       box.append(holder);
-      const data = tcpfrCharts.columns(await frame(spec.keys), spec.keys);
-      const chart = tcpfrCharts.make(holder, spec, data, (a, b) => zoom(a, b).catch(showError));
-      charts.push({ spec, chart });
+      const got = await frame(spec.keys);
+      const title = partial ? { ...spec, title: `${spec.title} (so far)` } : spec;
+      const data = tcpfrCharts.columns(got.body, spec.keys);
+      const chart = tcpfrCharts.make(holder, title, data, (a, b) => zoom(a, b).catch(showError));
+      mark(holder, data);
+      charts.push({ spec, chart, holder, etag: got.etag });
     }
-    box.dataset.ready = "true";
+    if (partial) box.dataset.partial = "true";
+    else {
+      delete box.dataset.partial;
+      box.dataset.ready = "true";
+    }
+    note(partial);
+  }
+
+  // Under the charts' heading, while they are partial: how far the run has got.
+  function note(partial) {
+    const box = document.getElementById("charts-note");
+    box.hidden = !partial;
+    if (!partial) return;
+    const reached = Math.max(0, ...charts.map(({ chart }) => {
+      const t = chart.data[0];
+      return t.length ? t[t.length - 1] : 0;
+    }));
+    box.textContent = `So far: the run is still going. The charts show its series up to ` +
+      `${seconds(reached)} of simulated time, as the worker stored them, and are redrawn as ` +
+      `more arrive; the final series replace them when it finishes.`;
+  }
+
+  // The flows of a running run, from the series it has stored (its summary comes at the end).
+  function flowsOf(keys) {
+    return [...new Set(keys.filter((k) => k.startsWith("flow.")).map((k) => k.split(".")[1]))];
+  }
+
+  function picker(flows, draw) {
+    const select = document.getElementById("flow");
+    const chosen = select.value;
+    select.replaceChildren(...flows.map((f) => el("option", { value: f, text: f })));
+    if (flows.includes(chosen)) select.value = chosen;
+    document.getElementById("flow-picker").hidden = flows.length < 2;
+    select.onchange = () => draw(select.value).catch(showError);
+    return select.value || flows[0];
+  }
+
+  // While the run is queued or running: its series as far as they go, polled (every 2 s,
+  // the worker's snapshot interval, backing off while nothing changes) with each chart's
+  // ETag, so an unchanged frame costs a 304. A queued run's series answer 409: not yet
+  // (the poller backs off, and looks again when the stream says the run started).
+  function watchSeries() {
+    let drawn = false;
+    async function step() {
+      if (!drawn) {
+        index = (await api(`${base}/series`)).series;
+        const flows = flowsOf(index.map((s) => s.key));
+        if (!flows.length) return true; // running, its first snapshot due within 2 s
+        document.getElementById("chart-section").hidden = false;
+        // Another flow picked: drawn by the next step, never beside one under way.
+        const redraw = async () => { drawn = false; handle.now(); };
+        await drawCharts(picker(flows, redraw), true);
+        drawn = true;
+        return true;
+      }
+      let fresh = false;
+      for (const entry of charts) {
+        const got = await frame(entry.spec.keys, entry.etag);
+        if (got) {
+          show(entry, got);
+          fresh = true;
+        }
+      }
+      if (fresh) note(true);
+      return fresh;
+    }
+    const quiet = (err) => !(err instanceof tcpfr.ApiError && err.status === 409) && showError(err);
+    const handle = poll(step, { min: 2000, max: 10000, onError: quiet });
+    return handle;
   }
 
   async function results() {
+    if (live) await live.stop(); // its last poll ends before the final charts are drawn
+    live = null;
     run = await api(base);
     header(run);
-    if (run.status !== "succeeded") return;
+    if (run.status !== "succeeded") {
+      // A run that did not succeed has no series: nothing partial stays on the page.
+      document.getElementById("chart-section").hidden = true;
+      document.getElementById("charts").replaceChildren();
+      return;
+    }
     document.getElementById("results").hidden = false;
+    document.getElementById("chart-section").hidden = false;
     diagnosis(run);
     document.dispatchEvent(new CustomEvent("tcpfr:run", { detail: run })); // fix.js
     timeBars(run);
@@ -300,13 +399,8 @@
     pvcs(run);
     downloads(run);
     index = (await api(`${base}/series`)).series;
-    const flows = Object.keys(run.summary.flows);
-    const select = document.getElementById("flow");
-    select.replaceChildren(...flows.map((f) => el("option", { value: f, text: f })));
-    document.getElementById("flow-picker").hidden = flows.length < 2;
-    select.onchange = () => drawCharts(select.value).catch(showError);
-    document.getElementById("reset-zoom").onclick = () => zoom(null, null).catch(showError);
-    await drawCharts(flows[0]);
+    const flow = picker(Object.keys(run.summary.flows), (f) => drawCharts(f));
+    await drawCharts(flow);
   }
 
   async function main() {
@@ -317,9 +411,14 @@
       (await api(`${base}/events`)).events.forEach(history);
       return results();
     }
-    // Live: every step of the run's history and its progress, until done.
+    // Live: every step of the run's history and its progress, and its series so far,
+    // until done.
+    live = watchSeries();
     stream(`${base}/stream`, {
-      status: history,
+      status: (event) => {
+        history(event);
+        if (event.event === "started" && live) live.now();
+      },
       progress: (p) => {
         setBar(document.getElementById("progress"), p.progress, p.status);
         const pill = document.getElementById("status");
@@ -332,5 +431,6 @@
     });
   }
 
+  document.getElementById("reset-zoom").onclick = () => zoom(null, null).catch(showError);
   main().catch(showError);
 })();
