@@ -127,12 +127,34 @@ def _window(
 ) -> Window:
     lo = 0 if start is None else int(np.searchsorted(t, start, side="left"))
     hi = len(t) if end is None else int(np.searchsorted(t, end, side="right"))
-    t, v = t[lo:hi], v[lo:hi]
-    n = len(t)
-    if n <= max_points:
+    n = hi - lo
+    if not downsample.is_rate(key):
+        t, v = _held(t, v, lo, hi, start, end)
+    else:
+        t, v = t[lo:hi], v[lo:hi]
+    if len(t) <= max_points:
         return Window(key, unit, n, t, v, downsampled=False)
     t, v = downsample.downsample(key, t, v, max_points, agg)
     return Window(key, unit, n, t, v, downsampled=True, method=downsample.method(key, agg))
+
+
+def _held(
+    t: Array, v: Array, lo: int, hi: int, start: float | None, end: float | None
+) -> tuple[Array, Array]:
+    """A step series' points in [start, end], bounded by the values it holds there: a
+    change before `start` holds at `start`, and the value the window ends on holds to
+    `end` when the series changes again after it. A zoom into a stretch without a change
+    then draws the held value (a window of recorded points alone would be empty)."""
+    ts, vs = [t[lo:hi]], [v[lo:hi]]
+    if start is not None and lo > 0 and (lo == len(t) or t[lo] > start):
+        ts.insert(0, np.array([start]))
+        vs.insert(0, v[lo - 1 : lo])
+    if end is not None and 0 < hi < len(t) and t[hi - 1] < end:
+        ts.append(np.array([end]))
+        vs.append(v[hi - 1 : hi])
+    if len(ts) == 1:
+        return ts[0], vs[0]
+    return np.concatenate(ts), np.concatenate(vs)
 
 
 def frame(windows: Sequence[Window], shape: str) -> dict[str, np.ndarray | list]:

@@ -116,3 +116,43 @@ def test_minmax_lttb_keeps_the_windows_greatest_and_least_at_every_size(seed: in
             zip(t.tolist(), v.tolist(), strict=True)
         )
     assert missed  # the case this guards against does happen with LTTB alone
+
+
+# --- windows of a step series hold their values at the window's edges ---------------------
+
+STEP_T = np.array([0.0, 10.0, 20.0])
+STEP_V = np.array([1.0, 2.0, 3.0])
+
+
+def _windowed(key: str, start: float | None, end: float | None) -> tuple[list, list, int]:
+    from api.series.service import _window
+
+    w = _window(key, "B", STEP_T, STEP_V, start, end, 1000, None)
+    return w.t.tolist(), w.v.tolist(), w.length
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "t", "v", "recorded"),
+    [
+        # no change inside: the value set at 10 s holds over the whole window
+        (12.0, 18.0, [12.0, 18.0], [2.0, 2.0], 0),
+        # the value before the first change in it, then the change, then held to the end
+        (5.0, 15.0, [5.0, 10.0, 15.0], [1.0, 2.0, 2.0], 1),
+        # edges on recorded points: nothing to add
+        (10.0, 20.0, [10.0, 20.0], [2.0, 3.0], 2),
+        # after the last change: it holds; no later change, so no point at the end
+        (25.0, 30.0, [25.0], [3.0], 0),
+        # before the first point: nothing is held yet
+        (-5.0, -1.0, [], [], 0),
+        # no window: the recorded points only
+        (None, None, [0.0, 10.0, 20.0], [1.0, 2.0, 3.0], 3),
+    ],
+)
+def test_a_step_window_holds_its_values_at_its_edges(start, end, t, v, recorded) -> None:
+    assert _windowed("flow.f.cwnd", start, end) == (t, v, recorded)
+
+
+def test_a_rate_window_holds_only_its_samples() -> None:
+    """A rate sample is the mean over the interval ending at its time: nothing is held."""
+    assert _windowed("flow.f.goodput_bps", 12.0, 18.0) == ([], [], 0)
+    assert _windowed("flow.f.goodput_bps", 5.0, 15.0) == ([10.0], [2.0], 1)
