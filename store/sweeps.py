@@ -37,6 +37,17 @@ def _decode(cursor: str) -> tuple[int, int]:
 class SweepRepository(Repository[Sweep]):
     model = Sweep
 
+    def owned_head(self, id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep | None:
+        """`owned`, with the study's documents (spec, points, seeds) left unread: what a
+        poll's version needs is the sweep's counts and flags, and a 500-point sweep's JSON
+        costs every poll milliseconds to decode. A column left unread loads on first use."""
+        row = self.session.execute(
+            select(Sweep)
+            .where(Sweep.id == id, Sweep.tenant_id == tenant_id)
+            .options(defer(Sweep.spec), defer(Sweep.points), defer(Sweep.seeds))
+        ).scalar_one_or_none()
+        return row
+
     def create(self, **fields: Any) -> Sweep:
         return self.insert(Sweep(**fields))
 

@@ -237,7 +237,7 @@ SETTLE = 1.0
 
 
 def _version(session: Session, filters: dict[str, Any]) -> str:
-    sweep = service.get(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
+    sweep = service.head(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
     return state.version(sweep, SweepRepository(session).progress(sweep.id), filters["view"])
 
 

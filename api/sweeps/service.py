@@ -165,6 +165,12 @@ def get(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep
     return found(SweepRepository(session).owned(sweep_id, tenant_id=tenant_id), "sweep", sweep_id)
 
 
+def head(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep:
+    """`get` without the study's documents (a poll's version reads counts and flags)."""
+    repo = SweepRepository(session)
+    return found(repo.owned_head(sweep_id, tenant_id=tenant_id), "sweep", sweep_id)
+
+
 def list_page(
     session: Session, *, tenant_id: uuid.UUID, cursor: str | None, limit: int, settings: Settings
 ) -> Page[SweepListItem]:
