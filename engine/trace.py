@@ -115,6 +115,9 @@ class Trace:
         "stride",
         "acc",
         "acc_n",
+        "pending",
+        "pending_t",
+        "pending_v",
     )
 
     def __init__(self, unit: str, cap: int = TRACE_CAP, rate: bool = False):
@@ -144,6 +147,21 @@ class Trace:
         self.stride = 1
         self.acc = 0.0
         self.acc_n = 0
+        # The last point moved but not yet written: t[-1] and v[-1] are these while
+        # `pending` (see _settle). A move is a store of two floats; an item assignment on
+        # an array, which compiled code makes through the generic protocol, costs ~200
+        # instructions, and a rising run moves its last point on every ACK.
+        self.pending = False
+        self.pending_t = 0.0
+        self.pending_v = 0.0
+
+    def _settle(self) -> None:
+        """Write a moved last point into the arrays: before anything else reads or grows
+        them."""
+        if self.pending:
+            self.t[-1] = self.pending_t
+            self.v[-1] = self.pending_v
+            self.pending = False
 
     # --- change-driven ------------------------------------------------------------------
 
@@ -160,15 +178,18 @@ class Trace:
                 or (role == TOP and v > self.hi)
                 or (role == BOTTOM and v < self.lo)
             ):
-                self.t[-1] = t
-                self.v[-1] = v
+                self.pending_t = t
+                self.pending_v = v
+                self.pending = True
                 if role == TOP:
                     self.hi = v
                 elif role == BOTTOM:
                     self.lo = v
                 return
+            self._settle()
             self._into_bucket(t, v)
             return
+        self._settle()
         if self.width == 0.0:  # not bucketed yet (edge is -inf): every change
             self.t.append(t)
             self.v.append(v)
@@ -297,9 +318,11 @@ class Trace:
         if self.acc_n:
             acc = self.acc + v
             n = self.acc_n + 1
-            self.t[-1] = t
-            self.v[-1] = acc / n
+            self.pending_t = t
+            self.pending_v = acc / n
+            self.pending = True
         else:
+            self._settle()  # the last point is complete: it may have moved before it was
             self.t.append(t)
             self.v.append(v)
             acc, n = v, 1
@@ -308,11 +331,13 @@ class Trace:
             return
         self.acc_n = 0
         if len(self.t) >= self.cap:
+            self._settle()
             self._full()
 
     def sample_block(self, t: np.ndarray, v: np.ndarray) -> None:
         """`sample()` for each (t[i], v[i]) in turn, a run of points at a time: the same
         sums, added left to right (cumsum), so the same floats."""
+        self._settle()
         i, n = 0, len(t)
         while i < n:
             stride = self.stride
@@ -389,6 +414,7 @@ class Trace:
 
     def rewind(self, t: float) -> None:
         """Forget the points at or after `t` (a stretch re-booked after the fact)."""
+        self._settle()
         ts = self.t
         n = len(ts)
         while n and ts[n - 1] >= t:
@@ -403,7 +429,10 @@ class Trace:
     def series(self) -> Series:
         # Not validated again: the lists are the floats this trace recorded (a run of a
         # thousand flows has tens of thousands of series).
-        series = Series.model_construct(unit=self.unit, t=self.t.tolist(), v=self.v.tolist())
+        t, v = self.t.tolist(), self.v.tolist()
+        if self.pending:  # read, not settled: reading leaves the trace as it was
+            t[-1], v[-1] = self.pending_t, self.pending_v
+        series = Series.model_construct(unit=self.unit, t=t, v=v)
         if self.halvings:
             series.thinned(self.thinning())
         return series
