@@ -14,12 +14,10 @@ sample, at most `cap` points, thinned evenly over the whole run when it has more
   point the mean of the same number of consecutive samples (`stride`, a power of two): at
   the cap adjacent points average in pairs and the stride doubles, so the integral (a
   rate's bytes, the delays' sum) is kept and every point stands for as many samples as
-  every other; the last point may stand for fewer, those since the last full one.
+  every other but the last, which stands for those since the last full one.
 
-Each trace's cap is its share of the run's `PointBudget`, so the run as a whole holds a
-bounded number of points however many series it has. The per-packet cost is O(1): a
-comparison or two in the current bucket; thinning, O(points kept), happens once per
-doubling of the run's length.
+Each trace's cap is its share of the run's `PointBudget` (a bounded number of points per run).
+Per packet O(1), a comparison or two; thinning, O(points kept), once per doubling of the run.
 """
 
 from __future__ import annotations
@@ -142,22 +140,18 @@ class Trace:
         self.hi = 0.0
         self.role = HELD  # what else the last point of the current bucket is
         self.edge = -math.inf  # where bucket k ends; -inf until bucketed
-        # Sampled: samples per point, and the sum and count of the last point's samples
-        # while it has fewer than `stride` (acc_n 0: the last point is complete).
+        # Sampled: samples per point; the last point's sum and count while under `stride`.
         self.stride = 1
         self.acc = 0.0
         self.acc_n = 0
-        # The last point moved but not yet written: t[-1] and v[-1] are these while
-        # `pending` (see _settle). A move is a store of two floats; an item assignment on
-        # an array, which compiled code makes through the generic protocol, costs ~200
-        # instructions, and a rising run moves its last point on every ACK.
+        # While `pending`, t[-1] and v[-1] are these (_settle): a move on every ACK stores
+        # two floats, where compiled item assignments on an array cost ~375 instructions.
         self.pending = False
         self.pending_t = 0.0
         self.pending_v = 0.0
 
     def _settle(self) -> None:
-        """Write a moved last point into the arrays: before anything else reads or grows
-        them."""
+        """A moved last point written into the arrays, before anything reads or grows them."""
         if self.pending:
             self.t[-1] = self.pending_t
             self.v[-1] = self.pending_v
@@ -322,7 +316,7 @@ class Trace:
             self.pending_v = acc / n
             self.pending = True
         else:
-            self._settle()  # the last point is complete: it may have moved before it was
+            self._settle()  # the complete last point may have moved
             self.t.append(t)
             self.v.append(v)
             acc, n = v, 1
@@ -427,8 +421,7 @@ class Trace:
                 self._reopen()
 
     def series(self) -> Series:
-        # Not validated again: the lists are the floats this trace recorded (a run of a
-        # thousand flows has tens of thousands of series).
+        # Not validated again: the floats recorded (tens of thousands of series per run).
         t, v = self.t.tolist(), self.v.tolist()
         if self.pending:  # read, not settled: reading leaves the trace as it was
             t[-1], v[-1] = self.pending_t, self.pending_v

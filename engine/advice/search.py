@@ -4,9 +4,9 @@ found by packet-level simulation within a run budget. A `Workflow` (engine/workf
 Round 0 runs the scenario itself, and, when its bounds already say it misses the target,
 the first probe of every lever beside it. Then, round by round (engine/advice/tracks.py):
 
-1. every lever alone: the bounds rule out the levers that cannot reach the target (a
-   faster link cannot take a flow past its window's bound; a window beyond the BDP plus the queue
-   buys nothing); the others are bisected (numbers), climbed (tiers) or tried (variants);
+1. every lever alone: the bounds rule out the levers that cannot reach the target (a faster
+   link cannot lift a window's bound much; a window past BDP plus queue buys nothing); the
+   others are bisected (numbers), climbed (tiers) or tried (variants);
 2. when no lever alone meets it, pairs: one lever set (the next tier, a window at its
    knee) while the other is bisected;
 3. a lever the bounds rule out gets, budget allowing, one run that shows it (the T3 upgrade
@@ -14,9 +14,8 @@ the first probe of every lever beside it. Then, round by round (engine/advice/tr
 
 With randomness in the scenario (loss models, RED, BBR's cycle), every configuration runs
 on `replications` seeds (3 unless the request says) and reports a 95% interval; without,
-one seed. The state is the measurements alone: every decision is replayed from them, so a
-restored advisor (`Advisor(scenario, request, state)`) proposes exactly what the original
-would have.
+one seed. The state is the measurements alone: every decision is replayed from them, so
+`Advisor(scenario, request, state)` proposes exactly what the original would have.
 """
 
 from __future__ import annotations
