@@ -15,9 +15,11 @@ from engine.kernel import Timer
 from engine.packet import Kind, Packet, Path
 from engine.protocol import TCP_IP_HEADERS
 from engine.tcp.flight import cong_control, in_flight
+from engine.tcp.handshake import on_synack, send_syn, syn_timeout
 from engine.tcp.pacing import Pacer
 from engine.tcp.rate import DeliveryRate
 from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
+from engine.tcp.rto import data_timeout
 from engine.tcp.rtt import RttEstimator
 from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
 
@@ -131,7 +133,7 @@ class TcpSender:
         """The application starts the transfer: SYN, or data at once without a handshake."""
         self.clock.start(self.env.now, self.spec.handshake)
         if self.spec.handshake:
-            self._send_syn()
+            send_syn(self)
         else:
             self.try_send()
 
@@ -352,38 +354,14 @@ class TcpSender:
         self.st.phase = phase
         self.cc.on_state_change(self.st, phase)
 
-    def _send_syn(self) -> None:
-        now = self.env.now
-        pkt = Packet(self.flow, Kind.SYN, TCP_IP_HEADERS + self.spec.syn_options, self.path, now)
-        self.syn_sent_at = now if self.syn_retries == 0 else None
-        self.timer.start(self.rtt.rto)
-        self.path[0].accept(pkt)
-
     # --- receiving ACKs ---------------------------------------------------------------
 
     def accept(self, pkt: Packet) -> None:
         """An ACK (or SYN-ACK) from the receiver reaches the sender."""
         if pkt.kind == Kind.SYNACK:
-            self._on_synack(pkt)
+            on_synack(self, pkt)
         elif self.established:
             self._on_ack(pkt)
-
-    def _on_synack(self, pkt: Packet) -> None:
-        if self.established:
-            return
-        self.established = True
-        self.rwnd = pkt.wnd
-        self.timer.stop()
-        self.st.now = self.env.now
-        if self.syn_sent_at is not None:
-            # The SYN's round trip seeds the RTO estimator (RFC 6298 2.2) and nothing else:
-            # a 52 B segment's RTT is not a data segment's, and congestion control taking
-            # it for BaseRTT/min RTT would see a queue that is not there.
-            self.rtt.sample(self.env.now - self.syn_sent_at)
-            self.st.srtt = self.rtt.srtt or 0.0
-        elif self.syn_retries:
-            self.rtt.reset_for_data_after_syn_loss()
-        self.try_send()
 
     def _on_ack(self, pkt: Packet) -> None:
         st = self.st
@@ -464,34 +442,9 @@ class TcpSender:
     # --- the retransmission timer -------------------------------------------------------
 
     def on_timeout(self) -> None:
-        if not self.established:
-            self.syn_retries += 1
-            self.timeouts += 1
-            self.clock.timeout(self.env.now, self.timer.started)
-            self.rtt.backoff()
-            self._send_syn()
-            return
-        st = self.st
-        if st.snd_una >= st.snd_max:
-            return
-        self.timeouts += 1
-        st.now = self.env.now
-        self.clock.timeout(st.now, self.timer.started)
-        # RFC 5681 3.1: ssthresh from FlightSize on the first timeout of a segment; held
-        # constant when the same segment times out again.
-        if self.rto_una != st.snd_una:
-            self.congestion_event()
-        self.rto_una = st.snd_una
-        if self.rate is not None:
-            self.rate.on_timeout(self.in_flight())  # tcp_enter_loss: all of it deemed lost
-        self.recovery.on_timeout(self)
-        st.cwnd = self.cc.loss_window(st)
-        st.recover = st.snd_max  # RFC 6582 3.2 step 4
-        self.dupacks = 0
-        self.set_phase(Phase.LOSS)
-        self.cc.slow_start.on_timeout(st)
-        self.rtt.backoff()  # RFC 6298 5.5
-        self.go_back_n()  # 5.4: retransmit the earliest unacknowledged segment first
-        self.try_send()
-        if self.probe is not None:
-            self.probe.on_state(self)
+        """The retransmission timer expired: the SYN's (engine/tcp/handshake.py) or the
+        data's (engine/tcp/rto.py)."""
+        if self.established:
+            data_timeout(self)
+        else:
+            syn_timeout(self)
