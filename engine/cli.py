@@ -54,6 +54,15 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
     )
     for warning in result.warnings:
         w(f"warning: {warning}\n")
+    _print_flows(result, w)
+    _print_links(result, w)
+    _print_pvcs(result, w)
+    _print_captures(result, w)
+    _print_diagnosis(result, w)
+
+
+def _print_flows(result: Result, w: Callable[[str], object]) -> None:
+    """One line per flow (TCP: its counters, then where its time went; others: packets)."""
     w("\nflows\n")
     for fid, f in result.flows.items():
         if f.kind == "tcp":
@@ -71,6 +80,10 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
                 f"dropped={f.packets_dropped:,} throughput={_fmt(f.throughput_bps / 1e3, ' kbit/s', 1)} "
                 f"delay_mean={_fmt(f.delay_mean, ' s')}\n"
             )
+
+
+def _print_links(result: Result, w: Callable[[str], object]) -> None:
+    """One line per link direction that carried or dropped a packet."""
     w("\nlinks (per direction)\n")
     for key, link in result.links.items():
         if link.packets == 0 and link.drops == 0:
@@ -80,39 +93,54 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
             f"drops={link.drops} err={link.error_drops} queue_mean={link.queue_mean:.2f} "
             f"queue_max={link.queue_max} qdelay={link.queue_delay_mean * 1e3:.2f} ms\n"
         )
-    if result.pvcs:
-        w("\nPVCs\n")
-        for pid, p in result.pvcs.items():
-            w(
-                f"  {pid:<12} frames={p.frames:,} de_marked={p.de_marked:,} "
-                f"excess_dropped={p.excess_dropped:,} de_dropped={p.de_dropped:,} "
-                f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
-                f"shaper_dropped={p.shaper_dropped:,} "
-                f"residual_errors={p.residual_error_rate:.4%}\n"
-            )
-    if result.captures:
-        w("\npacket captures (--pcap-dir DIR writes them)\n")
-        for c in result.captures:
-            w(
-                f"  {c.link} {c.direction:<7} packets={c.packets:,} missed={c.missed:,} "
-                f"bytes={c.bytes:,}\n"
-            )
-    if result.diagnosis:
-        w("\ndiagnosis\n")
-        for fid, d in result.diagnosis.items():
-            b = d.bounds
-            cost = ""
-            flow = result.flows.get(fid)
-            if d.limit_time is not None and isinstance(flow, TcpFlowSummary) and flow.time:
-                cost = f", {d.limit_time:,.1f} of {flow.time.duration:,.1f} s"
-            w(
-                f"  {fid}: limit = {d.limit}{cost}  "
-                f"(link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
-                f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
-                f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
-                f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n"
-            )
-            w(f"    {d.advice}\n")
+
+
+def _print_pvcs(result: Result, w: Callable[[str], object]) -> None:
+    """The Frame Relay PVCs' counters, if the scenario has any."""
+    if not result.pvcs:
+        return
+    w("\nPVCs\n")
+    for pid, p in result.pvcs.items():
+        w(
+            f"  {pid:<12} frames={p.frames:,} de_marked={p.de_marked:,} "
+            f"excess_dropped={p.excess_dropped:,} de_dropped={p.de_dropped:,} "
+            f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
+            f"shaper_dropped={p.shaper_dropped:,} "
+            f"residual_errors={p.residual_error_rate:.4%}\n"
+        )
+
+
+def _print_captures(result: Result, w: Callable[[str], object]) -> None:
+    """The packet captures taken, if the scenario asks for any."""
+    if not result.captures:
+        return
+    w("\npacket captures (--pcap-dir DIR writes them)\n")
+    for c in result.captures:
+        w(
+            f"  {c.link} {c.direction:<7} packets={c.packets:,} missed={c.missed:,} "
+            f"bytes={c.bytes:,}\n"
+        )
+
+
+def _print_diagnosis(result: Result, w: Callable[[str], object]) -> None:
+    """Each diagnosed flow's limit, its bounds and the advice, if the run was diagnosed."""
+    if not result.diagnosis:
+        return
+    w("\ndiagnosis\n")
+    for fid, d in result.diagnosis.items():
+        b = d.bounds
+        cost = ""
+        flow = result.flows.get(fid)
+        if d.limit_time is not None and isinstance(flow, TcpFlowSummary) and flow.time:
+            cost = f", {d.limit_time:,.1f} of {flow.time.duration:,.1f} s"
+        w(
+            f"  {fid}: limit = {d.limit}{cost}  "
+            f"(link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
+            f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
+            f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
+            f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n"
+        )
+        w(f"    {d.advice}\n")
 
 
 def _print_time(f: TcpFlowSummary, w: Callable[[str], object]) -> None:
