@@ -268,7 +268,8 @@ def run_findings(*, write: bool, jobs: int, out: TextIO = sys.stdout) -> int:
     return 1 if stale else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line: run, presets, study, findings, and the advice's advise and check."""
     parser = argparse.ArgumentParser(
         prog="python -m engine",
         description=__doc__,
@@ -301,43 +302,61 @@ def main(argv: list[str] | None = None) -> int:
     )
     found.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     advice_cli.add_parsers(sub)
-    args = parser.parse_args(argv)
+    return parser
 
-    try:
-        if args.command == "presets":
-            for info in list_presets():
-                print(f"{info.name:<24} {info.kind:<8} {info.description}")
-            return 0
-        if args.command in ("advise", "check"):
-            return advice_cli.run(args, _load(args.target_scenario))
-        if args.command == "findings":
-            return run_findings(write=args.write, jobs=max(1, args.jobs))
-        if args.command == "run":
-            result = simulate(_load(args.target), seed=args.seed)
-            if args.pcap_dir is not None:
-                write_captures(result, args.pcap_dir)
-            if args.json:
-                sys.stdout.write(result.model_dump_json() + "\n")
-            else:
-                print_result(result)
-            return 0
-        rows = run_study(_study_spec(args.target), max(1, args.jobs))
-        if args.json:
-            points = [
-                {
-                    "parameters": p.parameters,
-                    "seed": seed,
-                    "baseline": p.is_baseline,
-                    "result": r.model_dump(mode="json"),
-                }
-                for p, seed, r in rows
-            ]
-            sys.stdout.write(json.dumps({"points": points}) + "\n")
-        else:
-            print_study(rows)
-            if args.target in findings.studies():
-                print_findings({args.target: findings.records(args.target, rows)})
+
+def _command_run(args: argparse.Namespace) -> int:
+    """`run`: simulate, write the captures if asked, print the Result (text or JSON)."""
+    result = simulate(_load(args.target), seed=args.seed)
+    if args.pcap_dir is not None:
+        write_captures(result, args.pcap_dir)
+    if args.json:
+        sys.stdout.write(result.model_dump_json() + "\n")
+    else:
+        print_result(result)
+    return 0
+
+
+def _command_study(args: argparse.Namespace) -> int:
+    """`study`: run every point, print the rows (and the findings they answer) or JSON."""
+    rows = run_study(_study_spec(args.target), max(1, args.jobs))
+    if args.json:
+        points = [
+            {
+                "parameters": p.parameters,
+                "seed": seed,
+                "baseline": p.is_baseline,
+                "result": r.model_dump(mode="json"),
+            }
+            for p, seed, r in rows
+        ]
+        sys.stdout.write(json.dumps({"points": points}) + "\n")
+    else:
+        print_study(rows)
+        if args.target in findings.studies():
+            print_findings({args.target: findings.records(args.target, rows)})
+    return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; its exit status."""
+    if args.command == "presets":
+        for info in list_presets():
+            print(f"{info.name:<24} {info.kind:<8} {info.description}")
         return 0
+    if args.command in ("advise", "check"):
+        return advice_cli.run(args, _load(args.target_scenario))
+    if args.command == "findings":
+        return run_findings(write=args.write, jobs=max(1, args.jobs))
+    if args.command == "run":
+        return _command_run(args)
+    return _command_study(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
     except UnknownPreset as exc:
         print(f"error: {exc}; or give a scenario file path", file=sys.stderr)
     except ValidationError as exc:
