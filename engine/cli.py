@@ -54,6 +54,15 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
     )
     for warning in result.warnings:
         w(f"warning: {warning}\n")
+    _print_flows(result, w)
+    _print_links(result, w)
+    _print_pvcs(result, w)
+    _print_captures(result, w)
+    _print_diagnosis(result, w)
+
+
+def _print_flows(result: Result, w: Callable[[str], object]) -> None:
+    """One line per flow (TCP: its counters, then where its time went; others: packets)."""
     w("\nflows\n")
     for fid, f in result.flows.items():
         if f.kind == "tcp":
@@ -71,6 +80,10 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
                 f"dropped={f.packets_dropped:,} throughput={_fmt(f.throughput_bps / 1e3, ' kbit/s', 1)} "
                 f"delay_mean={_fmt(f.delay_mean, ' s')}\n"
             )
+
+
+def _print_links(result: Result, w: Callable[[str], object]) -> None:
+    """One line per link direction that carried or dropped a packet."""
     w("\nlinks (per direction)\n")
     for key, link in result.links.items():
         if link.packets == 0 and link.drops == 0:
@@ -80,39 +93,54 @@ def print_result(result: Result, out: TextIO = sys.stdout) -> None:
             f"drops={link.drops} err={link.error_drops} queue_mean={link.queue_mean:.2f} "
             f"queue_max={link.queue_max} qdelay={link.queue_delay_mean * 1e3:.2f} ms\n"
         )
-    if result.pvcs:
-        w("\nPVCs\n")
-        for pid, p in result.pvcs.items():
-            w(
-                f"  {pid:<12} frames={p.frames:,} de_marked={p.de_marked:,} "
-                f"excess_dropped={p.excess_dropped:,} de_dropped={p.de_dropped:,} "
-                f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
-                f"shaper_dropped={p.shaper_dropped:,} "
-                f"residual_errors={p.residual_error_rate:.4%}\n"
-            )
-    if result.captures:
-        w("\npacket captures (--pcap-dir DIR writes them)\n")
-        for c in result.captures:
-            w(
-                f"  {c.link} {c.direction:<7} packets={c.packets:,} missed={c.missed:,} "
-                f"bytes={c.bytes:,}\n"
-            )
-    if result.diagnosis:
-        w("\ndiagnosis\n")
-        for fid, d in result.diagnosis.items():
-            b = d.bounds
-            cost = ""
-            flow = result.flows.get(fid)
-            if d.limit_time is not None and isinstance(flow, TcpFlowSummary) and flow.time:
-                cost = f", {d.limit_time:,.1f} of {flow.time.duration:,.1f} s"
-            w(
-                f"  {fid}: limit = {d.limit}{cost}  "
-                f"(link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
-                f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
-                f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
-                f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n"
-            )
-            w(f"    {d.advice}\n")
+
+
+def _print_pvcs(result: Result, w: Callable[[str], object]) -> None:
+    """The Frame Relay PVCs' counters, if the scenario has any."""
+    if not result.pvcs:
+        return
+    w("\nPVCs\n")
+    for pid, p in result.pvcs.items():
+        w(
+            f"  {pid:<12} frames={p.frames:,} de_marked={p.de_marked:,} "
+            f"excess_dropped={p.excess_dropped:,} de_dropped={p.de_dropped:,} "
+            f"fecn={p.fecn_marked:,} becn={p.becn_marked:,} "
+            f"shaper_dropped={p.shaper_dropped:,} "
+            f"residual_errors={p.residual_error_rate:.4%}\n"
+        )
+
+
+def _print_captures(result: Result, w: Callable[[str], object]) -> None:
+    """The packet captures taken, if the scenario asks for any."""
+    if not result.captures:
+        return
+    w("\npacket captures (--pcap-dir DIR writes them)\n")
+    for c in result.captures:
+        w(
+            f"  {c.link} {c.direction:<7} packets={c.packets:,} missed={c.missed:,} "
+            f"bytes={c.bytes:,}\n"
+        )
+
+
+def _print_diagnosis(result: Result, w: Callable[[str], object]) -> None:
+    """Each diagnosed flow's limit, its bounds and the advice, if the run was diagnosed."""
+    if not result.diagnosis:
+        return
+    w("\ndiagnosis\n")
+    for fid, d in result.diagnosis.items():
+        b = d.bounds
+        cost = ""
+        flow = result.flows.get(fid)
+        if d.limit_time is not None and isinstance(flow, TcpFlowSummary) and flow.time:
+            cost = f", {d.limit_time:,.1f} of {flow.time.duration:,.1f} s"
+        w(
+            f"  {fid}: limit = {d.limit}{cost}  "
+            f"(link {_fmt((b.link_bps or 0) / 1e3, ' kbit/s', 0)}, "
+            f"window {_fmt((b.window_bps or 0) / 1e3, ' kbit/s', 0)}, "
+            f"mathis {_fmt(b.mathis_bps / 1e3 if b.mathis_bps else None, ' kbit/s', 0)}, "
+            f"achieved {_fmt((b.achieved_bps or 0) / 1e3, ' kbit/s', 0)})\n"
+        )
+        w(f"    {d.advice}\n")
 
 
 def _print_time(f: TcpFlowSummary, w: Callable[[str], object]) -> None:
@@ -240,7 +268,8 @@ def run_findings(*, write: bool, jobs: int, out: TextIO = sys.stdout) -> int:
     return 1 if stale else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The command line: run, presets, study, findings, and the advice's advise and check."""
     parser = argparse.ArgumentParser(
         prog="python -m engine",
         description=__doc__,
@@ -273,43 +302,61 @@ def main(argv: list[str] | None = None) -> int:
     )
     found.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     advice_cli.add_parsers(sub)
-    args = parser.parse_args(argv)
+    return parser
 
-    try:
-        if args.command == "presets":
-            for info in list_presets():
-                print(f"{info.name:<24} {info.kind:<8} {info.description}")
-            return 0
-        if args.command in ("advise", "check"):
-            return advice_cli.run(args, _load(args.target_scenario))
-        if args.command == "findings":
-            return run_findings(write=args.write, jobs=max(1, args.jobs))
-        if args.command == "run":
-            result = simulate(_load(args.target), seed=args.seed)
-            if args.pcap_dir is not None:
-                write_captures(result, args.pcap_dir)
-            if args.json:
-                sys.stdout.write(result.model_dump_json() + "\n")
-            else:
-                print_result(result)
-            return 0
-        rows = run_study(_study_spec(args.target), max(1, args.jobs))
-        if args.json:
-            points = [
-                {
-                    "parameters": p.parameters,
-                    "seed": seed,
-                    "baseline": p.is_baseline,
-                    "result": r.model_dump(mode="json"),
-                }
-                for p, seed, r in rows
-            ]
-            sys.stdout.write(json.dumps({"points": points}) + "\n")
-        else:
-            print_study(rows)
-            if args.target in findings.studies():
-                print_findings({args.target: findings.records(args.target, rows)})
+
+def _command_run(args: argparse.Namespace) -> int:
+    """`run`: simulate, write the captures if asked, print the Result (text or JSON)."""
+    result = simulate(_load(args.target), seed=args.seed)
+    if args.pcap_dir is not None:
+        write_captures(result, args.pcap_dir)
+    if args.json:
+        sys.stdout.write(result.model_dump_json() + "\n")
+    else:
+        print_result(result)
+    return 0
+
+
+def _command_study(args: argparse.Namespace) -> int:
+    """`study`: run every point, print the rows (and the findings they answer) or JSON."""
+    rows = run_study(_study_spec(args.target), max(1, args.jobs))
+    if args.json:
+        points = [
+            {
+                "parameters": p.parameters,
+                "seed": seed,
+                "baseline": p.is_baseline,
+                "result": r.model_dump(mode="json"),
+            }
+            for p, seed, r in rows
+        ]
+        sys.stdout.write(json.dumps({"points": points}) + "\n")
+    else:
+        print_study(rows)
+        if args.target in findings.studies():
+            print_findings({args.target: findings.records(args.target, rows)})
+    return 0
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; its exit status."""
+    if args.command == "presets":
+        for info in list_presets():
+            print(f"{info.name:<24} {info.kind:<8} {info.description}")
         return 0
+    if args.command in ("advise", "check"):
+        return advice_cli.run(args, _load(args.target_scenario))
+    if args.command == "findings":
+        return run_findings(write=args.write, jobs=max(1, args.jobs))
+    if args.command == "run":
+        return _command_run(args)
+    return _command_study(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
     except UnknownPreset as exc:
         print(f"error: {exc}; or give a scenario file path", file=sys.stderr)
     except ValidationError as exc:

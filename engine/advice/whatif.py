@@ -57,6 +57,10 @@ class _Hop:
     direction: str  # a_to_b | b_to_a
 
 
+# The tightest hop: its payload capacity, resource, hop, limit (link | shaper) and burst.
+_Tightest = tuple[float, str, _Hop, str, float]
+
+
 class PathModel:
     """One TCP flow's path, ready to be re-evaluated under changes (dotted paths)."""
 
@@ -118,8 +122,36 @@ class PathModel:
         size = payload + TCP_IP_HEADERS
         window = effective_window(tcp)
         seg = size if window >= payload else window + TCP_IP_HEADERS
+        one_way, best = self._forward(links, payload, size, seg)
+        rtt = one_way + self._ack_way(links)
+        capacity, resource, tight, limit, burst = best
+        if pvc is not None and self.pvc_first is not None:
+            capacity, limit, resource, burst = self._pvc_limit(
+                links, pvc, shaper, payload, size, (capacity, limit, resource, burst)
+            )
+        window_bps = window * 8 / rtt if rtt > 0 else float("inf")
+        goodput = min(capacity, window_bps)
+        q_bytes, q_packets = _queue(links, tight, payload)
+        return Bound(
+            goodput_bps=goodput,
+            completion_time=self._completion(links, capacity, burst, window, rtt),
+            limit="window" if window_bps < capacity else limit,
+            resource=resource,
+            rtt=rtt,
+            capacity_bps=capacity,
+            bdp_bytes=capacity * rtt / 8,
+            window_bytes=window,
+            queue_bytes=None if q_bytes is None else float(q_bytes),
+            queue_packets=q_packets,
+        )
+
+    def _forward(
+        self, links: Mapping[str, Link], payload: int, size: int, seg: int
+    ) -> tuple[float, _Tightest]:
+        """One segment's one-way time (each hop's delay and serialisation of `seg` bytes)
+        and the hop of least payload capacity: its link's rate, or its interface shaper's."""
         one_way = 0.0
-        best: tuple[float, str, _Hop, str, float] | None = None
+        best: _Tightest | None = None
         for hop in self.hops:
             link = links.get(hop.link.id, hop.link)
             rate, delay = _way(link, hop.direction)
@@ -135,48 +167,48 @@ class PathModel:
             if best is None or capacity < best[0]:
                 best = (capacity, resource, hop, limit, burst)
         assert best is not None  # a model has at least one hop
+        return one_way, best
+
+    def _ack_way(self, links: Mapping[str, Link]) -> float:
+        """A bare ACK's way back: each return hop's delay and serialisation of 40 bytes."""
         ack_way = 0.0
         for h in self.back:
             link = links.get(h.link.id, h.link)
             rate, delay = _way(link, h.direction)
             ack_way += delay + link_wire(link, TCP_IP_HEADERS) * 8 / rate
-        rtt = one_way + ack_way
-        capacity, resource, tight, limit, burst = best
-        if pvc is not None and self.pvc_first is not None:
-            first = links.get(self.hops[self.pvc_first].link.id, self.hops[self.pvc_first].link)
-            wire = link_wire(first, size)
-            frame_share = payload / wire
-            bc = pvc.bc or pvc.cir
-            # In the path facts' order of operations, so that equal figures compare equal.
-            contract = (pvc.cir + pvc.be * pvc.cir / bc) * payload / wire
-            shaped = pvc.cir * payload / wire
-            if shaper is not None and shaper.rate * frame_share <= min(capacity, contract):
-                capacity, limit, resource = shaper.rate * frame_share, "shaper", f"pvc:{pvc.id}"
-                burst = (shaper.bc + shaper.be) * frame_share
-            elif pvc.becn_shaping and shaped < min(capacity, contract):
-                capacity, limit, resource = shaped, "shaper", f"pvc:{pvc.id}"
-                burst = bc * frame_share
-            elif contract < capacity:
-                capacity, limit, resource = contract, "pvc", f"pvc:{pvc.id}"
-                burst = (bc + pvc.be) * frame_share  # the buckets start full
-        window_bps = window * 8 / rtt if rtt > 0 else float("inf")
-        goodput = min(capacity, window_bps)
-        tight_link = links.get(tight.link.id, tight.link)
-        queue = tight_link.queue_of(tight.direction)  # type: ignore[arg-type]
-        q_packets = queue.limit_packets
-        q_bytes = (q_packets * payload) if q_packets is not None else queue.limit_bytes
-        return Bound(
-            goodput_bps=goodput,
-            completion_time=self._completion(links, capacity, burst, window, rtt),
-            limit="window" if window_bps < capacity else limit,
-            resource=resource,
-            rtt=rtt,
-            capacity_bps=capacity,
-            bdp_bytes=capacity * rtt / 8,
-            window_bytes=window,
-            queue_bytes=None if q_bytes is None else float(q_bytes),
-            queue_packets=q_packets,
-        )
+        return ack_way
+
+    def _pvc_limit(
+        self,
+        links: Mapping[str, Link],
+        pvc: Pvc,
+        shaper: _Shaper | None,
+        payload: int,
+        size: int,
+        hop_limit: tuple[float, str, str, float],
+    ) -> tuple[float, str, str, float]:
+        """The tighter of `hop_limit` (capacity, limit, resource, burst) and the PVC's: its
+        BECN shaper's rate, its CIR when it shapes on BECN, else its contract CIR + Be / Tc;
+        all on the frames of the PVC's first link."""
+        capacity, limit, resource, burst = hop_limit
+        assert self.pvc_first is not None  # the caller checks
+        first = links.get(self.hops[self.pvc_first].link.id, self.hops[self.pvc_first].link)
+        wire = link_wire(first, size)
+        frame_share = payload / wire
+        bc = pvc.bc or pvc.cir
+        # In the path facts' order of operations, so that equal figures compare equal.
+        contract = (pvc.cir + pvc.be * pvc.cir / bc) * payload / wire
+        shaped = pvc.cir * payload / wire
+        if shaper is not None and shaper.rate * frame_share <= min(capacity, contract):
+            capacity, limit, resource = shaper.rate * frame_share, "shaper", f"pvc:{pvc.id}"
+            burst = (shaper.bc + shaper.be) * frame_share
+        elif pvc.becn_shaping and shaped < min(capacity, contract):
+            capacity, limit, resource = shaped, "shaper", f"pvc:{pvc.id}"
+            burst = bc * frame_share
+        elif contract < capacity:
+            capacity, limit, resource = contract, "pvc", f"pvc:{pvc.id}"
+            burst = (bc + pvc.be) * frame_share  # the buckets start full
+        return capacity, limit, resource, burst
 
     def _completion(
         self, links: Mapping[str, Link], capacity: float, burst: float, window: int, rtt: float
@@ -269,6 +301,15 @@ def _shaper(pvc: Pvc | None, update: Mapping[str, Any]) -> _Shaper | None:
     return _Shaper(
         rate, float(bc) if bc is not None else rate * SHAPER_TC, float(data.get("be") or 0)
     )
+
+
+def _queue(links: Mapping[str, Link], tight: _Hop, payload: int) -> tuple[int | None, int | None]:
+    """The tightest hop's egress queue: (bytes of full segments or its byte limit, packets)."""
+    tight_link = links.get(tight.link.id, tight.link)
+    queue = tight_link.queue_of(tight.direction)  # type: ignore[arg-type]
+    q_packets = queue.limit_packets
+    q_bytes = (q_packets * payload) if q_packets is not None else queue.limit_bytes
+    return q_bytes, q_packets
 
 
 def _way(link: Link, direction: str) -> tuple[float, float]:
