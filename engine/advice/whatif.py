@@ -9,8 +9,8 @@ run can carry its prediction, and the advisor can prune a lever before running i
 
 Every figure is optimistic: the best the flow could do (no cross traffic, no loss, no slow
 start), so a change whose bound cannot reach a target certainly does not reach it in the
-simulation. tests/unit/test_advice_whatif.py checks it against `flow_facts` of the changed
-scenario.
+simulation. tests/unit/test_advice_properties.py checks it against `flow_facts` of the
+changed scenario, on generated scenarios and changes.
 """
 
 from __future__ import annotations
