@@ -9,49 +9,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from engine.advice import words
+from engine.advice.context import Context
 from engine.advice.levers import ladder_for
 from engine.advice.model import Action, Change, CostClass, Effect, Remedy, WhyNot
-from engine.advice.whatif import PathModel
-from engine.analysis import PathFacts
 from engine.protocol import TCP_IP_HEADERS
-from engine.result import Bounds, Result, TcpFlowSummary
-from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow
-from engine.usage import Share
+from engine.scenario import Link
 
 ROOM = 1.05  # a bound this much above what the flow achieves leaves room to gain
-
-
-class PolicingFacts(Protocol):
-    """The diagnosis' account of a PVC policer that discarded the flow's bursts."""
-
-    pvc: Pvc
-    link_drops: int
-    frame_bits: int
-
-    @property
-    def counters(self) -> Any: ...
-
-
-@dataclass
-class Context:
-    """Everything the rules read about one diagnosed flow."""
-
-    scenario: Scenario
-    links: dict[str, Link]
-    flow: TcpBulkFlow
-    summary: TcpFlowSummary
-    result: Result
-    facts: PathFacts
-    share: Share
-    limit: str
-    bounds: Bounds
-    loss_rate: float
-    policing: PolicingFacts | None
-    model: PathModel | None
 
 
 # --- building one remedy -------------------------------------------------------------------

@@ -11,7 +11,7 @@ from engine.advice.words import BUSY_OTHERS, rate
 from engine.units import format_rate
 
 if TYPE_CHECKING:
-    from engine.advice.build import Context
+    from engine.advice.context import Context
 
 
 def headline(ctx: Context) -> str:

@@ -21,7 +21,7 @@ The sentences are rendered from these values by engine/advice/words.py; `advice(
 from __future__ import annotations
 
 from engine.advice import rules, words
-from engine.advice.build import Context, PolicingFacts
+from engine.advice.context import Context, PolicingFacts
 from engine.advice.headline import headline
 from engine.advice.model import Remedy
 

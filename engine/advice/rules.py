@@ -9,7 +9,6 @@ import math
 from engine.advice import words
 from engine.advice.build import (
     ROOM,
-    Context,
     is_port,
     make,
     not_ours,
@@ -22,6 +21,7 @@ from engine.advice.build import (
     upgrade,
     window_changes,
 )
+from engine.advice.context import Context
 from engine.advice.model import Action, Change, Remedy
 from engine.net import link_wire
 from engine.protocol import TCP_IP_HEADERS

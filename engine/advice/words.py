@@ -15,7 +15,7 @@ from engine.advice.model import COST_ORDER, Change, Remedy
 from engine.units import format_rate
 
 if TYPE_CHECKING:
-    from engine.advice.remedies import Context
+    from engine.advice.context import Context
 
 BUSY_OTHERS = 0.05  # share of a resource taken by other traffic worth mentioning
 SHOWN_HELPFUL = 3
