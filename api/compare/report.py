@@ -5,13 +5,12 @@ and a few sentences that say what the numbers say. Shared by sweeps and /v1/comp
 from __future__ import annotations
 
 import math
-import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard
 
 from api.compare import interactions, stats, words
+from api.compare.points import PointData
 from api.compare.schemas import (
     BestPoint,
     Comparison,
@@ -84,27 +83,6 @@ METHOD = {
     "best": "the point with the best mean, per the metric's direction",
     "limits": "per point and flow the diagnosis' most common limit over its replications",
 }
-
-
-@dataclass
-class Observation:
-    """One succeeded run's figures."""
-
-    run_id: uuid.UUID
-    source_run_id: uuid.UUID | None
-    seed: int
-    flows: dict[str, Any]
-    diagnosis: dict[str, Any]
-
-
-@dataclass
-class PointData:
-    index: int
-    parameters: dict[str, Any]
-    is_baseline: bool
-    runs: int  # runs the point has, finished or not
-    run_ids: list[uuid.UUID] = field(default_factory=list)
-    observations: list[Observation] = field(default_factory=list)
 
 
 def _finite(x: Any) -> TypeGuard[float]:

@@ -12,6 +12,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from api.compare import report, stats
+from api.compare.points import Observation, PointData
 from api.compare.schemas import RunComparison
 from api.exceptions import Conflict, Unprocessable, field_error, found
 from api.series import axis, downsample
@@ -91,7 +92,7 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
     results = SweepRepository(session).results(r.result_run_id for r in runs)
     points = []
     for i, (group, f) in enumerate(zip(groups.values(), flat, strict=True)):
-        point = report.PointData(
+        point = PointData(
             index=i,
             parameters={"scenario": labels[i]} if apart else {p: f.get(p) for p in varied},
             is_baseline=any(r.id == base_id for r in group),
@@ -102,7 +103,7 @@ def compare(session: Session, runs: list[Run], *, baseline: uuid.UUID | None) ->
             res = results.get(r.result_run_id)
             if res is not None:
                 point.observations.append(
-                    report.Observation(r.id, r.source_run_id, r.seed, res.flows, res.diagnosis)
+                    Observation(r.id, r.source_run_id, r.seed, res.flows, res.diagnosis)
                 )
         points.append(point)
     comparison = report.build(points, ["scenario"] if apart else varied, partial_note=note)

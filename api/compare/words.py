@@ -21,7 +21,7 @@ from api.compare.schemas import (
 from engine.units import format_rate
 
 if TYPE_CHECKING:
-    from api.compare.report import PointData
+    from api.compare.points import PointData
 
 # What limits a transfer, in words that fit "At the baseline, ___ is what limits <flow>".
 LIMITS = {

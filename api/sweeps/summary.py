@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from api.compare import report
+from api.compare.points import Observation, PointData
 from api.sweeps.present import ordered, paths_of
 from api.sweeps.schemas import SweepSummary
 from api.sweeps.state import status_of
@@ -21,9 +22,7 @@ def build(session: Session, sweep: Sweep, progress: Progress | None = None) -> S
     runs = repo.runs(sweep.id)
     done = [r for r in runs if r.status is RunStatus.succeeded]
     results = repo.results(r.result_run_id for r in done)
-    points = [
-        report.PointData(p["index"], ordered(p), bool(p["is_baseline"]), 0) for p in sweep.points
-    ]
+    points = [PointData(p["index"], ordered(p), bool(p["is_baseline"]), 0) for p in sweep.points]
     for run in runs:
         point = points[run.point_index or 0]
         point.runs += 1
@@ -31,9 +30,7 @@ def build(session: Session, sweep: Sweep, progress: Progress | None = None) -> S
         result = results.get(run.result_run_id)
         if run.status is RunStatus.succeeded and result is not None:
             point.observations.append(
-                report.Observation(
-                    run.id, run.source_run_id, run.seed, result.flows, result.diagnosis
-                )
+                Observation(run.id, run.source_run_id, run.seed, result.flows, result.diagnosis)
             )
     finished = sum(r.status.finished for r in runs)
     note = None
