@@ -57,6 +57,8 @@ class WindowQuery:
 
 
 WindowQueryDep = Annotated[WindowQuery, Depends()]
+#: Reads of a running run's rows again when a snapshot landed between them and the version.
+SNAPSHOT_RETRIES = 3
 CSV_RESPONSE = {"content": {"text/csv": {"schema": {"type": "string"}}}}
 DATA_ERRORS = problem_responses(404, 409, 422)
 
@@ -124,17 +126,31 @@ async def _answer(
             headers = {"Vary": "Accept", "ETag": etag, **REVALIDATE_HEADERS}
             if (same := not_modified(cached.request, etag, REVALIDATE_HEADERS)) is not None:
                 return None, lambda: same
-        windows = await db.read(
-            service.load,
-            run,
-            names,
-            start=start,
-            end=end,
-            max_points=limit,
-            loc=loc,
-            agg=window.agg,
-            partial=readable.partial,
-        )
+
+        def load(session: Session) -> list[service.Window]:
+            return service.load(
+                session,
+                run,
+                names,
+                start=start,
+                end=end,
+                max_points=limit,
+                loc=loc,
+                agg=window.agg,
+                partial=readable.partial,
+            )
+
+        windows = await db.read(load)
+        version = readable.version
+        # A running run's series are replaced by each snapshot, and the version and the
+        # rows are two reads: the rows answer with the version's ETag only when no snapshot
+        # came between (the version only grows), else they are read again with the new one.
+        for _ in range(SNAPSHOT_RETRIES):
+            if version is None or (now := await db.read(service.stored_version, run.id)) == version:
+                break
+            version = now
+            windows = await db.read(load)
+            headers["ETag"] = cached.tag(run_id, limit, "running", *version).etag
         body, columns = render(run, windows)
         if readable.partial:
             body["partial"] = True

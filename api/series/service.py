@@ -67,6 +67,11 @@ def readable_run(session: Session, run_id: uuid.UUID, *, tenant_id: uuid.UUID) -
     return Readable(run, None)
 
 
+def stored_version(session: Session, run_id: uuid.UUID) -> tuple[int, float]:
+    """How far a running run's stored series go now (Readable.version, read again)."""
+    return ResultRepository(session).series_version(run_id)
+
+
 def index(session: Session, run: Run) -> list[tuple[Any, ...]]:
     return list(ResultRepository(session).series_index(run.result_run_id))
 

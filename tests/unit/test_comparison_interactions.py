@@ -17,6 +17,7 @@ import pytest
 from engine_helpers import bulk, dumbbell
 
 from api.compare import report
+from api.compare.points import Observation, PointData
 from engine import simulate
 from engine.study import apply_changes
 
@@ -36,8 +37,8 @@ def comparison():
     for i, (w, q) in enumerate((w, q) for w in WINDOWS for q in QUEUES):
         params = {"flows.f.tcp.rcv_buf": w, "links.wan.queue.limit_packets": q}
         summary = simulate(apply_changes(base, params)).summary()
-        obs = report.Observation(uuid.uuid4(), None, 1, summary["flows"], summary["diagnosis"])
-        points.append(report.PointData(i, params, (w, q) == (65535, 100), 1, observations=[obs]))
+        obs = Observation(uuid.uuid4(), None, 1, summary["flows"], summary["diagnosis"])
+        points.append(PointData(i, params, (w, q) == (65535, 100), 1, observations=[obs]))
     return report.build(points, list(points[0].parameters))
 
 

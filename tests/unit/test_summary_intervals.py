@@ -10,18 +10,17 @@ import uuid
 import pytest
 
 from api.compare import report
+from api.compare.points import Observation, PointData
 
 pytestmark = pytest.mark.unit
 T975_2 = 4.302653  # t(0.975, 2), any t table
 
 
-def _point(
-    index: int, flows: list[dict[str, float]], *, baseline: bool = False
-) -> report.PointData:
-    p = report.PointData(index, {"x": index}, baseline, len(flows))
+def _point(index: int, flows: list[dict[str, float]], *, baseline: bool = False) -> PointData:
+    p = PointData(index, {"x": index}, baseline, len(flows))
     for seed, f in enumerate(flows):
         obs = {"f": {"kind": "tcp", **f}}
-        p.observations.append(report.Observation(uuid.uuid4(), None, seed, obs, {}))
+        p.observations.append(Observation(uuid.uuid4(), None, seed, obs, {}))
     return p
 
 
