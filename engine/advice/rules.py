@@ -40,6 +40,12 @@ def window(ctx: Context) -> list[Remedy | None]:
     bdp = path_bdp(ctx)
     value = segments(bdp, ctx.flow.tcp.mss)
     changes = window_changes(ctx, field, value)
+    # The flight is the least of both buffers: raising one leaves the other binding when it
+    # is as small (a 64 KiB send and receive buffer), so both go up to the BDP together.
+    other = "rcv_buf" if field == "snd_buf" else "snd_buf"
+    held = getattr(ctx.flow.tcp, other)
+    if held is not None and held < value:
+        changes += window_changes(ctx, other, value)
     out = []
     model = ctx.model
     bound = model.bound({c.path: c.value for c in changes}) if model else None
