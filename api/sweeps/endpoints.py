@@ -237,8 +237,8 @@ SETTLE = 1.0
 
 
 def _version(session: Session, filters: dict[str, Any]) -> str:
-    sweep = service.head(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
-    return state.version(sweep, SweepRepository(session).progress(sweep.id), filters["view"])
+    head, progress = service.poll(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
+    return state.version(head, progress, filters["view"])
 
 
 #: A sweep's documents as the response cache reads them: a poll costs the short read of

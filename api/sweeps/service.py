@@ -23,7 +23,7 @@ from api.sweeps.schemas import SweepCreate, SweepListItem, SweepOut
 from settings import Settings
 from store.models import Run, RunStatus, Sweep
 from store.new_runs import add_runs, new_run
-from store.sweeps import SweepRepository
+from store.sweeps import Progress, SweepHead, SweepRepository
 from store.types import utcnow
 
 log = logging.getLogger(__name__)
@@ -165,10 +165,11 @@ def get(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep
     return found(SweepRepository(session).owned(sweep_id, tenant_id=tenant_id), "sweep", sweep_id)
 
 
-def head(session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID) -> Sweep:
-    """`get` without the study's documents (a poll's version reads counts and flags)."""
-    repo = SweepRepository(session)
-    return found(repo.owned_head(sweep_id, tenant_id=tenant_id), "sweep", sweep_id)
+def poll(
+    session: Session, sweep_id: uuid.UUID, *, tenant_id: uuid.UUID
+) -> tuple[SweepHead, Progress]:
+    """What a poll's version is computed from, in one statement (SweepRepository.poll)."""
+    return found(SweepRepository(session).poll(sweep_id, tenant_id=tenant_id), "sweep", sweep_id)
 
 
 def list_page(

@@ -14,7 +14,7 @@ from api.sweeps.schemas import (
 )
 from settings import Settings
 from store.models import RunStatus, Sweep
-from store.sweeps import Progress
+from store.sweeps import Progress, SweepHead
 
 
 def status_of(progress: Progress, total: int, *, cancel_requested: bool = False) -> SweepStatus:
@@ -76,7 +76,7 @@ View = Literal["detail", "progress", "summary"]
 ACTIVE = ("queued", "running")
 
 
-def version(sweep: Sweep, progress: Progress, view: View) -> str:
+def version(sweep: Sweep | SweepHead, progress: Progress, view: View) -> str:
     """What a document of `view` depends on, as a string: equal versions, equal documents
     (but for the time-left estimate, recomputed when the runs' state changes)."""
     c = progress.counts
@@ -98,6 +98,6 @@ def version(sweep: Sweep, progress: Progress, view: View) -> str:
     return "|".join(map(str, parts))
 
 
-def settled(sweep: Sweep, progress: Progress) -> bool:
+def settled(sweep: Sweep | SweepHead, progress: Progress) -> bool:
     """Every run has finished: the sweep's documents will not change any more."""
     return progress.finished >= sweep.run_count
