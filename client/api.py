@@ -324,6 +324,11 @@ class Client:
     def get_advice(self, advice_id: str | uuid.UUID) -> Advice:
         return Advice(self, AdviceOut.model_validate(self._json("GET", f"/v1/advice/{advice_id}")))
 
+    def cancel_advice(self, advice_id: str | uuid.UUID) -> Advice:
+        """Cancel the advice's search and its runs; idempotent."""
+        doc = self._json("POST", f"/v1/advice/{advice_id}/cancel")
+        return Advice(self, AdviceOut.model_validate(doc))
+
     def advice_curves(self, advice_id: str | uuid.UUID, *, csv: bool = False) -> Any:
         """The advice's curves: the document (dict), or the table as CSV text."""
         if csv:

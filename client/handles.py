@@ -7,7 +7,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 from client.errors import Failed
 from client.models import (
@@ -21,9 +21,50 @@ from client.models import (
 )
 
 if TYPE_CHECKING:
-    from client.api import Client
+    from client.models import SeriesIndex, SweepState
 
 Progress = Callable[[float, str], None]
+Id = str | uuid.UUID
+
+
+class ClientApi(Protocol):
+    """What a handle asks of the client (client.api's `Client`, which returns handles and
+    is therefore named by this protocol)."""
+
+    def get_run(self, run_id: Id) -> Run: ...
+
+    def get_sweep(self, sweep_id: Id) -> Sweep: ...
+
+    def get_advice(self, advice_id: Id) -> Advice: ...
+
+    def cancel_sweep(self, sweep_id: Id) -> Sweep: ...
+
+    def cancel_advice(self, advice_id: Id) -> Advice: ...
+
+    def export(self, what_id: Id, path: str | Path) -> Path: ...
+
+    def series(
+        self, run_id: Id, key: str, *, max_points: int | None = None, frame: bool | None = None
+    ) -> Any: ...
+
+    def series_index(self, run_id: Id) -> SeriesIndex: ...
+
+    def pcap(
+        self, run_id: Id, link: str, *, direction: str | None = None, path: str | Path | None = None
+    ) -> bytes: ...
+
+    def sweep_state(self, sweep_id: Id) -> SweepState: ...
+
+    def sweep_runs(
+        self, sweep_id: Id, *, status: str | None = None, point: int | None = None
+    ) -> list[SweepRun]: ...
+
+    def sweep_table(self, sweep_id: Id, *, frame: bool | None = None) -> Any: ...
+
+    def sweep_summary(self, sweep_id: Id) -> dict[str, Any]: ...
+
+    def advice_curves(self, advice_id: Id, *, csv: bool = False) -> Any: ...
+
 
 Doc = TypeVar("Doc", RunOut, SweepOut, AdviceOut)
 
@@ -36,7 +77,7 @@ class _Handle(Generic[Doc]):
     KIND: ClassVar[str]
     POLL: ClassVar[tuple[float, float]]
 
-    def __init__(self, client: Client, doc: Doc) -> None:
+    def __init__(self, client: ClientApi, doc: Doc) -> None:
         self.client = client
         self.doc: Doc = doc
 
@@ -239,8 +280,7 @@ class Advice(_Handle[AdviceOut]):
         return self
 
     def cancel(self) -> Self:
-        doc = self.client._json("POST", f"/v1/advice/{self.id}/cancel")
-        self.doc = AdviceOut.model_validate(doc)
+        self.doc = self.client.cancel_advice(self.id).doc
         return self
 
     def curves(self, *, csv: bool = False) -> Any:

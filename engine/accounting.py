@@ -56,7 +56,7 @@ from engine.trace import Trace
 
 if TYPE_CHECKING:
     from engine.packet import Path
-    from engine.tcp.sender import TcpSender
+    from engine.tcp.state import TcpState
 
 
 class Pipe(Protocol):
@@ -202,36 +202,36 @@ class FlowClock:
         self.busy0 = _busy(self.pipe, now)
         self.state = int(State.HANDSHAKE if handshake else State.APPLICATION)
 
-    def attempt(self, snd: TcpSender) -> None:
-        """A send attempt ended: why the sender is not sending more now. Every arming of
-        the retransmission timer is followed by one at the same instant (an ACK's, a
-        transmission's, a timeout's): the arming is noted here, with the bottleneck's
-        busy time then, for a timeout that would re-book everything since."""
-        st = snd.st
+    def attempt(
+        self, st: TcpState, limit: float, rwnd: int, buf: int, armed: float, now: float
+    ) -> None:
+        """A send attempt ended: why the sender is not sending more now, from its state,
+        the application's `limit`, the peer's window, its send buffer, when its timer was
+        last armed and the time (values, not the sender: it imports this module). Every
+        arming of the retransmission timer is followed by an attempt at the same instant
+        (an ACK's, a transmission's, a timeout's): the arming is noted here, with the
+        bottleneck's busy time then, for a timeout that would re-book everything since."""
         if st.phase is not _OPEN:
             code = _RECOVERY  # fast recovery, or go-back-N after a timeout
-        elif st.snd_nxt >= snd.limit and st.snd_una >= st.snd_max:
+        elif st.snd_nxt >= limit and st.snd_una >= st.snd_max:
             code = _APPLICATION  # nothing outstanding, nothing to send
         else:
             # The smallest window binds (the receiver's or the send buffer's before cwnd
             # when equal: cwnd that reaches them stops growing; the send buffer before the
             # receiver's, as a window set by both needs snd_buf raised too). A sender with
             # data left but none outstanding (the last flight) waits on it too.
-            rwnd = snd.rwnd
-            buf = snd.snd_buf
             cwnd = st.cwnd
             if self.windowed and cwnd < rwnd and cwnd < buf:
                 code = _SLOW_START if cwnd < st.ssthresh else _AVOIDANCE
             else:
                 code = _SEND_BUFFER if buf <= rwnd else _RECEIVE_WINDOW
-        armed = snd.timer.started
         if armed != self.armed_at:
             self.armed_at = armed
             pipe = self.pipe  # its busy time at the arming: _busy(), inlined
             until = pipe.busy_until
             self.armed_busy = pipe.busy_total - (until - armed if until > armed else 0.0)
         if code != self.state:
-            self.change(code, snd.env._now)
+            self.change(code, now)
 
     def change(self, code: int, now: float) -> None:
         """The state becomes `code` at `now`."""

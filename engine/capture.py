@@ -39,17 +39,17 @@ from __future__ import annotations
 import hashlib
 import struct
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from engine.net import Egress
-from engine.packet import Kind, Packet, Path, SackBlocks
+from engine.packet import Kind, Owner, Packet, Path, SackBlocks
 from engine.protocol import IP_HEADER, TCP_HEADER, UDP_HEADER
+from engine.tcp.cc import variant
 from engine.tcp.receiver import advertised_window, window_shift
-from engine.variants import variant
 
 if TYPE_CHECKING:
-    from engine.flows import Flow
-    from engine.scenario import CaptureSpec, Link, Scenario
+    from collections.abc import Mapping
+
+    from engine.scenario import CaptureSpec, Link, Scenario, TcpBulkFlow, UdpCbrFlow
 
 # libpcap file header, nanosecond-resolution variant (Wireshark, tshark and tcpdump >= 4.6
 # read it): simulated times keep their sub-microsecond order on fast links.
@@ -65,16 +65,37 @@ NOP, EOL = b"\x01", b"\x00"
 
 #: What a tap keeps of a packet: time, flow, kind, seq, length, ack, window, SACK blocks,
 #: path and hop (the packet's fields at the time, as the packet itself moves on).
-Record = tuple[float, "Flow", Kind, int, int, int, int, SackBlocks | None, Path, int]
+Record = tuple[float, Owner, Kind, int, int, int, int, SackBlocks | None, Path, int]
+
+
+# What a capture reads of the model, which imports this module (a port holds its tap).
+
+
+class Port(Protocol):
+    """A link direction's egress port, as a tap hangs on it."""
+
+    tap: TapPoint | None
+
+
+class Captured(Protocol):
+    """A flow, as the file's addresses and ports are derived from it."""
+
+    id: str
+
+    @property
+    def spec(self) -> TcpBulkFlow | UdpCbrFlow: ...
 
 
 class Tap:
     """What one capture saw: one tuple per packet, in the order they were recorded."""
 
-    __slots__ = ("spec", "flows", "limit", "records", "missed")
+    __slots__ = ("spec", "ports", "flows", "limit", "records", "missed")
 
-    def __init__(self, spec: CaptureSpec):
+    def __init__(self, spec: CaptureSpec, ports: frozenset[int]):
         self.spec = spec
+        # The ids of the egress ports: each hop of a path that is one was a router's
+        # (the source host's first excepted), and took one from the TTL.
+        self.ports = ports
         self.flows = frozenset(spec.flows) if spec.flows is not None else None
         self.limit = spec.max_packets
         self.records: list[Record] = []
@@ -124,13 +145,14 @@ class TapPoint:
 
 def attach(
     captures: list[CaptureSpec],
-    ports: dict[tuple[str, str, str], Egress],
+    ports: Mapping[tuple[str, str, str], Port],
     links: dict[str, Link],
 ) -> list[Tap]:
     """A tap per capture, hung on the ports of the link directions it names."""
     taps = []
+    ids = frozenset(id(port) for port in ports.values())
     for spec in captures:
-        tap = Tap(spec)
+        tap = Tap(spec, ids)
         link = links[spec.link]
         at = link.a if spec.at == "a" else link.b
         ways = []
@@ -213,7 +235,7 @@ class _Endpoints:
         "tcp",
     )
 
-    def __init__(self, flow: Flow, index: int, addrs: dict[str, bytes]):
+    def __init__(self, flow: Captured, index: int, addrs: dict[str, bytes]):
         spec = flow.spec
         self.src, self.dst = addrs[spec.src], addrs[spec.dst]
         self.sport, self.dport = FIRST_PORT + index, SINK_PORT
@@ -316,7 +338,9 @@ def _packet(ep: _Endpoints, record: Record, ttl: int) -> tuple[bytes, int]:
     return _ip_header(ep.src, ep.dst, PROTO_UDP, total, ttl) + udp, total
 
 
-def pcap_file(tap: Tap, scenario: Scenario, flows: Sequence[Flow], end: float) -> tuple[bytes, int]:
+def pcap_file(
+    tap: Tap, scenario: Scenario, flows: Sequence[Captured], end: float
+) -> tuple[bytes, int]:
     """The libpcap file of what `tap` saw until the run ended at `end`, in time order, and
     the number of packets in it (a packet still queued or on its way at the end is not)."""
     snaplen = tap.spec.snaplen
@@ -339,7 +363,7 @@ def pcap_file(tap: Tap, scenario: Scenario, flows: Sequence[Flow], end: float) -
         if crossed is None:
             # Leaving by path[hop], a packet was forwarded by the routers that own
             # path[1..hop] (path[0] is its source host's): one per port before this one.
-            crossed = routers[key] = sum(isinstance(p, Egress) for p in path[:hop])
+            crossed = routers[key] = sum(id(p) in tap.ports for p in path[:hop])
         headers, total = _packet(endpoints[flow.id], record, INITIAL_TTL - crossed)
         kept = min(total, snaplen)
         ns = round(t * 1e9)

@@ -34,8 +34,8 @@ from engine.protocol import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, Limit, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.scenario.topology import Topology
+from engine.tcp.cc import variant
 from engine.usage import Share
-from engine.variants import variant
 
 REACHED = 0.85  # share of a flow's life its bottleneck must be busy to be its limit
 

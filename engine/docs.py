@@ -20,7 +20,8 @@ from pydantic_core import PydanticUndefined
 from engine.result import Result
 from engine.scenario import Scenario, TcpSpec
 from engine.study import StudySpec
-from engine.variants import names, variant
+from engine.tcp.cc import variant
+from engine.variants import names
 
 if TYPE_CHECKING:
     from engine.tcp.cc import CongestionOps

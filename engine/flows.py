@@ -12,9 +12,8 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from engine.accounting import rtt_split
-from engine.kernel import Kernel, Later
-from engine.net import stream
-from engine.packet import Kind, Packet, Path
+from engine.kernel import Kernel, Later, stream
+from engine.packet import Kind, Owner, Packet, Path
 from engine.protocol import IP_HEADER, UDP_HEADER
 from engine.recorder import DelayStats, TcpProbe
 from engine.result import RttSplit, TcpFlowSummary, UdpFlowSummary
@@ -29,13 +28,12 @@ if TYPE_CHECKING:
     from engine.scenario import TcpBulkFlow, UdpCbrFlow
 
 
-class Flow:
+class Flow(Owner):
     """Common bookkeeping: start/stop times, completion, delays, drops."""
 
     __slots__ = (
         "env",
         "spec",
-        "id",
         "start",
         "stop_at",
         "on_done",
@@ -53,9 +51,9 @@ class Flow:
         seed: int,
         on_done: Callable[[Flow], None],
     ):
+        super().__init__(spec.id)
         self.env = env
         self.spec = spec
-        self.id = spec.id
         self.start = float(spec.start)
         self.stop_at = float(spec.stop) if spec.stop is not None else None
         self.on_done = on_done

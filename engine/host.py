@@ -31,15 +31,19 @@ bookkeeping entry per data segment, and one event per wake-up while it is held b
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from engine.kernel import Kernel, Timer
 from engine.net import Discipline, Egress
-from engine.packet import Kind, Packet
+from engine.packet import Kind, Packet, Path
 from engine.protocol import TCP_IP_HEADERS
+from engine.tcp.state import Phase
 
 if TYPE_CHECKING:
-    from engine.tcp.sender import TcpSender
+    from engine.scenario import TcpSpec
+    from engine.tcp.cc.base import CongestionOps
+    from engine.tcp.state import TcpState
 
 #: tcp_limit_output_bytes: 4 MB in current Linux (1 MB in 4.x to 6.x kernels before it);
 #: it caps an unpaced socket's small queue.
@@ -65,15 +69,43 @@ class HostQueue:
         return self.inner.admit(port, waiting, wire, now, pkt)
 
 
+class LocalSender(Protocol):
+    """What a small queue reads of its TCP sender when it is made (engine.tcp.sender, which
+    holds the queue and is therefore named by this protocol). The queue keeps the sender's
+    state record and strategy as the objects they are, read on every segment."""
+
+    path: Path
+    spec: TcpSpec
+    st: TcpState
+    cc: CongestionOps
+    pacing: bool
+    local: SmallQueue | None
+
+    def try_send(self) -> None: ...
+
+
 class SmallQueue:
     """One TCP sender's data in its host's interface, and when it may add a segment."""
 
-    __slots__ = ("env", "port", "sender", "ends", "queued", "timer", "capped", "full_packets")
+    __slots__ = (
+        "env",
+        "port",
+        "st",
+        "cc",
+        "cwr_high",
+        "ends",
+        "queued",
+        "timer",
+        "capped",
+        "full_packets",
+    )
 
-    def __init__(self, env: Kernel, port: Egress, sender: TcpSender):
+    def __init__(self, env: Kernel, port: Egress, sender: LocalSender):
         self.env = env
         self.port = port
-        self.sender = sender
+        self.st = sender.st
+        self.cc = sender.cc
+        self.cwr_high = 0  # local congestion answered until snd_una reaches this
         # (end of transmission, IP bytes) of this sender's packets in the port, in order:
         # the port is FIFO, so they complete in this order.
         self.ends: deque[tuple[float, int]] = deque()
@@ -100,22 +132,37 @@ class SmallQueue:
             return False
         port = self.port
         if port.busy_until > now and self._full(port, now, length + TCP_IP_HEADERS):
-            self.sender.local_congestion()
+            self._enter_cwr()
             # The first waiting packet starts (and leaves the queue) when the port frees.
             self.timer.start(port.next_start() - now)
             return False
         return True
 
+    def _enter_cwr(self) -> None:
+        """The interface had no room for a segment: Linux's tcp_enter_cwr on NET_XMIT_DROP,
+        once per window. ssthresh from the variant, cwnd down to it at once; `recover` is
+        untouched, so a loss found meanwhile is still fast-retransmitted. BBR's window
+        ignores it, as Linux's cong_control does."""
+        st = self.st
+        cc = self.cc
+        if st.phase != Phase.OPEN or st.snd_una < self.cwr_high or cc.rate_based:
+            return
+        self.cwr_high = st.snd_max
+        cc.on_congestion_event(st)
+        cc.slow_start.on_congestion(st)
+        st.ssthresh = cc.ssthresh_after_loss(st)
+        if st.cwnd > st.ssthresh:
+            st.cwnd = st.ssthresh
+
     def _throttled(self) -> bool:
         """tcp_small_queue_check: the socket's bytes in the interface exceed its limit."""
-        snd = self.sender
-        st = snd.st
+        st = self.st
         if st.snd_max - st.snd_una <= st.mss:
             return False  # at most one segment unacknowledged: always sent
         limit = self.full_packets
         if self.queued <= limit:
             return False
-        rate = snd.cc.pacing_rate(st)
+        rate = self.cc.pacing_rate(st)
         per_shift = int(rate) >> PACING_SHIFT if rate > 0 else LIMIT_OUTPUT_BYTES
         if per_shift > limit:
             limit = per_shift
@@ -143,7 +190,7 @@ def hold_back(hosts: set[str], ports: dict[tuple[str, str, str], Egress]) -> Non
             port.use_queue(HostQueue(port.queue))
 
 
-def attach_small_queues(env: Kernel, hosts: set[str], senders: list[TcpSender]) -> None:
+def attach_small_queues(env: Kernel, hosts: set[str], senders: Sequence[LocalSender]) -> None:
     """Give each TCP sender leaving one of the backpressure `hosts` its small queue."""
     for sender in senders:
         first = sender.path[0]

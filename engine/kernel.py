@@ -7,10 +7,15 @@ SimPy cannot cancel a scheduled event. A TCP retransmission timer restarted on e
 would otherwise leave one dead event per ACK in the heap; `Timer` instead keeps at most
 one event outstanding and, when it fires early because the deadline moved later, re-arms
 itself once for the new deadline.
+
+And the run's randomness: one independent stream per component, derived from the run seed
+and the component's id (adding a flow does not change another's losses).
 """
 
 from __future__ import annotations
 
+import hashlib
+import random
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
@@ -283,3 +288,9 @@ class Timer:
             return
         self.deadline = None
         self.fn()
+
+
+def stream(seed: int, component: str) -> random.Random:
+    """An independent random stream for one component, derived from the run seed."""
+    digest = hashlib.sha256(f"{seed}/{component}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:16], "little"))

@@ -11,7 +11,6 @@ the recorded waits) without sampling.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
 from collections import deque
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from simpy import Environment
 
-from engine.kernel import Line
+from engine.kernel import Line, stream
 from engine.packet import Packet
 
 if TYPE_CHECKING:  # the probe and the tap import this module
@@ -52,12 +51,6 @@ def wire_bytes(encap: str, ip_size: int, overhead: int | None = None) -> int:
     if encap == "ethernet":
         return max(ip_size, ETHERNET_MIN_PAYLOAD) + FRAMING["ethernet"]
     return ip_size + FRAMING[encap]
-
-
-def stream(seed: int, component: str) -> random.Random:
-    """An independent random stream for one component, derived from the run seed."""
-    digest = hashlib.sha256(f"{seed}/{component}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:16], "little"))
 
 
 # --- loss models --------------------------------------------------------------------------
@@ -390,7 +383,7 @@ class Egress:
             self.drops += 1
             pkt.flow.dropped(pkt)
             if self.probe is not None:
-                self.probe.on_drop(self, now, waiting)
+                self.probe.on_drop(now, waiting, self.drops + self.error_drops)
                 self.shown = waiting
             return
         start = self.busy_until
@@ -416,7 +409,7 @@ class Egress:
         probe = self.probe
         if probe is not None and waiting != self.shown:
             self.shown = waiting
-            probe.on_queue(self, now, waiting)
+            probe.on_queue(now, waiting)
         loss = self.loss
         lost = loss is not None and loss.lost(pkt, wire)
         tap = self.tap
@@ -428,7 +421,7 @@ class Egress:
                 pkt.path[-1].waits[pkt.hop] -= start - now
             pkt.flow.dropped(pkt)
             if probe is not None:
-                probe.on_drop(self, now, waiting)
+                probe.on_drop(now, waiting, self.drops + self.error_drops)
                 self.shown = waiting
             return
         pkt.hop += 1

@@ -8,12 +8,7 @@ forwarding decision is a list index, not a table lookup.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from engine.flows import Flow
-    from engine.framerelay import PvcDirection
-
+from typing import Any
 
 #: SACK blocks as an ACK carries them: (start, end) byte ranges, RFC 2018.
 SackBlocks = tuple[tuple[int, int], ...]
@@ -37,6 +32,34 @@ class Kind(IntEnum):
     UDP = 4
 
 
+class Owner:
+    """The flow a packet belongs to, as the network and the TCP endpoints see it: where a
+    drop, an arrival, a delivery and an RTT sample are counted (engine.flows' flows are
+    its subclasses; a UDP flow has none of the TCP notifications).
+
+    A base class here rather than a Protocol, so that a packet, a port and an endpoint name
+    it without importing the flows, which import all three: its calls stay native in the
+    compiled engine, where a Protocol's would go through Python's attribute lookup on
+    every packet."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, flow_id: str):
+        self.id = flow_id
+
+    def dropped(self, pkt: Packet) -> None:
+        raise NotImplementedError
+
+    def data_received(self, pkt: Packet) -> None:
+        raise NotImplementedError
+
+    def delivered(self, rcv_nxt: int) -> None:
+        raise NotImplementedError
+
+    def rtt_sample(self, r: float) -> None:
+        raise NotImplementedError
+
+
 class Packet:
     # What every hop reads comes first, beside the object's header: with a thousand flows
     # a packet is cold at each hop, and these then share its first cache line.
@@ -54,7 +77,10 @@ class Packet:
         "wnd",  # advertised receive window, bytes (already scaled)
         "sack",  # tuple of (start, end) SACK blocks, or None
         "sent_at",  # time the sender handed it to the network
-        "pvc",  # Frame Relay: the PVC direction carrying it now (engine.framerelay), or None
+        # Frame Relay: the PVC direction carrying it now (engine.framerelay.PvcDirection),
+        # or None. `Any`, as the path is: the Frame Relay stages import this module, and
+        # the switch that reads it gives it its type in one check.
+        "pvc",
         "de",  # Frame Relay discard eligibility
         "fecn",
         "becn",
@@ -69,7 +95,7 @@ class Packet:
     due: float  # set by the link carrying it
     eid: int
 
-    def __init__(self, flow: Flow, kind: Kind, size: int, path: Path, sent_at: float):
+    def __init__(self, flow: Owner, kind: Kind, size: int, path: Path, sent_at: float):
         self.flow = flow
         self.kind = kind
         self.size = size
@@ -81,7 +107,7 @@ class Packet:
         self.ack = 0
         self.wnd = 0
         self.sack: SackBlocks | None = None
-        self.pvc: PvcDirection | None = None
+        self.pvc: Any = None
         self.de = False
         self.fecn = False
         self.becn = False

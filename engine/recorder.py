@@ -12,20 +12,59 @@ exact running sums for the means.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from engine.net import stream
+from engine.kernel import stream
 from engine.trace import PointBudget, Trace
 
-if TYPE_CHECKING:  # the port, the flows and the sender import this module
-    from engine.flows import TcpFlow
-    from engine.net import Egress
-    from engine.tcp.cc import CongestionOps
-    from engine.tcp.sender import TcpSender
+if TYPE_CHECKING:
+    from engine.kernel import Kernel
+    from engine.tcp.cc.base import CongestionOps
+    from engine.tcp.rtt import RttEstimator
+    from engine.tcp.state import TcpState
+
+
+# What the probes read of the components that call them. The port, the flows and the
+# sender import this module, so it names them by these protocols; each is read once, when
+# a probe starts or a run ends: what changes on every packet and ACK comes as arguments,
+# and the sender's state record, RTT estimator and strategy are kept as the objects they
+# are (the compiled engine reads those natively).
+
+
+class ProbedSender(Protocol):
+    """What `TcpProbe.start` reads of a TCP sender."""
+
+    env: Kernel
+    st: TcpState
+    rtt: RttEstimator
+    cc: CongestionOps
+    pacing: bool
+
+    def window(self, extra: int = 0) -> int: ...
+
+
+class ProbedPort(Protocol):
+    """What a `LinkProbe` and the `RateSampler` read of an egress port."""
+
+    link_id: str
+    src: str
+    dst: str
+    busy_total: float
+    busy_until: float
+
+    @property
+    def probe(self) -> LinkProbe | None: ...
+
+
+class Delivering(Protocol):
+    """What the `RateSampler` reads of a TCP flow: the bytes delivered so far."""
+
+    delivered_bytes: int
+
 
 RESERVOIR = 50_000
 
@@ -115,11 +154,15 @@ class TcpProbe:
         "_rto",
         "_retransmissions",
         "cc_traces",
+        "_st",
+        "_rtt",
         "_cc",
         "budget",
     )
-    #: The sender's strategy when it names traces of its own, set by `start` with them
-    #: and read only when there are some.
+    # The sender's state record, RTT estimator and strategy, set by `start`: the probe
+    # reads them on every ACK, and a sender keeps the same ones for life.
+    _st: TcpState
+    _rtt: RttEstimator
     _cc: CongestionOps
 
     def __init__(self, flow_id: str):
@@ -155,37 +198,36 @@ class TcpProbe:
         # The run's budget, for the traces `start` adds (simulate() attaches the rest).
         self.budget: PointBudget | None = None
 
-    def effective_cwnd(self, snd: TcpSender) -> int:
-        return snd.window() if not snd.cc.limits_window else snd.st.cwnd
-
-    def start(self, snd: TcpSender) -> None:
-        self._cwnd_since = snd.env.now
-        self._cwnd_now = self.effective_cwnd(snd)
+    def start(self, snd: ProbedSender) -> None:
+        now = snd.env.now
+        st = self._st = snd.st
+        self._rtt = snd.rtt
+        cc = self._cc = snd.cc
+        self._cwnd_since = now
+        self._cwnd_now = st.cwnd if cc.limits_window else snd.window()  # as show_state's
         self.cwnd_max = self._cwnd_now
-        self.cwnd.add(snd.env.now, self._cwnd_now)
+        self.cwnd.add(now, self._cwnd_now)
         if snd.pacing:
             self.pacing_rate = self._late_trace("bit/s")
-        if snd.cc.traces:
-            self.cc_traces = {name: self._late_trace(unit) for name, unit in snd.cc.traces}
-            self._cc = snd.cc
+        if cc.traces:
+            self.cc_traces = {name: self._late_trace(unit) for name, unit in cc.traces}
 
     def _late_trace(self, unit: str) -> Trace:
         trace = Trace(unit)
         return trace if self.budget is None else self.budget.attach(trace)
 
-    def on_send(self, snd: TcpSender) -> None:
-        now = snd.env.now
-        self.seq.add(now, snd.st.snd_max)
-        self.inflight.add(now, snd.st.snd_nxt - snd.st.snd_una)
-        if snd.retransmissions != self._retransmissions:
-            self._retransmissions = snd.retransmissions
-            self.retransmissions.add(now, snd.retransmissions)
+    def on_send(self, now: float, retransmissions: int) -> None:
+        st = self._st
+        self.seq.add(now, st.snd_max)
+        self.inflight.add(now, st.snd_nxt - st.snd_una)
+        if retransmissions != self._retransmissions:
+            self._retransmissions = retransmissions
+            self.retransmissions.add(now, retransmissions)
 
-    def on_state(self, snd: TcpSender) -> None:
-        """The sender's state after an ACK or a retransmission timeout."""
-        now = snd.env.now
-        st = snd.st
-        cwnd = self.effective_cwnd(snd)
+    def on_state(self, now: float, cwnd: int, rwnd: int, retransmissions: int) -> None:
+        """The sender's state after an ACK or a retransmission timeout: `cwnd` is the
+        window it obeys (engine.tcp.sender's `show_state`)."""
+        st = self._st
         if cwnd != self._cwnd_now:
             self.cwnd_area += self._cwnd_now * (now - self._cwnd_since)
             self._cwnd_since = now
@@ -197,23 +239,23 @@ class TcpProbe:
         if st.ssthresh < 1 << 40 and st.ssthresh != self._ssthresh:
             self._ssthresh = st.ssthresh
             self.ssthresh.add(now, st.ssthresh)
-        if snd.rwnd != self._rwnd:
-            self._rwnd = snd.rwnd
-            self.rwnd.add(now, snd.rwnd)
+        if rwnd != self._rwnd:
+            self._rwnd = rwnd
+            self.rwnd.add(now, rwnd)
         self.inflight.add(now, st.snd_nxt - st.snd_una)
         self.ack.add(now, st.snd_una)
-        rtt = snd.rtt
+        rtt = self._rtt
         if rtt.srtt is not None and rtt.srtt != self._srtt:
             self._srtt = rtt.srtt
             self.srtt.add(now, rtt.srtt)
         if rtt.rto != self._rto:
             self._rto = rtt.rto
             self.rto.add(now, rtt.rto)
-        if snd.retransmissions != self._retransmissions:
-            self._retransmissions = snd.retransmissions
-            self.retransmissions.add(now, snd.retransmissions)
+        if retransmissions != self._retransmissions:
+            self._retransmissions = retransmissions
+            self.retransmissions.add(now, retransmissions)
         if self.pacing_rate is not None:
-            self.pacing_rate.add(now, snd.cc.pacing_rate(snd.st) * 8)
+            self.pacing_rate.add(now, self._cc.pacing_rate(st) * 8)
         if self.cc_traces:
             self._on_cc(now)
 
@@ -242,19 +284,20 @@ class TcpProbe:
 class LinkProbe:
     """Traces one egress port's queue length (change-driven) and cumulative drops."""
 
-    def __init__(self, port: Egress):
+    def __init__(self, port: ProbedPort):
         self.prefix = f"link.{port.link_id}.{port.src}>{port.dst}."
         self.queue = Trace("packets")
         self.drops = Trace("packets")
         self.utilization = Trace("ratio", rate=True)
 
-    def on_queue(self, port: Egress, now: float, waiting: int) -> None:
+    def on_queue(self, now: float, waiting: int) -> None:
         """The queue length changed (the port calls only then)."""
         self.queue.add(now, waiting)
 
-    def on_drop(self, port: Egress, now: float, waiting: int) -> None:
+    def on_drop(self, now: float, waiting: int, drops: int) -> None:
+        """A packet was dropped; `drops` counts the port's drops so far."""
         self.queue.add(now, waiting)
-        self.drops.add(now, port.drops + port.error_drops)
+        self.drops.add(now, drops)
 
     def series(self) -> dict[str, Trace]:
         return {
@@ -281,7 +324,11 @@ class RateSampler:
     """
 
     def __init__(
-        self, interval: float, flows: list[TcpFlow], goodput: list[Trace], ports: list[Egress]
+        self,
+        interval: float,
+        flows: Sequence[Delivering],
+        goodput: list[Trace],
+        ports: Sequence[ProbedPort],
     ):
         self.interval = interval
         self.flows = flows  # TcpFlow objects, and their goodput traces in the same order

@@ -25,7 +25,7 @@ frame's wait (one sample per frame), the rate when it adapts, and a summary.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from simpy import Environment
 
@@ -36,11 +36,23 @@ from engine.result import ShaperSummary
 from engine.trace import Trace
 
 if TYPE_CHECKING:
-    from engine.framerelay.shaping import BecnAdaptation
     from engine.scenario import Link
 
 
 SLACK = 1e-6  # bits: absorbs the rounding of rate * time in the allowance
+
+
+class Adaptation(Protocol):
+    """What moves a shaper's rate on the network's feedback: engine/framerelay/shaping.py's
+    `BecnAdaptation`, which builds shapers and is therefore named by this protocol (an
+    interpreted class: its calls cost the compiled shaper the same either way)."""
+
+    #: The lowest rate it moves the shaper to, bit/s.
+    floor: float
+
+    def on_becn(self, shaper: Shaper, now: float) -> None: ...
+
+    def recover(self, shaper: Shaper, now: float) -> None: ...
 
 
 class Shaper:
@@ -88,7 +100,7 @@ class Shaper:
         self.queued_bytes = 0
         self.limit_packets: int | None = None
         self.limit_bytes: int | None = None
-        self.adaptation: BecnAdaptation | None = None
+        self.adaptation: Adaptation | None = None
         self.rate_trace: Trace | None = None  # the rate, when it adapts
         self.queue_trace = Trace("packets")
         self.delay_trace = Trace("s", rate=True)

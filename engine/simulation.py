@@ -25,8 +25,8 @@ from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.host import attach_small_queues, hold_back
-from engine.kernel import SLICES, Kernel
-from engine.net import Egress, make_loss, make_queue, stream
+from engine.kernel import SLICES, Kernel, stream
+from engine.net import Egress, make_loss, make_queue
 from engine.packet import Path
 from engine.recorder import LinkProbe, RateSampler
 from engine.result import (

@@ -30,7 +30,8 @@ from engine.protocol import TCP_IP_HEADERS
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.scenario.topology import Topology
 from engine.study import StudyError, apply_changes, get_path
-from engine.variants import names, variant
+from engine.tcp.cc import variant
+from engine.variants import names
 
 Shape = Literal["numeric", "ordered", "choice"]
 

@@ -26,7 +26,8 @@ from engine.advice.model import Action, Change, Remedy
 from engine.net import link_wire
 from engine.protocol import TCP_IP_HEADERS
 from engine.scenario import Link, Pvc
-from engine.variants import names, variant
+from engine.tcp.cc import variant
+from engine.variants import names
 
 LINUX_IW = 10  # RFC 6928, Linux's initial window since 2.6.39
 LINUX_MIN_RTO = 0.2  # Linux's TCP_RTO_MIN

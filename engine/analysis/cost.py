@@ -17,7 +17,7 @@ from engine.protocol import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
 from engine.scenario import Link, Scenario, TcpBulkFlow
 from engine.scenario.common import PCAP_FILE_HEADER, PCAP_RECORD_HEADER
 from engine.scenario.topology import Hop, Topology
-from engine.variants import variant
+from engine.tcp.cc import variant
 
 Links = dict[str, Link]
 Routes = dict[str, list[Hop]]  # flow id -> its hops

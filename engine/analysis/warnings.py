@@ -13,9 +13,9 @@ from engine.scenario.framerelay import Pvc
 from engine.scenario.network import Link
 from engine.scenario.tcp import TcpSpec
 from engine.scenario.topology import Hop, Topology
+from engine.tcp.cc import variant
 from engine.tcp.receiver import effective_window
 from engine.units import format_duration, format_rate, format_size
-from engine.variants import variant
 
 if TYPE_CHECKING:
     from engine.scenario.document import Scenario

@@ -5,17 +5,16 @@ Built only when the scenario has a `frame_relay` section with at least one PVC; 
 nothing here exists and the packet path is untouched (zero cost). One module per job:
 
 - `cloud`: builds the PVCs, wraps Frame Relay ports, splices PVC paths (`FrameRelay`);
-- `circuit`: one PVC, its counters, summary and series (`Circuit`);
-- `pvc`: the hops a PVC adds to a path: entry, policer, exit (`PvcDirection`, ...);
+- `pvc`: one PVC, its counters, summary and series (`Circuit`), and the hops it adds to a
+  path: entry, policer, exit (`PvcDirection`, ...);
 - `policing`: the contract's counting disciplines (`TokenBucket`, `IntervalPolicer`);
 - `shaping`: a PVC's shaper (engine/shaping.py's) and its BECN adaptation;
 - `switch`: a switch port's DE discard and FECN/BECN marking (`FrQueue`, `CycleAverage`).
 """
 
-from engine.framerelay.circuit import Circuit
 from engine.framerelay.cloud import FrameRelay
 from engine.framerelay.policing import IntervalPolicer, TokenBucket
-from engine.framerelay.pvc import PvcDirection, PvcExit, PvcIngress
+from engine.framerelay.pvc import Circuit, PvcDirection, PvcExit, PvcIngress
 from engine.framerelay.shaping import BecnAdaptation, pvc_shaper
 from engine.framerelay.switch import CycleAverage, FrQueue
 

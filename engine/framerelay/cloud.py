@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from simpy import Environment
 
-from engine.framerelay.circuit import Circuit
+from engine.framerelay.pvc import Circuit
 from engine.framerelay.switch import FrQueue
 from engine.net import Egress
 from engine.packet import Path

@@ -1,6 +1,8 @@
-"""The hops a PVC adds to a packet's path: its entry at the entry router (`PvcDirection`,
-with the optional shaper), its policer at the network's edge (`PvcIngress`) and its exit
-(`PvcExit`: residual errors, BECN feedback to the opposite direction's shaper).
+"""One PVC (`Circuit`: its two directions, the per-PVC counters, their summary and series,
+and the residual-error stream) and the hops it adds to a packet's path: its entry at the
+entry router (`PvcDirection`, with the optional shaper), its policer at the network's edge
+(`PvcIngress`) and its exit (`PvcExit`: residual errors, BECN feedback to the opposite
+direction's shaper). One module, as the circuit makes its directions and they count on it.
 
 A flow's path through a PVC gets these three extra hops (`FrameRelay.wrap`): the PVC
 direction object just before the first port the PVC carries, at the entry router; its
@@ -22,18 +24,25 @@ reaching the exit). The same contract polices both directions of a PVC.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from simpy import Environment
 
 from engine.framerelay.policing import DISCARD, EXCESS, IntervalPolicer, TokenBucket
 from engine.framerelay.shaping import pvc_shaper
+from engine.kernel import stream
 from engine.net import Egress
 from engine.packet import Packet
+from engine.result import PvcSummary
+from engine.scenario import Pvc
+from engine.trace import Trace
 
-if TYPE_CHECKING:
-    from engine.framerelay.circuit import Circuit
-    from engine.framerelay.switch import FrQueue
+
+class Congestion(Protocol):
+    """A switch port's congestion as a PVC direction asks it for BECN (engine.framerelay.
+    switch's `FrQueue`, which reads PVC directions and is therefore named by this)."""
+
+    def congested(self, now: float) -> bool: ...
 
 
 class PvcDirection:
@@ -65,7 +74,7 @@ class PvcDirection:
         self.exit = PvcExit(self)
         self.ingress = PvcIngress(self)
         # The FrQueue of the port this direction leaves each node by (for BECN lookups).
-        self.egress_at: dict[str, FrQueue] = {}
+        self.egress_at: dict[str, Congestion] = {}
         self.cir = cir = float(pvc.cir)
         assert pvc.bc is not None  # Pvc's validator defaults it to one second of CIR
         bc, be = float(pvc.bc), float(pvc.be)
@@ -170,3 +179,51 @@ class PvcExit(_PvcHop):
         hop = pkt.hop + 1
         pkt.hop = hop
         pkt.path[hop].accept(pkt)
+
+
+class Circuit:
+    """One PVC: its two directions, the per-PVC counters and the residual-error stream."""
+
+    def __init__(self, env: Environment, pvc: Pvc, seed: int):
+        self.pvc = pvc
+        self.id = pvc.id
+        self.frames = self.de_marked = self.de_dropped = self.excess_dropped = 0
+        self.fecn_marked = self.becn_marked = 0
+        self.exited = self.errored = 0
+        self.de_trace = Trace("frames")
+        self.discard_trace = Trace("frames")  # the policer's discards, cumulative
+        rate = pvc.residual_error_rate
+        self.error_random = stream(seed, f"pvc:{pvc.id}:errors").random if rate > 0 else None
+        self.forward = PvcDirection(env, self, forward=True)
+        self.reverse = PvcDirection(env, self, forward=False)
+        self.forward.opposite = self.reverse
+        self.reverse.opposite = self.forward
+
+    def summary(self, end: float) -> PvcSummary:
+        shapers = [d.shaper for d in (self.forward, self.reverse)]
+        return PvcSummary(
+            frames=self.frames,
+            de_marked=self.de_marked,
+            de_dropped=self.de_dropped,
+            excess_dropped=self.excess_dropped,
+            fecn_marked=self.fecn_marked,
+            becn_marked=self.becn_marked,
+            residual_error_rate=self.errored / self.exited if self.exited else 0.0,
+            shaper_dropped=sum(s.dropped for s in shapers if s is not None),
+            shaper=shapers[0].summary(end) if shapers[0] is not None else None,
+            shaper_reverse=shapers[1].summary(end) if shapers[1] is not None else None,
+        )
+
+    def series(self) -> dict[str, Trace]:
+        """`pvc.<id>.de_marked`, `.discards`, and per shaped direction (suffix `_reverse`
+        for the reverse one) `.queue_packets`, `.queue_delay` and, when it adapts, `.rate`."""
+        prefix = f"pvc.{self.id}."
+        out = {prefix + "de_marked": self.de_trace, prefix + "discards": self.discard_trace}
+        for direction, suffix in ((self.forward, ""), (self.reverse, "_reverse")):
+            shaper = direction.shaper
+            if shaper is None:
+                continue
+            out.update(shaper.series(prefix, "queue_packets" + suffix, "queue_delay" + suffix))
+            if shaper.rate_trace is not None:
+                out[prefix + "rate" + suffix] = shaper.rate_trace
+        return out

@@ -24,10 +24,12 @@ This module reads the scenario models and never modifies them.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from engine.scenario import Link, Pvc, Scenario
+    from engine.scenario.framerelay import FrameRelaySpec, Pvc
+    from engine.scenario.network import Link, Node
 
 __all__ = [
     "Hop",
@@ -40,6 +42,20 @@ __all__ = [
     "pvc_span",
     "route",
 ]
+
+
+class Network(Protocol):
+    """What routing reads of a scenario (engine.scenario.document's `Scenario`, which
+    routes its flows while it validates, and is therefore named by this protocol)."""
+
+    @property
+    def nodes(self) -> Sequence[Node]: ...
+
+    @property
+    def links(self) -> Sequence[Link]: ...
+
+    @property
+    def frame_relay(self) -> FrameRelaySpec | None: ...
 
 
 class Hop(NamedTuple):
@@ -85,7 +101,7 @@ class _Target(NamedTuple):
 class Topology:
     """A scenario's adjacency and link index, built once and queried for many routes."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Network) -> None:
         """Index the scenario's nodes, links and PVCs (linear time)."""
         self._nodes = nodes = {node.id: node.kind for node in scenario.nodes}
         adjacent: dict[str, list[tuple[str, str]]] = {node_id: [] for node_id in nodes}
@@ -288,33 +304,33 @@ class Topology:
         return min(spans, key=lambda span: (span.first, span.first - span.last, span.pvc.id))
 
 
-def route(scenario: Scenario, src: str, dst: str) -> list[Hop] | None:
+def route(scenario: Network, src: str, dst: str) -> list[Hop] | None:
     """Return the route from `src` to `dst` in `scenario`, or None when there is none.
     For many routes build one `Topology` and ask it."""
     return Topology(scenario).route(src, dst)
 
 
-def narrowest_link(scenario: Scenario, hops: list[Hop]) -> Link:
+def narrowest_link(scenario: Network, hops: list[Hop]) -> Link:
     """Return the first link with the smallest MTU on the path."""
     return Topology(scenario).narrowest(hops)
 
 
-def path_mtu(scenario: Scenario, hops: list[Hop]) -> int:
+def path_mtu(scenario: Network, hops: list[Hop]) -> int:
     """Return the smallest MTU of the links on the path, in bytes."""
     return narrowest_link(scenario, hops).mtu
 
 
-def bottleneck_link(scenario: Scenario, hops: list[Hop]) -> Link:
+def bottleneck_link(scenario: Network, hops: list[Hop]) -> Link:
     """Return the first link with the lowest rate in the path's direction."""
     return Topology(scenario).bottleneck(hops)[0]
 
 
-def pvc_span(scenario: Scenario, hops: list[Hop]) -> PvcSpan | None:
+def pvc_span(scenario: Network, hops: list[Hop]) -> PvcSpan | None:
     """Return the PVC carrying the path and which of its hops it carries, or None."""
     return Topology(scenario).pvc_span(hops)
 
 
-def pvc_for(scenario: Scenario, hops: list[Hop]) -> Pvc | None:
+def pvc_for(scenario: Network, hops: list[Hop]) -> Pvc | None:
     """Return the PVC that carries the path (either direction), or None."""
     span = pvc_span(scenario, hops)
     return None if span is None else span.pvc

@@ -3,16 +3,41 @@ timer, and the SYN-ACK that opens the connection (RFC 9293 3.5, RFC 6298 2.2 and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from engine.packet import Kind, Packet
+from engine.packet import Kind, Owner, Packet, Path
 from engine.protocol import TCP_IP_HEADERS
 
-if TYPE_CHECKING:  # the sender calls these
-    from engine.tcp.sender import TcpSender
+if TYPE_CHECKING:
+    from engine.accounting import FlowClock
+    from engine.kernel import Kernel, Timer
+    from engine.scenario import TcpSpec
+    from engine.tcp.rtt import RttEstimator
+    from engine.tcp.state import TcpState
 
 
-def send_syn(snd: TcpSender) -> None:
+class Handshaking(Protocol):
+    """What the handshake reads and writes of the sender (engine.tcp.sender, which calls
+    this module and is therefore named by this protocol)."""
+
+    env: Kernel
+    flow: Owner
+    spec: TcpSpec
+    path: Path
+    st: TcpState
+    rtt: RttEstimator
+    timer: Timer
+    clock: FlowClock
+    established: bool
+    rwnd: int
+    syn_sent_at: float | None
+    syn_retries: int
+    timeouts: int
+
+    def try_send(self) -> None: ...
+
+
+def send_syn(snd: Handshaking) -> None:
     now = snd.env.now
     pkt = Packet(snd.flow, Kind.SYN, TCP_IP_HEADERS + snd.spec.syn_options, snd.path, now)
     snd.syn_sent_at = now if snd.syn_retries == 0 else None  # Karn: a resent SYN is not timed
@@ -20,7 +45,7 @@ def send_syn(snd: TcpSender) -> None:
     snd.path[0].accept(pkt)
 
 
-def syn_timeout(snd: TcpSender) -> None:
+def syn_timeout(snd: Handshaking) -> None:
     """The SYN (or its SYN-ACK) was lost: back off and send it again."""
     snd.syn_retries += 1
     snd.timeouts += 1
@@ -29,7 +54,7 @@ def syn_timeout(snd: TcpSender) -> None:
     send_syn(snd)
 
 
-def on_synack(snd: TcpSender, pkt: Packet) -> None:
+def on_synack(snd: Handshaking, pkt: Packet) -> None:
     if snd.established:
         return
     snd.established = True

@@ -7,13 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from engine.kernel import Timer
-from engine.packet import Kind, Packet, Path, SackBlocks
+from engine.packet import Kind, Owner, Packet, Path, SackBlocks
 from engine.protocol import MAX_UNSCALED_WINDOW, MAX_WINDOW_SHIFT, TCP_IP_HEADERS
+from engine.tcp.cc import variant
 from engine.tcp.ranges import Ranges
-from engine.variants import variant
 
 if TYPE_CHECKING:
-    from engine.flows import TcpFlow
     from engine.kernel import Kernel
     from engine.scenario import TcpSpec
 
@@ -88,7 +87,7 @@ class TcpReceiver:
         "waits",
     )
 
-    def __init__(self, env: Kernel, flow: TcpFlow, spec: TcpSpec, path: Path):
+    def __init__(self, env: Kernel, flow: Owner, spec: TcpSpec, path: Path):
         self.env = env
         self.flow = flow
         self.path = path

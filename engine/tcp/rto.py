@@ -4,15 +4,42 @@ from the first unacknowledged byte."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from engine.tcp.recovery.base import Sender
 from engine.tcp.state import Phase
 
-if TYPE_CHECKING:  # the sender calls it
-    from engine.tcp.sender import TcpSender
+if TYPE_CHECKING:
+    from engine.accounting import FlowClock
+    from engine.kernel import Timer
+    from engine.tcp.cc.base import CongestionOps
+    from engine.tcp.rate import DeliveryRate
+    from engine.tcp.recovery.base import NoRecovery
+    from engine.tcp.rtt import RttEstimator
 
 
-def data_timeout(snd: TcpSender) -> None:
+class TimingOut(Sender, Protocol):
+    """What a timeout reads and writes of the sender (engine.tcp.sender, which calls this
+    module and is therefore named by this protocol), beyond what recovery may."""
+
+    cc: CongestionOps
+    recovery: NoRecovery
+    rate: DeliveryRate | None
+    rtt: RttEstimator
+    timer: Timer
+    clock: FlowClock
+    timeouts: int
+    #: snd_una at the last timeout: a segment timing out again keeps its ssthresh.
+    rto_una: int | None
+
+    def congestion_event(self) -> None: ...
+
+    def in_flight(self) -> int: ...
+
+    def show_state(self) -> None: ...
+
+
+def data_timeout(snd: TimingOut) -> None:
     st = snd.st
     if st.snd_una >= st.snd_max:
         return
@@ -35,5 +62,4 @@ def data_timeout(snd: TcpSender) -> None:
     snd.rtt.backoff()  # RFC 6298 5.5
     snd.go_back_n()  # 5.4: retransmit the earliest unacknowledged segment first
     snd.try_send()
-    if snd.probe is not None:
-        snd.probe.on_state(snd)
+    snd.show_state()

@@ -12,19 +12,18 @@ from typing import TYPE_CHECKING
 
 from engine.accounting import FlowClock, bottleneck_of
 from engine.kernel import Timer
-from engine.packet import Kind, Packet, Path
+from engine.packet import Kind, Owner, Packet, Path
 from engine.protocol import TCP_IP_HEADERS
 from engine.tcp.flight import cong_control, in_flight
 from engine.tcp.handshake import on_synack, send_syn, syn_timeout
 from engine.tcp.pacing import Pacer
 from engine.tcp.rate import DeliveryRate
-from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse
+from engine.tcp.recovery.base import AckUse
 from engine.tcp.rto import data_timeout
 from engine.tcp.rtt import RttEstimator
-from engine.tcp.state import INFINITE_WINDOW, Phase, TcpState
+from engine.tcp.state import DUPACK_THRESHOLD, INFINITE_WINDOW, Phase, TcpState
 
 if TYPE_CHECKING:  # the recorder's probe, attached by the flow
-    from engine.flows import TcpFlow
     from engine.host import SmallQueue
     from engine.kernel import Kernel
     from engine.recorder import TcpProbe
@@ -67,7 +66,6 @@ class TcpSender:
         "pacer",
         "ss_samples",
         "local",
-        "cwr_high",
         "clock",
         "waits",
     )
@@ -75,7 +73,7 @@ class TcpSender:
     def __init__(
         self,
         env: Kernel,
-        flow: TcpFlow,
+        flow: Owner,
         spec: TcpSpec,
         limit: float,
         path: Path,
@@ -125,7 +123,6 @@ class TcpSender:
         # This sender's share of its host's interface when the host pushes back
         # (engine/host.py, `egress: backpressure`); None when it drops like a router.
         self.local: SmallQueue | None = None
-        self.cwr_high = 0  # local congestion answered until snd_una reaches this
 
     # --- application side -------------------------------------------------------------
 
@@ -160,7 +157,7 @@ class TcpSender:
             return
         pacer = self.pacer
         if pacer is not None and pacer.holds():
-            self.clock.attempt(self)
+            self.attempted()
             return
         recovery = self.recovery
         if recovery.paces_recovery and self.st.phase == Phase.RECOVERY:
@@ -168,11 +165,25 @@ class TcpSender:
         else:
             sent = self._send_window(extra)
         if sent and self.probe is not None:
-            self.probe.on_send(self)
+            self.probe.on_send(self.env.now, self.retransmissions)
         rate = self.rate
         if rate is not None and not rate.app_limited and self.st.snd_max >= self.limit:
             rate.mark_app_limited(self.in_flight())  # the application has no more data
-        self.clock.attempt(self)  # why the sender stops here: the flow's state
+        self.attempted()
+
+    def attempted(self) -> None:
+        """A send attempt ends: the flow's clock notes why (engine/accounting.py)."""
+        self.clock.attempt(
+            self.st, self.limit, self.rwnd, self.snd_buf, self.timer.started, self.env._now
+        )
+
+    def show_state(self) -> None:
+        """The probe sees the state after an ACK or a timeout; its cwnd is the window the
+        sender obeys (rwnd and snd_buf for a variant without a cwnd)."""
+        probe = self.probe
+        if probe is not None:
+            cwnd = self.st.cwnd if self.cc.limits_window else self.window()
+            probe.on_state(self.env.now, cwnd, self.rwnd, self.retransmissions)
 
     def may_send(self) -> bool:
         """Whether pacing lets a segment leave now; if not, the pacing timer is armed to
@@ -257,7 +268,7 @@ class TcpSender:
             local.sent(pkt.size)
 
     def in_flight(self) -> int:
-        return in_flight(self)  # engine.tcp.flight
+        return in_flight(self.st, self.recovery, self.rate)  # engine.tcp.flight
 
     # --- what recovery strategies ask for (engine.tcp.recovery.base.Sender) ---------------
 
@@ -317,8 +328,8 @@ class TcpSender:
         re-armed the retransmission timer: the recorder sees it, and the time accounting
         notes why the sender stops here, as after every other arming."""
         if self.probe is not None:
-            self.probe.on_send(self)
-        self.clock.attempt(self)
+            self.probe.on_send(self.env.now, self.retransmissions)
+        self.attempted()
 
     def reduce_window(self) -> None:
         self.congestion_event()
@@ -331,21 +342,6 @@ class TcpSender:
         st.cwnd = st.ssthresh
         self.set_phase(Phase.OPEN)
         self.cc.on_recovery_exit(st)
-
-    def local_congestion(self) -> None:
-        """The host's own interface had no room for a segment (engine/host.py): Linux's
-        tcp_enter_cwr on NET_XMIT_DROP, once per window. ssthresh from the variant, cwnd
-        down to it at once; `recover` is untouched, so a loss found meanwhile is still
-        fast-retransmitted. BBR's window ignores it, as Linux's cong_control does."""
-        st = self.st
-        if st.phase != Phase.OPEN or st.snd_una < self.cwr_high or self.cc.rate_based:
-            return
-        self.cwr_high = st.snd_max
-        self.cc.on_congestion_event(st)
-        self.cc.slow_start.on_congestion(st)
-        st.ssthresh = self.cc.ssthresh_after_loss(st)
-        if st.cwnd > st.ssthresh:
-            st.cwnd = st.ssthresh
 
     def restart_rto(self) -> None:
         self.timer.start(self.rtt.rto)
@@ -414,12 +410,11 @@ class TcpSender:
         else:
             self.rwnd = pkt.wnd
         if rate is not None:
-            cong_control(
-                self, rate, pkt, st.snd_una - una, self.dup_acks_total != dup_acks, prior_in_flight
-            )
+            moved = st.snd_una - una
+            dupack = self.dup_acks_total != dup_acks
+            cong_control(st, self.cc, self.recovery, rate, pkt, moved, dupack, prior_in_flight)
         self.try_send()
-        if self.probe is not None:
-            self.probe.on_state(self)
+        self.show_state()
 
     def _limited_transmit(self) -> None:
         """RFC 3042 / RFC 5681 3.2: on the first and second duplicate ACKs send new data

@@ -18,6 +18,9 @@ class Phase(IntEnum):
 
 
 INFINITE_WINDOW = 1 << 62
+#: RFC 5681 3.2 (and RFC 6675 DupThresh): the third duplicate ACK starts recovery. Here
+#: beside the phases it moves, for the recovery strategies and their SACK scoreboard alike.
+DUPACK_THRESHOLD = 3
 
 
 class TcpState:

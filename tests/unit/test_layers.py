@@ -1,6 +1,6 @@
 """The package structure, checked from the source: no import cycles between the project's
-modules (function-level imports included: a cycle hidden inside a function is still a
-cycle), and the layers import only downwards.
+modules (function-level and type-only imports included: a cycle hidden inside a function
+or behind `if TYPE_CHECKING:` is still a cycle), and the layers import only downwards.
 
     engine, settings  <-  store, messaging  <-  api, worker        client talks HTTP only
 
@@ -53,23 +53,11 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
 def _imports(tree: ast.Module, module: str, is_package: bool) -> set[str]:
-    """Every module this one imports at run time, function-level imports included."""
+    """Every module this one imports, in a function or for type checking alone too: a
+    module that names another in a type hint depends on it as much (issue 26)."""
     found: set[str] = set()
-    skip: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and _type_checking(node):
-            skip.update(id(n) for b in node.body for n in ast.walk(b))
-    for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -8,8 +8,8 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING
 
+from engine import variants
 from engine.tcp.cc.base import CongestionOps
-from engine.variants import variant
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec
@@ -18,9 +18,18 @@ for _module in pkgutil.iter_modules(__path__):
     importlib.import_module(f"{__name__}.{_module.name}")
 
 
+def variant(name: str) -> type[CongestionOps]:
+    """The class of the variant `name`, traits and all: engine.variants' registry typed as
+    the engine reads it (that module names no strategy: the scenario language asks it too).
+    KeyError names the valid ones."""
+    cls = variants.variant(name)
+    assert issubclass(cls, CongestionOps), f"variant {name!r} is not a CongestionOps"
+    return cls
+
+
 def congestion_ops(spec: TcpSpec) -> CongestionOps:
     """The strategy for `spec.variant` (a TcpSpec)."""
     return variant(spec.variant)(spec)
 
 
-__all__ = ["CongestionOps", "congestion_ops"]
+__all__ = ["CongestionOps", "congestion_ops", "variant"]

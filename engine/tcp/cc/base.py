@@ -72,7 +72,7 @@ class CongestionOps:
     #: True when the strategy paces whatever `tcp.pacing` says (BBR, as ns-3 forces it).
     always_paces: ClassVar[bool] = False
     #: True when the strategy draws random numbers: the flow then sets `random` to a
-    #: stream of its own (engine.net.stream), so runs stay deterministic.
+    #: stream of its own (engine.kernel.stream), so runs stay deterministic.
     randomized: ClassVar[bool] = False
     #: The flow's own random stream (`random.random`) when `randomized`.
     random: Callable[[], float] | None = None

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
+from engine.tcp.recovery.base import AckUse, NoRecovery, Sender
 from engine.tcp.recovery.rack import RackRecovery
 from engine.tcp.recovery.sack import SackRecovery
+from engine.tcp.state import DUPACK_THRESHOLD
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec

@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from engine.packet import Packet
 from engine.tcp.state import Phase, TcpState
 
-if TYPE_CHECKING:  # the scoreboard imports DUPACK_THRESHOLD from here
+if TYPE_CHECKING:
     from engine.kernel import Kernel
     from engine.scenario import TcpSpec
     from engine.tcp.recovery.scoreboard import Scoreboard
-
-DUPACK_THRESHOLD = 3  # RFC 5681 3.2 (and RFC 6675 DupThresh): the third duplicate ACK
 
 
 class Sender(Protocol):

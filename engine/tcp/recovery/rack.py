@@ -50,9 +50,9 @@ from typing import TYPE_CHECKING, ClassVar
 from engine.kernel import Timer
 from engine.packet import Kind, Packet
 from engine.tcp.ranges import Ranges
-from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, Sender
+from engine.tcp.recovery.base import AckUse, Sender
 from engine.tcp.recovery.sack import SackRecovery
-from engine.tcp.state import Phase
+from engine.tcp.state import DUPACK_THRESHOLD, Phase
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec

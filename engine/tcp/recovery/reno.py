@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from engine.tcp.recovery.base import DUPACK_THRESHOLD, AckUse, NoRecovery, Sender
+from engine.tcp.recovery.base import AckUse, NoRecovery, Sender
 from engine.tcp.recovery.prr import Prr
-from engine.tcp.state import Phase
+from engine.tcp.state import DUPACK_THRESHOLD, Phase
 
 if TYPE_CHECKING:
     from engine.scenario import TcpSpec

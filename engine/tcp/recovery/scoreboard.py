@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from engine.packet import SackBlocks
 from engine.tcp.ranges import Ranges
-from engine.tcp.recovery.base import DUPACK_THRESHOLD
+from engine.tcp.state import DUPACK_THRESHOLD
 
 
 class Scoreboard:
