@@ -11,6 +11,7 @@ exact running sums for the means.
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Callable
 from operator import attrgetter
@@ -72,7 +73,7 @@ class DelayStats:
                 "delay_p99": None,
                 "jitter": None,
             }
-        p50, p95, p99 = np.percentile(np.frombuffer(self.reservoir), [50, 95, 99]).tolist()
+        p50, p95, p99 = percentiles(self.reservoir, (50, 95, 99))
         return {
             "delay_mean": self.total / self.n,
             "delay_p50": p50,
@@ -81,6 +82,31 @@ class DelayStats:
             # Mean absolute difference of consecutive packets' delays (RFC 3550's D).
             "jitter": self.jitter_sum / (self.n - 1) if self.n > 1 else 0.0,
         }
+
+
+def percentiles(values: array[float], qs: tuple[int, ...]) -> list[float]:
+    """`np.percentile(values, qs)` (its default, linear method) to the bit, at a fraction
+    of its cost: that call spends ~100 us per flow on its generality, one partition of the
+    values on the indexes it reads does the work. The arithmetic is numpy's own (`_lerp`),
+    in the same order, on the same float64s; tests/unit/test_recorder_percentiles.py holds
+    it to np.percentile."""
+    n = len(values)
+    virtual = [(n - 1) * (q / 100) for q in qs]
+    below = [min(math.floor(v), n - 1) for v in virtual]
+    kth = sorted({*below, *(min(i + 1, n - 1) for i in below)})
+    ordered = np.frombuffer(values).copy()
+    ordered.partition(kth)
+    out = []
+    for v, i in zip(virtual, below, strict=True):
+        if v >= n - 1:  # numpy reads the greatest value on both sides
+            a = b = float(ordered[n - 1])
+            gamma = v - (-1)
+        else:
+            a, b = float(ordered[i]), float(ordered[i + 1])
+            gamma = v - i
+        diff = b - a
+        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
+    return out
 
 
 class TcpProbe:
