@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable
-from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -291,9 +290,6 @@ class LinkProbe:
 
 
 SAMPLER_BLOCK = 64  # beats read before they become points: bounded memory, numpy per block
-_DELIVERED = attrgetter("delivered_bytes")
-_BUSY_TOTAL = attrgetter("busy_total")
-_BUSY_UNTIL = attrgetter("busy_until")
 
 
 class RateSampler:
@@ -330,10 +326,15 @@ class RateSampler:
         self._beats = 0
 
     def beat(self, now: float) -> None:
+        # Loops, not extend(map(attrgetter)): compiled, each read is a native attribute.
         self._t.append(now)
-        self._delivered.extend(map(_DELIVERED, self.flows))
-        self._busy_total.extend(map(_BUSY_TOTAL, self.ports))
-        self._busy_until.extend(map(_BUSY_UNTIL, self.ports))
+        delivered = self._delivered
+        for flow in self.flows:
+            delivered.append(flow.delivered_bytes)
+        total, until = self._busy_total, self._busy_until
+        for port in self.ports:
+            total.append(port.busy_total)
+            until.append(port.busy_until)
         self._beats += 1
         if self._beats >= SAMPLER_BLOCK:
             self.flush()
