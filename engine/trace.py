@@ -425,7 +425,7 @@ class Trace:
         t, v = self.t.tolist(), self.v.tolist()
         if self.pending:  # read, not settled: reading leaves the trace as it was
             t[-1], v[-1] = self.pending_t, self.pending_v
-        series = Series.model_construct(unit=self.unit, t=t, v=v)
+        series = Series.recorded(self.unit, t, v)
         if self.halvings:
             series.thinned(self.thinning())
         return series

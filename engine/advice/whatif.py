@@ -78,6 +78,10 @@ class PathModel:
         self.pvc = pvc
         self.pvc_first = pvc_first
         self._base: Bound | None = None  # the bound without changes, asked for often
+        # Bounds by their changes: a remedy's rule asks for the bound it then builds the
+        # remedy with, whose effect asks again (two of every five evaluations in a run's
+        # diagnosis). By each value's repr, so that True, 1 and 1.0 stay apart.
+        self._known: dict[tuple[tuple[str, str], ...], Bound] = {}
 
     @classmethod
     def of(
@@ -108,12 +112,19 @@ class PathModel:
     def bound(self, changes: Mapping[str, Any] | None = None) -> Bound:
         """The flow's bounds with `changes` ({dotted path: value}) applied; paths that do not
         touch this path (another flow, another link) change nothing."""
+        key = tuple((path, repr(value)) for path, value in (changes or {}).items())
+        known = self._known.get(key)
+        if known is not None:
+            return known
         applied = self._apply(changes or {})
         if applied is None:  # nothing the bounds depend on changes (a variant, SACK...)
             if self._base is None:
                 self._base = self._bound({}, self.flow.tcp, self.pvc, _shaper(self.pvc, {}))
-            return self._base
-        return self._bound(*applied)
+            bound = self._base
+        else:
+            bound = self._bound(*applied)
+        self._known[key] = bound
+        return bound
 
     def _bound(
         self, links: dict[str, Link], tcp: TcpSpec, pvc: Pvc | None, shaper: _Shaper | None

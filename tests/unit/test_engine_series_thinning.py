@@ -15,7 +15,7 @@ from engine_helpers import bulk, dumbbell
 import engine.trace
 from engine import Scenario, simulate
 from engine.native import engine_build
-from engine.result import Result
+from engine.result import Result, Series
 from engine.trace import KEEP, Trace
 
 pytestmark = pytest.mark.unit
@@ -171,3 +171,15 @@ def test_thinned_series_keep_the_raw_extremes_and_the_delay_mean(
         weighted = float(np.sum(v[1:] * np.diff(t)) / (t[-1] - t[0]))
         assert weighted == pytest.approx(flow.delay_mean, rel=0.02)
         assert d.t[0] < 5.0  # the series starts with the flow, not two minutes in
+
+
+def test_a_recorded_series_is_the_one_model_construct_builds() -> None:
+    """Series.recorded skips model_construct's generic walk; nothing reading a series can
+    tell them apart (equality compares fields, fields set, extras and private attributes)."""
+    t, v = [0.0, 0.5], [1.0, 3.0]
+    fast = Series.recorded("packets", t, v)
+    assert fast == Series.model_construct(unit="packets", t=t, v=v)
+    assert fast.model_fields_set == {"unit", "t", "v"}
+    assert fast.thinning is None
+    assert fast.model_dump_json() == '{"unit":"packets","t":[0.0,0.5],"v":[1.0,3.0]}'
+    assert Series.model_validate(fast.model_dump()) == fast
