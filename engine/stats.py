@@ -7,6 +7,7 @@ and the advisor (engine/advice) both read them from here.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,11 @@ class Difference:
     pct_ci95: tuple[float, float] | None
 
 
-def t_quantile(df: int) -> float:
+@functools.lru_cache(maxsize=1024)
+def t_quantile(df: float) -> float:
+    """Kept by degrees of freedom: scipy's ppf costs ~100 us a call (its argument checks and
+    broadcasting), and a 500-point sweep summary asks it for the same few df once per
+    point and metric, 40% of the summary's build (py-spy, a dashboard polling a sweep)."""
     return float(sps.t.ppf(0.5 + CONFIDENCE / 2, df))
 
 
