@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, or_, select, update
+from sqlalchemy import Row, Select, and_, bindparam, or_, select, update
 from sqlalchemy.orm import Session, defer
 
 from store import run_groups
@@ -133,6 +133,33 @@ class SweepRepository(Repository[Sweep]):
             _encode(last.point_index or 0, last.replication or 0) if more and last else None
         )
         return Page(items=items, next_cursor=next_cursor)
+
+    def outline(
+        self, sweep_id: uuid.UUID
+    ) -> Sequence[Row[uuid.UUID, int | None, RunStatus, uuid.UUID | None, int]]:
+        """The sweep's runs in point order, then replication, as the columns a summary
+        reads (id, point_index, status, source_run_id, seed): not Run
+        objects, whose loading was most of a running sweep's summary rebuild."""
+        stmt = (
+            select(Run.id, Run.point_index, Run.status, Run.source_run_id, Run.seed)
+            .where(Run.sweep_id == sweep_id)
+            .order_by(Run.point_index, Run.replication)
+        )
+        return self.session.execute(stmt).all()
+
+    def figures(
+        self, run_ids: Iterable[uuid.UUID]
+    ) -> dict[uuid.UUID, tuple[dict[str, Any], dict[str, Any]]]:
+        """Each result's flows and diagnosis, by the run that owns the result: the two
+        documents a comparison reads, without the links, PVCs and the rest."""
+        ids = sorted(set(run_ids))
+        found: dict[uuid.UUID, tuple[dict[str, Any], dict[str, Any]]] = {}
+        for i in range(0, len(ids), _CHUNK):
+            stmt = select(RunResult.run_id, RunResult.flows, RunResult.diagnosis).where(
+                RunResult.run_id.in_(ids[i : i + _CHUNK])
+            )
+            found.update((r.run_id, (r.flows, r.diagnosis)) for r in self.session.execute(stmt))
+        return found
 
     def results(self, run_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, RunResult]:
         ids = sorted(set(run_ids))

@@ -3,6 +3,7 @@ builds it, and the swept values in base units for its tables."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -17,21 +18,33 @@ from store.models import RunStatus, Sweep
 from store.sweeps import Progress, SweepRepository
 
 
-def build(session: Session, sweep: Sweep, progress: Progress | None = None) -> SweepSummary:
+def build(
+    session: Session,
+    sweep: Sweep,
+    progress: Progress | None = None,
+    known: dict[uuid.UUID, Observation] | None = None,
+) -> SweepSummary:
+    """The summary as the runs stand now. `known` keeps the observations of runs already
+    read, by run id (a succeeded run's figures never change): a running sweep's summary,
+    rebuilt while a dashboard polls it, reads only the results finished since; the new
+    ones are added to it."""
     repo = SweepRepository(session)
-    runs = repo.runs(sweep.id)
+    runs = repo.outline(sweep.id)
+    known = {} if known is None else known
     done = [r for r in runs if r.status is RunStatus.succeeded]
-    results = repo.results(r.result_run_id for r in done)
+    figures = repo.figures(r.source_run_id or r.id for r in done if r.id not in known)
     points = [PointData(p["index"], ordered(p), bool(p["is_baseline"]), 0) for p in sweep.points]
     for run in runs:
         point = points[run.point_index or 0]
         point.runs += 1
         point.run_ids.append(run.id)
-        result = results.get(run.result_run_id)
-        if run.status is RunStatus.succeeded and result is not None:
-            point.observations.append(
-                Observation(run.id, run.source_run_id, run.seed, result.flows, result.diagnosis)
-            )
+        if run.status is not RunStatus.succeeded:
+            continue
+        obs = known.get(run.id)
+        if obs is None and (found := figures.get(run.source_run_id or run.id)) is not None:
+            obs = known[run.id] = Observation(run.id, run.source_run_id, run.seed, *found)
+        if obs is not None:
+            point.observations.append(obs)
     finished = sum(r.status.finished for r in runs)
     note = None
     if finished < len(runs):

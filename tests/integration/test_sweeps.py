@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import time
+import uuid
 from typing import Any
 
 import numpy as np
@@ -167,6 +168,44 @@ def check_effects(summary: dict[str, Any], values: Values, seeds: list[int]) -> 
     top = max(shares, key=shares.__getitem__)
     assert summary["text"].startswith(f"{top} explains {shares[top]:.0%}"), summary["text"]
     assert "At the baseline" in summary["text"]
+
+
+def test_a_summary_built_on_kept_observations_is_the_one_built_afresh(pg_stack: Stack) -> None:
+    """The API keeps a running sweep's observations between rebuilds of its summary and
+    reads only the results it has not read (api/sweeps/summary.py `known`): a summary
+    built with half of them kept, and then with all of them, is the one built from the
+    database in one go, to every figure and sentence."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    from api.sweeps import summary as sweep_summary
+    from store.models import Sweep
+
+    body = sweep_body(pg_stack, random.randrange(1, 2**40))
+    with pg_stack.client as client:
+        sweep_id = client.post("/v1/sweeps", json=body).json()["id"]
+        wait_sweep(pg_stack, sweep_id)
+        served = client.get(f"/v1/sweeps/{sweep_id}/summary").json()
+    url = pg_stack.env["DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://")
+    engine = create_engine(url)
+    try:
+        with Session(engine) as session:
+            sweep = session.get(Sweep, uuid.UUID(sweep_id))
+            assert sweep is not None
+            fresh = sweep_summary.build(session, sweep).model_dump(mode="json")
+            known: dict[uuid.UUID, Any] = {}
+            sweep_summary.build(session, sweep, known=known)
+            assert len(known) == 12
+            kept = dict(sorted(known.items())[::2])
+            half = sweep_summary.build(session, sweep, known=kept).model_dump(mode="json")
+            assert len(kept) == 12  # the six not kept were read and added
+            full = sweep_summary.build(session, sweep, known=kept).model_dump(mode="json")
+    finally:
+        engine.dispose()
+    assert fresh["finished"] == 12 and not fresh["partial"]
+    for key in ("metrics", "points", "effects", "best", "interactions", "text"):
+        assert half[key] == fresh[key] == full[key], key
+        assert served[key] == fresh[key], key
 
 
 def test_a_resubmitted_sweep_simulates_nothing(pg_stack: Stack) -> None:
