@@ -258,8 +258,10 @@ def name(paths: list[str]) -> str:
     t = lever_type(paths[0])
     if t is None:
         return " + ".join(paths)
-    label = t.label
+    labels = list(dict.fromkeys(lt.label if (lt := lever_type(p)) else p for p in paths))
+    label = " + ".join(labels)  # "rcv_buf + snd_buf": a window's two buffers moved together
+    flows = len({tuple(p[:2]) for p in parts})  # a flow's two buffers are one flow
     if t.cost_class in ("endpoint", "run"):
-        return label if len(paths) == 1 else f"{label} of {len(paths)} flows"
+        return label if flows == 1 else f"{label} of {flows} flows"
     owners = " + ".join(p[1] if p[0] == "links" else p[2] for p in parts)
     return f"{owners} {label}"

@@ -71,7 +71,7 @@ class LeverSpec(BaseModel):
             if t is None or not t.searchable:
                 raise ValueError(f"{path}: not a lever the advisor searches (docs/advice.md)")
             kinds.add(t.label)
-        if len(kinds) > 1:
+        if len(kinds - WINDOW_BUFFERS) > 1 or (kinds & WINDOW_BUFFERS and kinds - WINDOW_BUFFERS):
             raise ValueError(f"paths moved together must be the same setting, got {sorted(kinds)}")
         known = names()
         unknown = [v for v in self.values or [] if kinds == {"variant"} and v not in known]
@@ -286,6 +286,12 @@ def _missing(data: dict[str, Any], path: str) -> bool:
     return not isinstance(node, dict) or field not in node
 
 
+#: Settings that may move together as one: a flow's window is the smaller of its receive and
+#: send buffers, so where both hold it, neither raised alone can lift it (a 64 KiB satellite
+#: transfer's advice found nothing that helps until both moved; the remedies raise both).
+WINDOW_BUFFERS = frozenset({"rcv_buf", "snd_buf"})
+
+
 def default_levers(scenario: Scenario, flows: list[str]) -> list[LeverSpec]:
     """The levers that can matter for these flows when the request names none."""
     topo = Topology(scenario)
@@ -299,7 +305,9 @@ def default_levers(scenario: Scenario, flows: list[str]) -> list[LeverSpec]:
 
     out.append(each("rcv_buf"))
     if any(f.tcp.snd_buf is not None for f in mine):
-        out.append(LeverSpec(paths=[f"flows.{f.id}.tcp.snd_buf" for f in mine if f.tcp.snd_buf]))
+        sends = [f"flows.{f.id}.tcp.snd_buf" for f in mine if f.tcp.snd_buf]
+        out.append(LeverSpec(paths=sends))
+        out.append(LeverSpec(paths=each("rcv_buf").paths + sends))  # the window itself
     out.append(each("variant"))
     if any(variant(f.tcp.variant).sack_would_add(f.tcp) for f in mine):
         out.append(each("sack"))

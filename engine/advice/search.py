@@ -359,7 +359,7 @@ class Advisor:
         found: list[tuple[float, Lever, Lever]] = []
         for a in self.levers:
             for b in numeric:
-                if a is b:
+                if set(a.paths) & set(b.paths):  # itself, or a window's buffer and the window
                     continue
                 if a.shape == "numeric":  # set the cheaper at its knee, climb the dearer
                     ca, cb = COST_ORDER[a.type.cost_class], COST_ORDER[b.type.cost_class]
