@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.advice.model import Remedy
-from engine.advice.reports import CheckItem, CheckReport, Measured, outcome, pct
+from engine.advice.reports import CheckItem, CheckReport, Measured, in_domain, outcome, pct
 from engine.advice.request import RANDOM_REPLICATIONS, is_random, key_of
 from engine.advice.target import Target
 from engine.advice.words import changes as change_words
@@ -175,7 +175,7 @@ class RemedyCheck:
             n=est.n,
             unfinished=unfinished,
             mean=None if unfinished else est.mean,
-            ci95=list(est.ci95) if est.ci95 and not unfinished else None,
+            ci95=None if unfinished else in_domain(est.ci95),
             meets=False,
             limit=None,
         )

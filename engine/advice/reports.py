@@ -23,6 +23,13 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def in_domain(ci: tuple[float, float] | None) -> list[float] | None:
+    """A measured interval kept in its quantity's domain: both targets' metrics, a time and
+    a rate, are >= 0, while a t-interval over three seeds of a spread-out metric can reach
+    below zero (a lossy path's goodput, seeds at 151 and ~12 Mbit/s, gave -141 to 258)."""
+    return None if ci is None else [max(ci[0], 0.0), max(ci[1], 0.0)]
+
+
 class Measured(_Model):
     """One configuration's runs: the target's metric per seed and its estimate."""
 
@@ -35,7 +42,9 @@ class Measured(_Model):
         default=0, description="Runs whose transfer did not finish (no completion time)"
     )
     mean: float | None = Field(description="Null when a run failed or did not finish")
-    ci95: list[float] | None = Field(description="95% t-interval of the mean; null with one run")
+    ci95: list[float] | None = Field(
+        description="95% t-interval of the mean, kept >= 0 (a time, a rate); null with one run"
+    )
     meets: bool
     limit: str | None = Field(description="The diagnosis' most common limit for the target")
 

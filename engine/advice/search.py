@@ -34,6 +34,7 @@ from engine.advice.reports import (
     Rejection,
     advice_text,
     fix_text,
+    in_domain,
     rejection_text,
 )
 from engine.advice.request import RANDOM_REPLICATIONS, AdviceRequest, is_random, key_of
@@ -225,7 +226,7 @@ class Advisor:
         if ok and not unfinished:
             est = estimate(ok)
             mean = est.mean
-            ci = list(est.ci95) if est.ci95 is not None else None
+            ci = in_domain(est.ci95)
         limits = Counter(r["limit"] for r in records if r is not None and r["limit"])
         return Measured(
             key=key,

@@ -20,7 +20,7 @@ import math
 import pytest
 
 from engine.advice.local import drive
-from engine.advice.request import AdviceRequest
+from engine.advice.request import AdviceRequest, key_of
 from engine.advice.search import Advisor
 from engine.advice.target import Target
 from engine.net import wire_bytes
@@ -208,3 +208,23 @@ def test_the_command_line_prints_the_report_as_json(scenario, tmp_path, capsys):
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["met_already"] and doc["runs"] == 1 and doc["curves"]
+
+
+def test_a_measured_interval_stays_within_its_quantity(scenario) -> None:
+    """Goodput over three seeds that spread widely (151, 12 and 13 Mbit/s: a lossy path
+    where one seed escapes its losses) has a t-interval of mean ± 4.30 × sd/√3 = 58.7 ±
+    199 Mbit/s, whose low end is below zero; a rate cannot be, so the advisor reports the
+    interval from 0 and keeps the high end."""
+    request = AdviceRequest(target=Target.parse("backup.goodput>=300Mbps"), replications=3)
+    seeds = Advisor(scenario, request).seeds
+    values = [151e6, 12e6, 13e6]
+    observed = {str(s): {"v": v, "limit": "loss"} for s, v in zip(seeds, values, strict=True)}
+    state = {"round": 1, "proposed": {key_of({}): {}}, "observed": {key_of({}): observed}}
+    measured = Advisor(scenario, request, state).measured({})
+    assert measured is not None and measured.ci95 is not None
+    mean = sum(values) / 3
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+    half = 4.302653 * sd / math.sqrt(3)
+    assert mean - half < 0  # the raw interval would leave the domain
+    assert measured.ci95[0] == 0.0
+    assert measured.ci95[1] == pytest.approx(mean + half, rel=1e-6)
