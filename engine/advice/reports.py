@@ -88,13 +88,20 @@ class AdviceReport(_Model):
     met_already: bool
     fixes: list[Fix] = Field(description="Configurations that meet the target, cheapest first")
     rejected: list[Rejection]
-    reachable: bool | None = Field(description="Null until the search has finished")
+    reachable: bool | None = Field(
+        description="Null until the search has finished, or when its budget cut it short"
+    )
     best: Measured | None = Field(description="The best measured configuration when none meets")
     replications: int
     runs: int
     budget: int
     rounds: int
     finished: bool
+    cut_short: bool = Field(
+        default=False,
+        description="The search ended at its budget with configurations still to try: a "
+        "larger budget may find a fix (`reachable` is then null)",
+    )
     text: list[str] = Field(description="What the figures say, in sentences")
 
 
@@ -222,7 +229,13 @@ def advice_text(r: AdviceReport) -> list[str]:
             best = f"; the best measured is {_values(listed)}: {outcome(t, r.best)}"
         elif r.best is not None:
             best = f"; the best measured is the scenario itself: {outcome(t, r.best)}"
-        out.append(f"Nothing within these levers meets it{best}.")
+        if r.cut_short:
+            out.append(
+                f"Nothing measured within the budget of {r.budget} runs meets it{best}; "
+                "configurations were left untried, so a larger budget may find a fix."
+            )
+        else:
+            out.append(f"Nothing within these levers meets it{best}.")
     out += [rej.text for rej in r.rejected]
     seeds = "seed" if r.replications == 1 else "seeds"
     out.append(

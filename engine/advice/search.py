@@ -160,10 +160,11 @@ class Advisor:
         if self._outstanding():
             return False
         plan = self._plan()
-        remaining = self.request.budget - self.runs
-        per = len(self.seeds)
-        fresh = [c for c in _unique(plan.high + plan.low) if key_of(c) not in self._proposed]
-        return not fresh or remaining < per
+        return not self._untried(plan) or self.request.budget - self.runs < len(self.seeds)
+
+    def _untried(self, plan: _Plan) -> list[dict[str, Any]]:
+        """The configurations the plan wants that have not been proposed."""
+        return [c for c in _unique(plan.high + plan.low) if key_of(c) not in self._proposed]
 
     def state(self) -> dict[str, Any]:
         return {"round": self._round, "proposed": self._proposed, "observed": self._observed}
@@ -176,7 +177,9 @@ class Advisor:
         best = None
         if not fixes:
             best = self._best()
-        reachable = True if fixes else (False if done and not plan.met else None)
+        # Ended by the budget with configurations still wanted: whether any meets is unknown.
+        cut_short = done and bool(self._untried(plan))
+        reachable = True if fixes else (False if done and not plan.met and not cut_short else None)
         report = AdviceReport(
             target=self.target,
             base=plan.base,
@@ -190,6 +193,7 @@ class Advisor:
             budget=self.request.budget,
             rounds=self._round,
             finished=done,
+            cut_short=cut_short,
             text=[],
         )
         report.text = advice_text(report)

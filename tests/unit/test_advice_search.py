@@ -120,6 +120,19 @@ def test_the_budget_is_never_exceeded(scenario):
     assert report.runs <= 2 and report.finished
 
 
+def test_a_search_its_budget_cut_short_does_not_call_the_target_unreachable(scenario):
+    """20 s needs a window of ~3 x 8,760 B (the lab's fix): two runs (the scenario and one
+    probe) cannot find it. The report must not say the levers cannot meet the target, only
+    that the budget stopped the search; with the default 30 it finds the fix."""
+    _, short = advise(scenario, "backup.completion_time<=20s", budget=2)
+    assert short.finished and short.cut_short and not short.fixes
+    assert short.reachable is None
+    assert not any("Nothing within these levers" in s for s in short.text), short.text
+    assert any("within the budget of 2 runs" in s for s in short.text), short.text
+    _, full = advise(scenario, "backup.completion_time<=20s")
+    assert full.fixes and full.reachable and not full.cut_short
+
+
 def test_a_restored_advisor_takes_the_same_path(scenario):
     """Every step from stored state, as the worker runs it: state -> JSON -> restore."""
     request = {"target": Target.parse("backup.completion_time<=20s")}
