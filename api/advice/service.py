@@ -170,9 +170,14 @@ def create_check(
     ):
         return earlier, False
     scenario = _scenario_of(run, loc=["path", "run_id"])
-    request = CheckRequest(replications=body.replications)
-    check = _validated(lambda: RemedyCheck(scenario, request), where=lambda _: ["body"])
-    budget = _check_budget(session, run, check, request, settings)
+    first = CheckRequest(replications=body.replications)
+    check = _validated(lambda: RemedyCheck(scenario, first), where=lambda _: ["body"])
+    # Every configuration on at most `most` seeds: the scenario again and each remedy with
+    # a change, within the service's cap on a workflow's runs.
+    configurations = 1 + _changing(session, run, first)
+    most = max(len(check.seeds), min(check.most, settings.advice_max_runs // configurations))
+    request = CheckRequest(replications=body.replications, most_seeds=most)
+    budget = min(most * configurations, settings.advice_max_runs)
     wf = repo.create(
         tenant_id=tenant_id,
         kind=CHECK,
@@ -194,12 +199,10 @@ def create_check(
     return wf, True
 
 
-def _check_budget(
-    session: Session, run: Run, check: RemedyCheck, request: CheckRequest, settings: Settings
-) -> int:
-    """The runs the check will make: the run again and each remedy with a change, on every
-    seed. Its first seed is the run's own, so its first base run is a cache hit of the run
-    and gives the same diagnosis: the remedies counted here are the ones it will check."""
+def _changing(session: Session, run: Run, request: CheckRequest) -> int:
+    """The remedies with a change the check will run. Its first seed is the run's own, so
+    its first base run is a cache hit of the run and gives the same diagnosis: the remedies
+    counted here are the ones it will check."""
     result = runs.result_of(session, run)
     diagnosis = result.diagnosis if result is not None else {}
     flows = [request.flow] if request.flow else list(diagnosis)
@@ -208,8 +211,7 @@ def _check_budget(
         remedies = (diagnosis.get(flow) or {}).get("remedies") or []
         if remedies:
             break
-    changing = sum(1 for r in remedies if r.get("changes"))
-    return min(len(check.seeds) * (1 + changing), settings.advice_max_runs)
+    return sum(1 for r in remedies if r.get("changes"))
 
 
 # --- reading, cancelling -------------------------------------------------------------------

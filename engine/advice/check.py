@@ -25,6 +25,13 @@ from engine.stats import difference, estimate
 from engine.workflow import Candidate
 
 NO_CHANGE = 1.0  # per cent: a single run's change smaller than this is no change
+#: A remedy whose change is at least this large (per cent) but whose interval still holds
+#: zero is run on more seeds, MORE_SEEDS at a time, up to `most_seeds`: three seeds of a
+#: lossy path can spread so widely that a remedy 95% faster in every seed measured "no
+#: change" (CUBIC to BBR at 1 Gb/s and 0.1% loss).
+UNCLEAR = 5.0
+MORE_SEEDS = 3
+MOST_SEEDS = 9
 
 
 class CheckRequest(BaseModel):
@@ -37,6 +44,14 @@ class CheckRequest(BaseModel):
     )
     replications: int | None = Field(
         default=None, ge=1, le=30, description="Seeds; null: 3 with randomness, else 1"
+    )
+    most_seeds: int | None = Field(
+        default=None,
+        ge=1,
+        le=30,
+        description="Seeds at most: a remedy whose measured change is 5% or more but not yet "
+        "sure is run again, with the scenario, on 3 more seeds at a time up to this; null: 9 "
+        "with randomness when `replications` is null, else `replications`",
     )
 
 
@@ -54,9 +69,15 @@ class RemedyCheck:
         self.tcp_flows = [f.id for f in scenario.flows if isinstance(f, TcpBulkFlow)]
         if self.request.flow is not None and self.request.flow not in self.tcp_flows:
             raise ValueError(f"flow: {self.request.flow!r} is not a TCP flow of the scenario")
-        n = self.request.replications or (RANDOM_REPLICATIONS if is_random(scenario) else 1)
-        self.seeds = [scenario.seed + i for i in range(n)]
+        random = is_random(scenario)
+        n = self.request.replications or (RANDOM_REPLICATIONS if random else 1)
+        grows = random and self.request.replications is None
+        self.most = max(n, self.request.most_seeds or (MOST_SEEDS if grows else n))
+        if state and "seeds" not in state:
+            self.most = n  # a check stored before seeds could grow: its budget is n per run
         state = state or {}
+        self._first = [scenario.seed + i for i in range(n)]
+        self.seeds: list[int] = list(state.get("seeds", self._first))
         self._round = int(state.get("round", 0))
         self._proposed: dict[str, dict[str, Any]] = dict(state.get("proposed", {}))
         self._observed: dict[str, dict[str, Any]] = {
@@ -76,16 +97,52 @@ class RemedyCheck:
             wanted = [{}]
         elif self._round == 1:
             wanted = [{c.path: c.value for c in r.changes} for r in self._remedies if r.changes]
+        elif unclear := self._unclear():
+            return self._more_seeds(unclear)
         out = []
         for changes in wanted:
             key = key_of(changes)
             if key in self._proposed:
                 continue
-            self._proposed[key] = {"changes": changes, "round": self._round}
+            self._proposed[key] = {"changes": changes, "round": self._round, "seeds": self.seeds}
             out += [
                 Candidate(key=key, changes=changes, seed=s, round=self._round) for s in self.seeds
             ]
         self._round += 1 if out or self._round == 1 else 0
+        return out
+
+    def _more_seeds(self, keys: list[str]) -> list[Candidate]:
+        """The scenario and the unclear remedies on the next seeds (paired, as the first)."""
+        new = [self.seeds[-1] + 1 + i for i in range(min(MORE_SEEDS, self.most - len(self.seeds)))]
+        self.seeds = self.seeds + new
+        out = []
+        for key in ["base", *keys]:
+            entry = self._proposed[key]
+            entry["seeds"] = self._seeds_of(key) + new
+            out += [
+                Candidate(key=key, changes=entry["changes"], seed=s, round=self._round) for s in new
+            ]
+        self._round += 1
+        return out
+
+    def _seeds_of(self, key: str) -> list[int]:
+        return list(self._proposed[key].get("seeds", self._first))
+
+    def _unclear(self) -> list[str]:
+        """The remedies measured with a change of UNCLEAR% or more that is not yet sure, while
+        more seeds are allowed."""
+        if len(self.seeds) >= self.most or self._round < 2:
+            return []
+        base = self._measured("base", {})
+        if base is None:
+            return []
+        out = []
+        for r in self._remedies:
+            if not r.changes:
+                continue
+            item = self._item(r, base)
+            if item.verdict == "no change" and item.pct is not None and abs(item.pct) >= UNCLEAR:
+                out.append(item.key)
         return out
 
     def observe(self, key: str, seed: int, summary: dict[str, Any] | None) -> None:
@@ -101,11 +158,12 @@ class RemedyCheck:
         self._observed.setdefault(key, {})[str(seed)] = record
 
     def finished(self) -> bool:
-        return not self._outstanding() and self._round >= 2
+        return not self._outstanding() and self._round >= 2 and not self._unclear()
 
     def state(self) -> dict[str, Any]:
         return {
             "round": self._round,
+            "seeds": self.seeds,
             "proposed": self._proposed,
             "observed": self._observed,
             "flow": self._flow,
@@ -123,7 +181,7 @@ class RemedyCheck:
             seeds=self.seeds,
             base=base,
             items=sorted(items, key=_order),
-            runs=len(self._proposed) * len(self.seeds),
+            runs=sum(len(self._seeds_of(k)) for k in self._proposed),
             finished=self.finished(),
             text=[],
         )
@@ -153,7 +211,7 @@ class RemedyCheck:
         return Target(flow=self._flow, metric=self._metric, value=1.0)  # type: ignore[arg-type]
 
     def _outstanding(self) -> bool:
-        return any(len(self._observed.get(k, {})) < len(self.seeds) for k in self._proposed)
+        return any(len(self._observed.get(k, {})) < len(self._seeds_of(k)) for k in self._proposed)
 
     def _by_seed(self, key: str) -> dict[int, float]:
         seen = self._observed.get(key, {})
@@ -161,16 +219,17 @@ class RemedyCheck:
 
     def _measured(self, key: str, changes: dict[str, Any]) -> Measured | None:
         seen = self._observed.get(key, {})
-        if key not in self._proposed or len(seen) < len(self.seeds):
+        if key not in self._proposed or len(seen) < len(self._seeds_of(key)):
             return None
-        records = [seen.get(str(s)) for s in self.seeds]
+        seeds = self._seeds_of(key)
+        records = [seen.get(str(s)) for s in seeds]
         values = [None if r is None else r["v"] for r in records]
         unfinished = sum(1 for r in records if r is not None and r.get("unfinished"))
         est = estimate([float(v) for v in values if v is not None])
         return Measured(
             key=key,
             changes=changes,
-            seeds=self.seeds,
+            seeds=seeds,
             values=values,
             n=est.n,
             unfinished=unfinished,
@@ -188,7 +247,7 @@ class RemedyCheck:
         verdict: Literal["better", "worse", "no change", "failed", "pending"] = "pending"
         if after is not None and after.unfinished and not base.unfinished:
             verdict = "worse"  # the transfer no longer finishes
-        elif after is not None and (after.mean is None or after.n < base.n):
+        elif after is not None and (after.mean is None or after.n < len(after.seeds)):
             verdict = "failed"
         elif after is not None:
             d = difference(self._by_seed(key), self._by_seed("base"))
