@@ -143,7 +143,7 @@ class RemedyCheck:
             item = self._item(r, base)
             if item.verdict == "no change" and item.pct is not None and abs(item.pct) >= UNCLEAR:
                 out.append(item.key)
-        return out
+        return list(dict.fromkeys(out))  # two remedies of the same changes are one run
 
     def observe(self, key: str, seed: int, summary: dict[str, Any] | None) -> None:
         if key not in self._proposed:
