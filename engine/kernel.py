@@ -17,13 +17,14 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterator
 from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any
+from itertools import count
+from typing import TYPE_CHECKING, Any, cast
 
 from simpy import Environment
 from simpy.core import StopSimulation
-from simpy.events import NORMAL, URGENT, EventPriority
+from simpy.events import NORMAL, URGENT, Event, EventPriority, Process, Timeout
 
 if TYPE_CHECKING:
     from engine.packet import Packet
@@ -45,7 +46,7 @@ class Call:
     __slots__ = ("callbacks", "fn", "value")
     _ok = True
 
-    def __init__(self, env: Environment, delay: float, fn: Callable[[Any], None], value: Any):
+    def __init__(self, env: Kernel, delay: float, fn: Callable[[Any], None], value: Any):
         # SimPy sets it to None while it runs them: mypyc checks the declared type.
         self.callbacks: list[Callable[[Call], None]] | None = _CALLBACKS
         self.fn = fn
@@ -78,7 +79,7 @@ class Line:
     __slots__ = ("callbacks", "env", "_packets")
     _ok = True
 
-    def __init__(self, env: Environment):
+    def __init__(self, env: Kernel):
         self.env = env
         self.callbacks: list[Callable[[Line], None]] | None = None
         self._packets: deque[Packet] = deque()  # in time order
@@ -116,23 +117,62 @@ def _deliver(line: Line) -> None:
 _LINE_CALLBACKS: list[Callable[[Line], None]] = [_deliver]
 
 
-class Kernel(Environment):
-    """SimPy's environment with a second heap, `later`, for events that are scheduled
-    far ahead of when they fall due and are mostly superseded or few: retransmission and
-    delayed-ACK timers, flow starts and stops.
+class Kernel:
+    """SimPy's environment, as a class of the engine's own, with a second heap, `later`,
+    for events that are scheduled far ahead of when they fall due and are mostly
+    superseded or few: retransmission and delayed-ACK timers, flow starts and stops.
 
-    Each flow keeps two or three of these pending for the whole run, so with a thousand
-    flows they would be nearly all of SimPy's heap, and every packet's event would pay
-    log2(3,000) tuple comparisons to pop where it pays log2(10) with one flow. Instead
+    Not a subclass of SimPy's `Environment`: compiled, a subclass of an interpreted class
+    keeps its fields in a dict, and every packet's event read the clock, the heap and the
+    id counter by name (about 240 instructions a field). Here they are native fields. It
+    has the fields and methods SimPy's events use (`schedule`, `_now`, `_active_proc`...),
+    and runs `run()` and `step()` as SimPy's own code.
+
+    Each flow keeps two or three `later` events pending for the whole run, so with a
+    thousand flows they would be nearly all of SimPy's heap, and every packet's event would
+    pay log2(3,000) tuple comparisons to pop where it pays log2(10) with one flow. Instead
     they wait in `later`, and SimPy's heap holds only the earliest of them (and any that
     were the earliest when scheduled). Every event keeps the (time, priority, id) key it
     would have had in SimPy's heap alone, so the run processes exactly the same events in
     exactly the same order.
     """
 
-    def __init__(self, initial_time: float = 0) -> None:
-        super().__init__(initial_time)
+    def __init__(self, initial_time: float = 0.0) -> None:
+        self._now = float(initial_time)
+        self._queue: list[Any] = []  # (time, priority, id, event), as SimPy's
+        self._eid: Iterator[int] = count()
+        self._active_proc: Process | None = None
         self.later: list[tuple[float, int, int, Later]] = []
+
+    @property
+    def active_process(self) -> Process | None:
+        return self._active_proc
+
+    def process(self, generator: Generator[Event, Any, Any]) -> Process:
+        return Process(self._simpy, generator)
+
+    def timeout(self, delay: float = 0, value: Any = None) -> Timeout:
+        return Timeout(self._simpy, delay, value)
+
+    def event(self) -> Event:
+        return Event(self._simpy)
+
+    def schedule(self, event: Any, priority: EventPriority = NORMAL, delay: float = 0) -> None:
+        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
+
+    def peek(self) -> float:
+        return self._queue[0][0] if self._queue else float("inf")
+
+    def step(self) -> None:
+        Environment.step(self._simpy)
+
+    def run(self, until: float | Event | None = None) -> Any:
+        return Environment.run(self._simpy, until)
+
+    @property
+    def _simpy(self) -> Environment:
+        """Itself, as SimPy's events and methods take it (they use only what it has)."""
+        return cast(Environment, self)
 
     @property
     def now(self) -> float:
