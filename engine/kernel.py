@@ -17,9 +17,8 @@ from __future__ import annotations
 import hashlib
 import random
 from collections import deque
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from heapq import heappop, heappush
-from itertools import count
 from typing import TYPE_CHECKING, Any, cast
 
 from simpy import Environment
@@ -52,7 +51,7 @@ class Call:
         self.fn = fn
         self.value = value
         queue: list[Any] = env._queue  # simpy's heap, holding a Call as if it were an Event
-        heappush(queue, (env._now + delay, NORMAL, next(env._eid), self))
+        heappush(queue, (env._now + delay, NORMAL, env.next_eid(), self))
 
 
 def _invoke(event: Call) -> None:
@@ -93,7 +92,7 @@ class Line:
             # Out of order (a rounding of the arithmetic): an event of its own.
             Call(env, delay, pkt.path[pkt.hop].accept, pkt)
             return
-        eid = next(env._eid)
+        eid = env.next_eid()
         if not packets:
             self.callbacks = _LINE_CALLBACKS
             queue: list[Any] = env._queue
@@ -140,13 +139,16 @@ class Kernel:
     def __init__(self, initial_time: float = 0.0) -> None:
         self._now = float(initial_time)
         self._queue: list[Any] = []  # (time, priority, id, event), as SimPy's
-        self._eid: Iterator[int] = count()
+        self._eids = 0  # the next event's id: SimPy's `_eid` counter, as a native int
         self._active_proc: Process | None = None
         self.later: list[tuple[float, int, int, Later]] = []
 
-    @property
-    def active_process(self) -> Process | None:
-        return self._active_proc
+    def next_eid(self) -> int:
+        """Take the next event id (SimPy's `next(env._eid)`: compiled, that is a call
+        through the builtins by name)."""
+        eid = self._eids
+        self._eids = eid + 1
+        return eid
 
     def process(self, generator: Generator[Event, Any, Any]) -> Process:
         return Process(self._simpy, generator)
@@ -158,10 +160,7 @@ class Kernel:
         return Event(self._simpy)
 
     def schedule(self, event: Any, priority: EventPriority = NORMAL, delay: float = 0) -> None:
-        heappush(self._queue, (self._now + delay, priority, next(self._eid), event))
-
-    def peek(self) -> float:
-        return self._queue[0][0] if self._queue else float("inf")
+        heappush(self._queue, (self._now + delay, priority, self.next_eid(), event))
 
     def step(self) -> None:
         Environment.step(self._simpy)
@@ -196,7 +195,7 @@ class Kernel:
         if until <= self._now:
             raise ValueError(f"until ({until}) must be after the current time ({self._now})")
         queue: list[Any] = self._queue
-        stop_eid: int = next(self._eid)
+        stop_eid: int = self.next_eid()
         while queue:
             head = queue[0]
             due: float = head[0]
@@ -218,7 +217,7 @@ class Kernel:
         self._now = until
         # SimPy's `until` stops the run by a StopSimulation from its own callback, which
         # step() answers by scheduling it again (empty, priority -1): one more id.
-        next(self._eid)
+        self.next_eid()
 
     def _step(self, event: Any) -> bool:
         """`Environment.step()` after its pop: run `event`'s callbacks; True when one
@@ -248,7 +247,7 @@ class Later:
         self.fn = fn
         self.value = value
         self.kernel = kernel
-        entry = (kernel._now + delay, NORMAL, next(kernel._eid), self)
+        entry = (kernel._now + delay, NORMAL, kernel.next_eid(), self)
         later = kernel.later
         # SimPy's heap always holds the earliest entry of `later` (so it pops everything
         # in key order); a new entry joins it only when it becomes that earliest.
