@@ -15,15 +15,15 @@ and the component's id (adding a flow does not change another's losses).
 from __future__ import annotations
 
 import hashlib
+import heapq
 import random
 from collections import deque
 from collections.abc import Callable, Generator
-from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from simpy import Environment
+from simpy import Environment, events
 from simpy.core import StopSimulation
-from simpy.events import NORMAL, URGENT, Event, EventPriority, Process, Timeout
+from simpy.events import Event, EventPriority, Process, Timeout
 
 if TYPE_CHECKING:
     from engine.packet import Packet
@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 #: A run advances in this many slices of its duration (simulate() reports progress and
 #: checks for cancellation between two), one extra event each: the cost estimate counts them.
 SLICES = 100
+
+# Final, so that compiled code holds each in a C static: a plain module global is a look-up
+# in the module's dict at every use, and these are used on every event.
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
+NORMAL: Final = events.NORMAL
+URGENT: Final = events.URGENT
 
 
 class Call:
@@ -58,7 +65,7 @@ def _invoke(event: Call) -> None:
     event.fn(event.value)
 
 
-_CALLBACKS: list[Callable[[Call], None]] = [_invoke]
+_CALLBACKS: Final[list[Callable[[Call], None]]] = [_invoke]
 
 
 class Line:
@@ -113,7 +120,7 @@ def _deliver(line: Line) -> None:
     pkt.path[pkt.hop].accept(pkt)
 
 
-_LINE_CALLBACKS: list[Callable[[Line], None]] = [_deliver]
+_LINE_CALLBACKS: Final[list[Callable[[Line], None]]] = [_deliver]
 
 
 class Kernel:
@@ -276,7 +283,7 @@ def _invoke_later(event: Later) -> None:
     event.fn(event.value)
 
 
-_LATER_CALLBACKS: list[Callable[[Later], None]] = [_invoke_later]
+_LATER_CALLBACKS: Final[list[Callable[[Later], None]]] = [_invoke_later]
 
 
 class Timer:
