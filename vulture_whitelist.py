@@ -12,6 +12,7 @@ _: Any = None
 _.__getattr__  # api/main.py: PEP 562 module __getattr__, builds `api.main:app` on first use
 _._put  # messaging/filesystem.py: kombu's Channel calls it to publish
 _.default_connection_params  # messaging/filesystem.py: kombu's Connection reads it for defaults
+_._active_proc  # engine/kernel.py: SimPy's Process sets it on the Kernel while it runs
 _.impl  # store/types.py: SQLAlchemy's TypeDecorator reads the underlying column type
 _.cache_ok  # store/types.py: SQLAlchemy's TypeDecorator: safe to cache statements using it
 _.process_bind_param  # store/types.py: SQLAlchemy calls it on every value written

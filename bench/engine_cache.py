@@ -53,7 +53,7 @@ scenario = Scenario.model_validate(json.load(open(sys.argv[1])))
 with _collector_paused():
     net = Network(scenario, scenario.seed)
 net.env.advance(float(scenario.duration))
-print("events", next(net.env._eid), flush=True)
+print("events", net.env.next_eid(), flush=True)
 os._exit(0)
 """
 

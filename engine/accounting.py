@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from engine.framerelay import PvcDirection
 from engine.net import Egress
@@ -86,17 +86,17 @@ class State(IntEnum):
 
 #: FlowTime's field for each state, in State's order.
 FIELDS = tuple(s.name.lower() for s in State)
-_BUSY = int(State.BUSY)
-_TIMEOUT = int(State.TIMEOUT)
-_RECEIVE_WINDOW = int(State.RECEIVE_WINDOW)
-_SEND_BUFFER = int(State.SEND_BUFFER)
-_SLOW_START = int(State.SLOW_START)
-_AVOIDANCE = int(State.CONGESTION_AVOIDANCE)
-_RECOVERY = int(State.RECOVERY)
-_APPLICATION = int(State.APPLICATION)
+_BUSY: Final = int(State.BUSY)
+_TIMEOUT: Final = int(State.TIMEOUT)
+_RECEIVE_WINDOW: Final = int(State.RECEIVE_WINDOW)
+_SEND_BUFFER: Final = int(State.SEND_BUFFER)
+_SLOW_START: Final = int(State.SLOW_START)
+_AVOIDANCE: Final = int(State.CONGESTION_AVOIDANCE)
+_RECOVERY: Final = int(State.RECOVERY)
+_APPLICATION: Final = int(State.APPLICATION)
 # The phases as the sender sets them (members, compared by identity: an Enum attribute
 # lookup per send attempt costs more than the rest of the classification).
-_OPEN = Phase.OPEN
+_OPEN: Final = Phase.OPEN
 # The states whose stretches give the bottleneck's busy time to `busy`: those with data
 # outstanding. The handshake, an idle application and a timer's wait keep their whole time.
 _OVERLAID = frozenset(

@@ -15,15 +15,15 @@ and the component's id (adding a flow does not change another's losses).
 from __future__ import annotations
 
 import hashlib
+import heapq
 import random
 from collections import deque
-from collections.abc import Callable
-from heapq import heappop, heappush
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from simpy import Environment
+from simpy import Environment, events
 from simpy.core import StopSimulation
-from simpy.events import NORMAL, URGENT, EventPriority
+from simpy.events import Event, EventPriority, Process, Timeout
 
 if TYPE_CHECKING:
     from engine.packet import Packet
@@ -31,6 +31,13 @@ if TYPE_CHECKING:
 #: A run advances in this many slices of its duration (simulate() reports progress and
 #: checks for cancellation between two), one extra event each: the cost estimate counts them.
 SLICES = 100
+
+# Final, so that compiled code holds each in a C static: a plain module global is a look-up
+# in the module's dict at every use, and these are used on every event.
+heappush: Final = heapq.heappush
+heappop: Final = heapq.heappop
+NORMAL: Final = events.NORMAL
+URGENT: Final = events.URGENT
 
 
 class Call:
@@ -45,20 +52,20 @@ class Call:
     __slots__ = ("callbacks", "fn", "value")
     _ok = True
 
-    def __init__(self, env: Environment, delay: float, fn: Callable[[Any], None], value: Any):
+    def __init__(self, env: Kernel, delay: float, fn: Callable[[Any], None], value: Any):
         # SimPy sets it to None while it runs them: mypyc checks the declared type.
         self.callbacks: list[Callable[[Call], None]] | None = _CALLBACKS
         self.fn = fn
         self.value = value
         queue: list[Any] = env._queue  # simpy's heap, holding a Call as if it were an Event
-        heappush(queue, (env._now + delay, NORMAL, next(env._eid), self))
+        heappush(queue, (env._now + delay, NORMAL, env.next_eid(), self))
 
 
 def _invoke(event: Call) -> None:
     event.fn(event.value)
 
 
-_CALLBACKS: list[Callable[[Call], None]] = [_invoke]
+_CALLBACKS: Final[list[Callable[[Call], None]]] = [_invoke]
 
 
 class Line:
@@ -78,7 +85,7 @@ class Line:
     __slots__ = ("callbacks", "env", "_packets")
     _ok = True
 
-    def __init__(self, env: Environment):
+    def __init__(self, env: Kernel):
         self.env = env
         self.callbacks: list[Callable[[Line], None]] | None = None
         self._packets: deque[Packet] = deque()  # in time order
@@ -92,7 +99,7 @@ class Line:
             # Out of order (a rounding of the arithmetic): an event of its own.
             Call(env, delay, pkt.path[pkt.hop].accept, pkt)
             return
-        eid = next(env._eid)
+        eid = env.next_eid()
         if not packets:
             self.callbacks = _LINE_CALLBACKS
             queue: list[Any] = env._queue
@@ -113,26 +120,65 @@ def _deliver(line: Line) -> None:
     pkt.path[pkt.hop].accept(pkt)
 
 
-_LINE_CALLBACKS: list[Callable[[Line], None]] = [_deliver]
+_LINE_CALLBACKS: Final[list[Callable[[Line], None]]] = [_deliver]
 
 
-class Kernel(Environment):
-    """SimPy's environment with a second heap, `later`, for events that are scheduled
-    far ahead of when they fall due and are mostly superseded or few: retransmission and
-    delayed-ACK timers, flow starts and stops.
+class Kernel:
+    """SimPy's environment, as a class of the engine's own, with a second heap, `later`,
+    for events that are scheduled far ahead of when they fall due and are mostly
+    superseded or few: retransmission and delayed-ACK timers, flow starts and stops.
 
-    Each flow keeps two or three of these pending for the whole run, so with a thousand
-    flows they would be nearly all of SimPy's heap, and every packet's event would pay
-    log2(3,000) tuple comparisons to pop where it pays log2(10) with one flow. Instead
+    Not a subclass of SimPy's `Environment`: compiled, a subclass of an interpreted class
+    keeps its fields in a dict, and every packet's event read the clock, the heap and the
+    id counter by name (about 240 instructions a field). Here they are native fields. It
+    has the fields and methods SimPy's events use (`schedule`, `_now`, `_active_proc`...),
+    and runs `run()` and `step()` as SimPy's own code.
+
+    Each flow keeps two or three `later` events pending for the whole run, so with a
+    thousand flows they would be nearly all of SimPy's heap, and every packet's event would
+    pay log2(3,000) tuple comparisons to pop where it pays log2(10) with one flow. Instead
     they wait in `later`, and SimPy's heap holds only the earliest of them (and any that
     were the earliest when scheduled). Every event keeps the (time, priority, id) key it
     would have had in SimPy's heap alone, so the run processes exactly the same events in
     exactly the same order.
     """
 
-    def __init__(self, initial_time: float = 0) -> None:
-        super().__init__(initial_time)
+    def __init__(self, initial_time: float = 0.0) -> None:
+        self._now = float(initial_time)
+        self._queue: list[Any] = []  # (time, priority, id, event), as SimPy's
+        self._eids = 0  # the next event's id: SimPy's `_eid` counter, as a native int
+        self._active_proc: Process | None = None
         self.later: list[tuple[float, int, int, Later]] = []
+
+    def next_eid(self) -> int:
+        """Take the next event id (SimPy's `next(env._eid)`: compiled, that is a call
+        through the builtins by name)."""
+        eid = self._eids
+        self._eids = eid + 1
+        return eid
+
+    def process(self, generator: Generator[Event, Any, Any]) -> Process:
+        return Process(self._simpy, generator)
+
+    def timeout(self, delay: float = 0, value: Any = None) -> Timeout:
+        return Timeout(self._simpy, delay, value)
+
+    def event(self) -> Event:
+        return Event(self._simpy)
+
+    def schedule(self, event: Any, priority: EventPriority = NORMAL, delay: float = 0) -> None:
+        heappush(self._queue, (self._now + delay, priority, self.next_eid(), event))
+
+    def step(self) -> None:
+        Environment.step(self._simpy)
+
+    def run(self, until: float | Event | None = None) -> Any:
+        return Environment.run(self._simpy, until)
+
+    @property
+    def _simpy(self) -> Environment:
+        """Itself, as SimPy's events and methods take it (they use only what it has)."""
+        return cast(Environment, self)
 
     @property
     def now(self) -> float:
@@ -156,7 +202,7 @@ class Kernel(Environment):
         if until <= self._now:
             raise ValueError(f"until ({until}) must be after the current time ({self._now})")
         queue: list[Any] = self._queue
-        stop_eid: int = next(self._eid)
+        stop_eid: int = self.next_eid()
         while queue:
             head = queue[0]
             due: float = head[0]
@@ -178,7 +224,7 @@ class Kernel(Environment):
         self._now = until
         # SimPy's `until` stops the run by a StopSimulation from its own callback, which
         # step() answers by scheduling it again (empty, priority -1): one more id.
-        next(self._eid)
+        self.next_eid()
 
     def _step(self, event: Any) -> bool:
         """`Environment.step()` after its pop: run `event`'s callbacks; True when one
@@ -208,7 +254,7 @@ class Later:
         self.fn = fn
         self.value = value
         self.kernel = kernel
-        entry = (kernel._now + delay, NORMAL, next(kernel._eid), self)
+        entry = (kernel._now + delay, NORMAL, kernel.next_eid(), self)
         later = kernel.later
         # SimPy's heap always holds the earliest entry of `later` (so it pops everything
         # in key order); a new entry joins it only when it becomes that earliest.
@@ -237,7 +283,7 @@ def _invoke_later(event: Later) -> None:
     event.fn(event.value)
 
 
-_LATER_CALLBACKS: list[Callable[[Later], None]] = [_invoke_later]
+_LATER_CALLBACKS: Final[list[Callable[[Later], None]]] = [_invoke_later]
 
 
 class Timer:

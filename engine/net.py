@@ -16,9 +16,7 @@ import random
 from collections import deque
 from typing import TYPE_CHECKING, Protocol
 
-from simpy import Environment
-
-from engine.kernel import Line, stream
+from engine.kernel import Kernel, Line, stream
 from engine.packet import Packet
 
 if TYPE_CHECKING:  # the probe and the tap import this module
@@ -296,7 +294,7 @@ class Egress:
 
     def __init__(
         self,
-        env: Environment,
+        env: Kernel,
         link: Link,
         src: str,
         dst: str,

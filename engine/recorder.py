@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import numpy as np
 
@@ -66,7 +66,7 @@ class Delivering(Protocol):
     delivered_bytes: int
 
 
-RESERVOIR = 50_000
+RESERVOIR: Final = 50_000
 
 
 class DelayStats:

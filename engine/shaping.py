@@ -27,9 +27,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
 
-from simpy import Environment
-
-from engine.kernel import Call
+from engine.kernel import Call, Kernel
 from engine.net import Egress
 from engine.packet import Packet, Path
 from engine.result import ShaperSummary
@@ -85,7 +83,7 @@ class Shaper:
         "largest_bits",
     )
 
-    def __init__(self, env: Environment, key: str, rate: float, depth: float):
+    def __init__(self, env: Kernel, key: str, rate: float, depth: float):
         """`key` names the shaper in diagnoses ("pvc:<id>", "shaper:<port key>")."""
         self.env = env
         self.key = key
@@ -241,7 +239,7 @@ class Shaper:
 
 
 def interface_shapers(
-    env: Environment, ports: dict[tuple[str, str, str], Egress], links: dict[str, Link]
+    env: Kernel, ports: dict[tuple[str, str, str], Egress], links: dict[str, Link]
 ) -> dict[str, Shaper]:
     """A shaper for each link direction that has one, by its port's key."""
     out = {}

@@ -254,7 +254,7 @@ def _finalize(net: Network, seed: int, wall: float) -> Result:
         seed=seed,
         sim_time=end,
         wall_time=wall,
-        events=next(env._eid),
+        events=env.next_eid(),
         warnings=net.warnings,
         flows=flows,
         links=links,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from typing import Final
 
 import numpy as np
 
@@ -36,7 +37,7 @@ TRACE_CAP = 20_000  # the most points one series holds
 POINT_BUDGET = 4_000_000
 FIRST_CAP = 64  # a series' first share of the budget, doubled as it fills
 MIN_CAP = 16  # the least share, when a run has more series than FIRST_CAP each allows
-KEEP = 4  # points a bucket keeps: first, least, greatest, last (M4)
+KEEP: Final = 4  # points a bucket keeps: first, least, greatest, last (M4)
 #: A bucket width for points that all came at one instant (time cannot be cut by zero):
 #: the next later point doubles it to its scale.
 TINY_WIDTH = 1e-9
@@ -45,7 +46,10 @@ TINY_WIDTH = 1e-9
 # What else the last point of the current bucket is (Trace.role): nothing, so a later point
 # replaces it; its greatest (least) only, so a greater (lesser) one replaces it; or its first,
 # or both extremes, so it stays.
-FREE, TOP, BOTTOM, HELD = 0, 1, 2, 3
+FREE: Final = 0
+TOP: Final = 1
+BOTTOM: Final = 2
+HELD: Final = 3
 
 
 def _role(last: int, first: int, least: int, greatest: int) -> int:

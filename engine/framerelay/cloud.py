@@ -4,10 +4,9 @@ spliced with the PVC's hops (engine/framerelay/pvc.py)."""
 
 from __future__ import annotations
 
-from simpy import Environment
-
 from engine.framerelay.pvc import Circuit
 from engine.framerelay.switch import FrQueue
+from engine.kernel import Kernel
 from engine.net import Egress
 from engine.packet import Path
 from engine.result import PvcSummary
@@ -21,7 +20,7 @@ class FrameRelay:
 
     def __init__(
         self,
-        env: Environment,
+        env: Kernel,
         scenario: Scenario,
         seed: int,
         ports: dict[tuple[str, str, str], Egress],

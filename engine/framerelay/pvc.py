@@ -26,11 +26,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from simpy import Environment
-
 from engine.framerelay.policing import DISCARD, EXCESS, IntervalPolicer, TokenBucket
 from engine.framerelay.shaping import pvc_shaper
-from engine.kernel import stream
+from engine.kernel import Kernel, stream
 from engine.net import Egress
 from engine.packet import Packet
 from engine.result import PvcSummary
@@ -65,7 +63,7 @@ class PvcDirection:
         "first_port",
     )
 
-    def __init__(self, env: Environment, circuit: Circuit, forward: bool):
+    def __init__(self, env: Kernel, circuit: Circuit, forward: bool):
         pvc = circuit.pvc
         self.env = env
         self.circuit = circuit
@@ -184,7 +182,7 @@ class PvcExit(_PvcHop):
 class Circuit:
     """One PVC: its two directions, the per-PVC counters and the residual-error stream."""
 
-    def __init__(self, env: Environment, pvc: Pvc, seed: int):
+    def __init__(self, env: Kernel, pvc: Pvc, seed: int):
         self.pvc = pvc
         self.id = pvc.id
         self.frames = self.de_marked = self.de_dropped = self.excess_dropped = 0

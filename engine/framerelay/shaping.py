@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import math
 
-from simpy import Environment
-
+from engine.kernel import Kernel
 from engine.scenario import Pvc
 from engine.shaping import Shaper
 from engine.trace import Trace
@@ -65,7 +64,7 @@ class BecnAdaptation:
             shaper.rate_trace.add(at, shaper.rate)
 
 
-def pvc_shaper(env: Environment, pvc: Pvc) -> Shaper | None:
+def pvc_shaper(env: Kernel, pvc: Pvc) -> Shaper | None:
     """The shaper of one direction of `pvc`, if it is shaped. `becn_shaping` is adaptive
     shaping at CIR that spaces every frame (a bucket of 0 bits), with Tc and the steps of
     the contract's Bc and Be; `shaping` is the bucket its fields give."""

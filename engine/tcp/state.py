@@ -6,6 +6,7 @@ Like ns-3's TcpSocketState: plain data, no behaviour. Windows are in bytes.
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import Final
 
 
 class Phase(IntEnum):
@@ -20,7 +21,7 @@ class Phase(IntEnum):
 INFINITE_WINDOW = 1 << 62
 #: RFC 5681 3.2 (and RFC 6675 DupThresh): the third duplicate ACK starts recovery. Here
 #: beside the phases it moves, for the recovery strategies and their SACK scoreboard alike.
-DUPACK_THRESHOLD = 3
+DUPACK_THRESHOLD: Final = 3
 
 
 class TcpState:

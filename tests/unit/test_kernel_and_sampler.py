@@ -58,7 +58,7 @@ def run_schedule(plan: list[tuple[int, int, float]], lines: bool) -> tuple[list,
     for index, (at, link, delay) in enumerate(plan):
         Call(env, at, send, (index, link, delay))
     env.run()
-    return log, next(env._eid)
+    return log, env.next_eid()
 
 
 @settings(max_examples=200, deadline=None)
@@ -105,7 +105,7 @@ def run_mixed(
             schedule(pending.pop())
     if slices is None:
         env.run()
-        return log, next(env._eid)
+        return log, env.next_eid()
 
     def ticker() -> Generator[Event, None, None]:
         while True:
@@ -118,7 +118,7 @@ def run_mixed(
             env.run(until=k * 0.5)
         else:
             env.advance(k * 0.5)
-    return log, next(env._eid)
+    return log, env.next_eid()
 
 
 @settings(max_examples=200, deadline=None)
