@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 
-from engine.advice import remedies
+from engine.advice import remedies, words
 from engine.advice.whatif import PathModel
 from engine.analysis import PathFacts
 from engine.analysis.paths import flow_facts
@@ -85,8 +85,9 @@ def diagnose(
             model=PathModel.of(scenario, flow, topo, links, routes.get(flow.id)),
         )
         found = remedies.remedies(ctx)
+        why = remedies.why(ctx)
         out[flow.id] = d.model_copy(
-            update={"remedies": found, "advice": remedies.advice(ctx, found)}
+            update={"remedies": found, "why": why, "advice": words.advice(why, found)}
         )
     return out
 

@@ -78,7 +78,6 @@ NOTES: dict[str, str] = {
     "UdpFlowSummary.delay_p95": "95th percentile one-way delay, s.",
     "UdpFlowSummary.delay_p99": "99th percentile one-way delay, s.",
     "Diagnosis.bdp_bytes": "Bandwidth-delay product of the path, bytes.",
-    "Diagnosis.advice": "What to change, in plain words.",
     "QueueSpec.discipline": "`droptail`, or `red` (Random Early Detection).",
     "LossSpec.model": "`none`, `bernoulli` (rate), `ber` (bit error rate), "
     "`gilbert_elliott` (bursts) or `script` (drop listed data packets).",

@@ -232,7 +232,15 @@ class Diagnosis(_Model):
         description="Seconds of the flow's life that `limit` cost: its time in the states "
         "that are this limit (the flow's `time`)",
     )
-    advice: str
+    why: str = Field(
+        default="",
+        description="What limits the flow, in plain words, without remedies (the first "
+        "sentences of `advice`; empty in results stored before this field)",
+    )
+    advice: str = Field(
+        description="`why`, then the remedies as candidates, cheapest first: each predicted "
+        "by the bounds, none yet measured (a remedy check simulates them)"
+    )
 
 
 class Thinning(_Model):

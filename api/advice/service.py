@@ -127,7 +127,10 @@ def _scenario_of(run: Run, *, loc: Loc) -> engine.Scenario:
 
 def _advice_field(message: str) -> Loc:
     """Where in an advice request the advisor's complaint points (it names the field)."""
-    return ["body", "target"] if message.startswith("target") else ["body", "levers"]
+    for name in ("target", "assurance"):
+        if message.startswith(name):
+            return ["body", name]
+    return ["body", "levers"]
 
 
 def _validated(build: Callable[[], Any], *, where: Callable[[str], Loc]) -> Any:

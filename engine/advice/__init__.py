@@ -9,7 +9,7 @@ One job per module:
   (`Lever`), and `default_levers()`.
 - `whatif`: `PathModel.bound(changes)`, the analytic bounds of a flow after changes.
 - `build`, `rules`, `remedies`, `words`: a diagnosed flow's remedies and their sentences
-  (`remedies.remedies(ctx)`, `remedies.advice(ctx, found)`), called by engine/diagnosis.py.
+  (`remedies.remedies(ctx)`, `remedies.why(ctx)`, `words.advice(why, found)`), called by engine/diagnosis.py.
 - `target`: `Target` ("backup.completion_time<=200s"); `request`: `AdviceRequest`.
 - `tracks`: how one lever (or a pair) is searched, pure and replayable; `search`: the
   `Advisor` workflow; `check`: the `RemedyCheck` workflow; `reports`: their typed answers

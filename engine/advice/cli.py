@@ -3,7 +3,7 @@ this machine, no services (engine/advice/local.py).
 
 python -m engine advise SCENARIO_OR_PRESET --target 'backup.completion_time<=200s'
     [--lever PATH[+PATH...][=COST][:V1,V2,...]]... [--set PATH=VALUE]... [--budget N]
-    [--replications N] [--jobs N] [--json] [--curves FILE.csv]
+    [--replications N] [--sure] [--jobs N] [--json] [--curves FILE.csv]
 python -m engine check SCENARIO_OR_PRESET [--flow ID] [--set PATH=VALUE]...
     [--replications N] [--jobs N] [--json]
 """
@@ -47,6 +47,12 @@ def add_parsers(sub: Any) -> None:
     )
     advise.add_argument("--budget", type=int, default=30, help="most simulations (default 30)")
     advise.add_argument("--curves", metavar="FILE", help="write each lever's curve as CSV")
+    advise.add_argument(
+        "--sure",
+        action="store_true",
+        help="count a configuration as meeting the target only when its whole 95%% interval "
+        "does, not just the mean of its seeds (assurance 'interval')",
+    )
     check = sub.add_parser("check", help="simulate every remedy of a scenario's diagnosis")
     _common(check)
     check.add_argument("--flow", help="the TCP flow whose remedies to check")
@@ -95,6 +101,7 @@ def run(args: argparse.Namespace, base: Scenario, out: TextIO | None = None) -> 
             levers=[LeverSpec.parse(s) for s in args.lever] or None,
             budget=args.budget,
             replications=args.replications,
+            assurance="interval" if args.sure else "mean",
         )
         workflow = Advisor(scenario, request)
     done = drive(scenario, workflow, jobs=jobs, on_round=say)

@@ -14,8 +14,8 @@ bounds predict (engine/advice/whatif.py) and the cost class. The rules:
 - a limit nothing in the scenario sets (line errors, other traffic) is said so, with no
   change (`action` no_setting).
 
-The sentences are rendered from these values by engine/advice/words.py; `advice()` derives
-`Diagnosis.advice` from the list.
+The sentences are rendered from these values by engine/advice/words.py; `why()` writes
+`Diagnosis.why`, and `words.advice()` adds the list to it as candidates for a check.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from engine.advice.context import Context, PolicingFacts
 from engine.advice.headline import headline
 from engine.advice.model import Remedy
 
-__all__ = ["Context", "PolicingFacts", "advice", "remedies"]
+__all__ = ["Context", "PolicingFacts", "remedies", "why"]
 
 
 def remedies(ctx: Context) -> list[Remedy]:
@@ -43,6 +43,6 @@ def remedies(ctx: Context) -> list[Remedy]:
     return sorted(out, key=lambda r: (not r.helps, words.cost_rank(r)))
 
 
-def advice(ctx: Context, found: list[Remedy]) -> str:
-    """`Diagnosis.advice`: what limits the flow, then its remedies in the list's order."""
-    return words.advice(headline(ctx), found)
+def why(ctx: Context) -> str:
+    """`Diagnosis.why`: what limits the flow, with no remedy."""
+    return headline(ctx)

@@ -102,6 +102,10 @@ class AdviceReport(_Model):
         description="The search ended at its budget with configurations still to try: a "
         "larger budget may find a fix (`reachable` is then null)",
     )
+    assurance: Literal["mean", "interval"] = Field(
+        default="mean",
+        description="What `meets` meant: the seeds' mean, or the whole 95% interval",
+    )
     text: list[str] = Field(description="What the figures say, in sentences")
 
 
@@ -165,13 +169,18 @@ def cost_words(cost: float) -> str:
     return "free" if cost == 0 else f"{cost:,.0f} cost units a month"
 
 
-def fix_text(target: Target, fix: Fix) -> str:
+def fix_text(target: Target, fix: Fix, assurance: str = "mean") -> str:
     from engine.advice.words import changes
 
     note = f"; {fix.note}" if fix.note else ""
-    return (
-        f"{changes(fix.changes)} ({cost_words(fix.cost)}): {outcome(target, fix.measured)}{note}."
-    )
+    m = fix.measured
+    far = target.far_end(m.ci95) if m.n > 1 else None
+    if assurance == "mean" and far is not None and not target.meets(far):
+        note += (
+            f"; it meets the target on average, but its 95% interval reaches "
+            f"{target.show(far)}: ask with assurance 'interval' to require the whole interval"
+        )
+    return f"{changes(fix.changes)} ({cost_words(fix.cost)}): {outcome(target, m)}{note}."
 
 
 def rejection_text(target: Target, r: Rejection) -> str:
@@ -214,7 +223,8 @@ def _values(items: list[Change]) -> str:
 
 def advice_text(r: AdviceReport) -> list[str]:
     t = r.target
-    out = [f"Target: {t.text()}."]
+    sure = ", by each configuration's whole 95% interval" if r.assurance == "interval" else ""
+    out = [f"Target: {t.text()}{sure}."]
     if r.base is not None:
         limit = f" ({r.base.limit})" if r.base.limit else ""
         out.append(f"Now: {outcome(t, r.base)}{limit}.")

@@ -5,7 +5,7 @@ runs on several seeds)."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +36,13 @@ class AdviceRequest(BaseModel):
     )
     costs: CostTable = Field(default_factory=CostTable)
     combine: bool = Field(default=True, description="Try pairs when no lever alone suffices")
+    assurance: Literal["mean", "interval"] = Field(
+        default="mean",
+        description="When a configuration run on several seeds meets the target: `mean`, "
+        "when the mean of its seeds does; `interval`, only when its whole 95% interval does "
+        "(the interval's far end), for a user who must be sure. A configuration of a scenario "
+        "without randomness runs on one seed and its value is exact either way",
+    )
 
 
 def key_of(changes: dict[str, Any]) -> str:

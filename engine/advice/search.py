@@ -93,7 +93,13 @@ class Advisor:
             if model is None:
                 raise ValueError(f"target: flow {fid!r} has no route")
             self.models[fid] = model
-        n = self.request.replications or (RANDOM_REPLICATIONS if is_random(scenario) else 1)
+        random = is_random(scenario)
+        n = self.request.replications or (RANDOM_REPLICATIONS if random else 1)
+        if self.request.assurance == "interval" and random and n < 2:
+            raise ValueError(
+                "assurance: 'interval' needs an interval, at least 2 seeds per configuration "
+                "of a scenario with randomness; replications is 1"
+            )
         self.seeds = [scenario.seed + i for i in range(n)]
         state = state or {}
         self._round: int = int(state.get("round", 0))
@@ -194,6 +200,7 @@ class Advisor:
             rounds=self._round,
             finished=done,
             cut_short=cut_short,
+            assurance=self.request.assurance,
             text=[],
         )
         report.text = advice_text(report)
@@ -241,9 +248,16 @@ class Advisor:
             unfinished=unfinished,
             mean=mean,
             ci95=ci,
-            meets=len(ok) == len(self.seeds) and self.target.meets(mean),
+            meets=len(ok) == len(self.seeds) and self._meets(mean, ci),
             limit=limits.most_common(1)[0][0] if limits else None,
         )
+
+    def _meets(self, mean: float | None, ci95: list[float] | None) -> bool:
+        """By the mean, or by the interval's far end when the request asks for assurance
+        (one seed, with no randomness: the value is exact, its own interval)."""
+        if self.request.assurance == "interval" and ci95 is not None:
+            return self.target.meets(self.target.far_end(ci95))
+        return self.target.meets(mean)
 
     def _limit_of(self, summary: dict[str, Any]) -> str | None:
         flows = self.target.flows(self.tcp_flows)
@@ -404,7 +418,7 @@ class Advisor:
             note=note,
             text="",
         )
-        fix.text = fix_text(self.target, fix)
+        fix.text = fix_text(self.target, fix, self.request.assurance)
         return fix
 
     def _rejections(self, plan: _Plan, done: bool) -> list[Rejection]:

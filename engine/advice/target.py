@@ -82,6 +82,13 @@ class Target(BaseModel):
             return False
         return value <= self.value if self.lower_is_better else value >= self.value
 
+    def far_end(self, ci95: list[float] | None) -> float | None:
+        """The end of an interval that is worst for the target: its upper end for a time,
+        its lower end for a rate."""
+        if ci95 is None:
+            return None
+        return ci95[1] if self.lower_is_better else ci95[0]
+
     def better(self, a: float, b: float) -> bool:
         """a is strictly better than b."""
         return a < b if self.lower_is_better else a > b

@@ -1,7 +1,8 @@
 """Sentences rendered from remedies and diagnoses: data first, prose from it (STYLE.md 17).
 
 `render(remedy)` is a remedy's own sentence, and `advice()` joins the headline
-(engine/advice/headline.py: what limits the flow) and the remedies into `Diagnosis.advice`. `changes()` is the one way a list of changes
+(engine/advice/headline.py: what limits the flow, `Diagnosis.why`) and the remedies, as
+candidates none yet measured, into `Diagnosis.advice`. `changes()` is the one way a list of changes
 is written ("rcv_buf 8,760 B → 35,040 B"), also used by the remedy check and the advisor.
 """
 
@@ -147,7 +148,17 @@ def _no_setting(r: Remedy) -> str:
     return f"Nothing in the scenario sets the limit at {r.subject}."
 
 
-def advice(headline: str, found: Sequence[Remedy]) -> str:
+CANDIDATES = (
+    "Candidates, cheapest first, each predicted by the bounds and none yet measured "
+    "(a remedy check simulates them):"
+)
+
+
+def advice(why: str, found: Sequence[Remedy]) -> str:
+    """`Diagnosis.advice`: what limits the flow, then its remedies as candidates. Nothing
+    here is a recommendation: only a remedy check's measured verdict is (engine/advice/check.py).
+    """
     helpful = [r.text for r in found if r.helps][:SHOWN_HELPFUL]
     rest = [r.text for r in found if not r.helps][:SHOWN_WONT]
-    return " ".join([headline, *helpful, *rest])
+    candidates = [CANDIDATES, *helpful] if helpful else []
+    return " ".join([why, *candidates, *rest])

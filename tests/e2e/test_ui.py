@@ -321,7 +321,9 @@ def test_with_auth_on_the_page_asks_for_a_key_and_keeps_it_for_the_tab(
 def test_what_would_fix_it_from_a_run_page(pg_stack: Stack, page: Any) -> None:
     """Seed 003's path, shortened to 2.5 MB: from the run's page, ask for a 20 s transfer;
     the advice page ranks the fixes (a larger receive window, free, first), says why the
-    T3 upgrade cannot reach it, and draws a curve per lever. Then the run page checks the
+    T3 upgrade cannot reach it, and draws a curve per lever; asked to be sure, it counts a
+    fix by its whole interval (one seed here: the path has no randomness, its value exact).
+    The run page's diagnosis says what limits the flow and recommends nothing; it checks the
     run's remedies by simulation and shows each one's measured effect."""
     with pg_stack.client as client:
         scenario = client.get("/v1/presets/riverbed-t1-8k").json()["body"]
@@ -334,15 +336,22 @@ def test_what_would_fix_it_from_a_run_page(pg_stack: Stack, page: Any) -> None:
     page.select_option("#fix-metric", "completion_time")
     page.fill("#fix-target", "20")
     page.fill("#fix-budget", "20")
+    diagnosis = page.inner_text("#diagnosis")
+    assert "limited by receive window" in diagnosis and "Set " not in diagnosis, diagnosis
+    page.check("#fix-sure")
     page.click("#fix-form button")
     page.wait_for_url("**/ui/advice/*")
+    with pg_stack.client as client:
+        asked = client.get(f"/v1/advice/{page.url.rstrip('/').split('/')[-1]}").json()
+    assert asked["request"]["assurance"] == "interval", asked["request"]
     page.wait_for_selector("#results[data-done=true]", timeout=180_000)
     assert page.inner_text("#status") == "succeeded"
     first = page.locator("#fixes tbody tr").first
     assert "flows.backup.tcp.rcv_buf" in first.inner_text() and "free" in first.inner_text()
     rejected = page.inner_text("#rejected")
     assert "access1 + access2 rate" in rejected and "window" in rejected, rejected
-    assert "Cheapest fix" in page.inner_text("#conclusion")
+    conclusion = page.inner_text("#conclusion")
+    assert "Cheapest fix" in conclusion and "whole 95% interval" in conclusion, conclusion
     page.wait_for_selector("#curves[data-ready=true]")
     drawn = page.evaluate(COLOURED_PIXELS, "#curves .curve canvas")
     assert drawn and all(n > 200 for n in drawn), drawn

@@ -182,13 +182,20 @@ def test_a_cancelled_advice_stops_and_keeps_what_it_measured(pg_stack: Stack) ->
         ({"levers": [{"paths": ["flows.backup.tcp.nonsense"]}]}, "levers"),
         ({"preset": "riverbed-t1-64k"}, "body"),  # two sources
         ({"budget": 100_000}, "budget"),
+        ({"assurance": "always"}, "assurance"),
+        # A lossy path run on one seed has no interval to be sure by.
+        ({"lossy": True, "assurance": "interval", "replications": 1}, "assurance"),
     ],
 )
 def test_bad_advice_requests_name_the_field(
     pg_stack: Stack, change: dict[str, Any], loc: str
 ) -> None:
+    change = dict(change)
+    scenario = short_seed_003(pg_stack)
+    if change.pop("lossy", False):
+        scenario["links"][1]["loss"] = {"model": "bernoulli", "rate": 0.001}
     body = {
-        "scenario": short_seed_003(pg_stack),
+        "scenario": scenario,
         "target": {"flow": "backup", "metric": "completion_time", "value": 20.0},
         **change,
     }

@@ -168,3 +168,33 @@ def test_no_change_equals_what_the_scenario_has():
         for r in result.diagnosis["f"].remedies:
             for c in r.changes:
                 assert get_path(scenario, c.path) != c.value, (r.action, c)
+
+
+def test_the_diagnosis_recommends_nothing_it_has_not_measured():
+    """A diagnosis says what limits the flow (`why`) and offers its remedies only as
+    candidates: none is recommended before a remedy check measures it. On the Frame Relay
+    backup (a policed PVC) `why` names the policer and no change; `advice` is `why`, then the
+    candidates' phrase, then every helpful remedy's own sentence in the list's order
+    (cheapest first), and no imperative comes before that phrase."""
+    from engine.advice.words import CANDIDATES
+    from engine.scenario import Scenario
+
+    scenario = Scenario.model_validate(_yaml("docs/examples/fr-backup.yaml"))
+    d = run(scenario).diagnosis["backup"]
+    assert d.limit == "pvc_policing"
+    assert d.why and "policer" in d.why and "Set " not in d.why and "→" not in d.why
+    helpful = [r.text for r in d.remedies if r.helps]
+    assert len(helpful) >= 2
+    assert d.advice.startswith(d.why + " " + CANDIDATES + " " + helpful[0])
+    positions = [d.advice.index(t) for t in helpful[:3]]
+    assert positions == sorted(positions)
+    assert "Set " not in d.advice[: d.advice.index(CANDIDATES)]
+
+
+def _yaml(path):
+    import pathlib
+
+    import yaml
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    return yaml.safe_load((root / path).read_text())

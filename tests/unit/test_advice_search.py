@@ -241,3 +241,66 @@ def test_a_measured_interval_stays_within_its_quantity(scenario) -> None:
     assert mean - half < 0  # the raw interval would leave the domain
     assert measured.ci95[0] == 0.0
     assert measured.ci95[1] == pytest.approx(mean + half, rel=1e-6)
+
+
+def _measured_over(scenario, values, **request):
+    """The advisor's measurement of the scenario itself from three seeds' given values."""
+    req = AdviceRequest(target=Target.parse("backup.time<=300s"), replications=3, **request)
+    seeds = Advisor(scenario, req).seeds
+    observed = {
+        str(s): {"v": v, "limit": "receive_window"} for s, v in zip(seeds, values, strict=True)
+    }
+    state = {"round": 1, "proposed": {key_of({}): {}}, "observed": {key_of({}): observed}}
+    return Advisor(scenario, req, state).measured({})
+
+
+def test_assurance_interval_requires_the_whole_interval_to_meet_the_target(scenario) -> None:
+    """Target 300 s. Seeds of 290, 295 and 312 s: mean 299 s, sd = sqrt((81 + 16 + 169) / 2)
+    = 11.53 s, 95% t-interval 299 ± 4.3027 × 11.53 / √3 = 299 ± 28.6 s, so up to 327.6 s.
+    By the mean it meets; by the interval it does not, and a fix that meets only on average
+    says how far its interval reaches. Seeds of 280, 282 and 284 s: 282 ± 4.3027 × 2 / √3
+    = 282 ± 4.97 s, up to 287.0 s: it meets either way."""
+    from engine.advice.reports import Fix, fix_text
+
+    wide = [290.0, 295.0, 312.0]
+    by_mean = _measured_over(scenario, wide)
+    by_interval = _measured_over(scenario, wide, assurance="interval")
+    assert by_mean.mean == pytest.approx(299.0) and by_mean.meets
+    half = 4.302653 * math.sqrt(133.0) / math.sqrt(3)
+    assert by_interval.ci95[1] == pytest.approx(299.0 + half, rel=1e-6)
+    assert not by_interval.meets
+    narrow = _measured_over(scenario, [280.0, 282.0, 284.0], assurance="interval")
+    assert narrow.ci95[1] == pytest.approx(282 + 4.302653 * 2 / math.sqrt(3), rel=1e-6)
+    assert narrow.meets
+
+    target = Target.parse("backup.time<=300s")
+    fix = Fix(
+        levers=[],
+        changes=[],
+        cost=0,
+        cost_classes=[],
+        measured=by_mean,
+        bound=None,
+        note="",
+        text="",
+    )
+    assert f"its 95% interval reaches {target.show(299.0 + half)}" in fix_text(target, fix)
+    sure = fix.model_copy(update={"measured": narrow})
+    assert "interval reaches" not in fix_text(target, sure)
+
+
+def test_assurance_interval_needs_more_than_one_seed_where_seeds_differ(scenario) -> None:
+    """A scenario with randomness run on one seed has no interval to be sure by: refused,
+    naming the field. Without randomness one seed's value is exact, and allowed."""
+    from engine.scenario import Scenario
+
+    data = scenario.model_dump(mode="json")
+    data["links"][1]["loss"] = {"model": "bernoulli", "rate": 0.001}
+    lossy = Scenario.model_validate(data)
+    target = Target.parse("backup.time<=300s")
+    with pytest.raises(ValueError, match="^assurance: 'interval' needs"):
+        Advisor(lossy, AdviceRequest(target=target, assurance="interval", replications=1))
+    assert len(Advisor(lossy, AdviceRequest(target=target, assurance="interval")).seeds) == 3
+    assert Advisor(scenario, AdviceRequest(target=target, assurance="interval")).seeds == [
+        scenario.seed
+    ]

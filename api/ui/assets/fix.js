@@ -29,6 +29,8 @@
     const unit = el("span", { id: "fix-unit" });
     const budget = el("input", { name: "budget", id: "fix-budget", type: "number", min: "1",
                                  max: "200", value: "30", size: 4 });
+    // Sure: a configuration meets the target only when its whole 95% interval does.
+    const sure = el("input", { name: "sure", id: "fix-sure", type: "checkbox" });
     const refill = () => {
       const flow = run.summary.flows[flowSelect.value];
       if (!flow.completed && metric.value === "completion_time") metric.value = "goodput";
@@ -39,6 +41,8 @@
     const form = el("form", { id: "fix-form", class: "fix" },
       el("label", {}, "Make ", flowSelect), " ", metric, " ", value, " ", unit,
       el("label", {}, " using at most ", budget, " runs"), " ",
+      el("label", { title: "Over several seeds, count a change as meeting the target only when its whole 95% interval does, not just its mean" },
+         sure, " sure (whole interval)"), " ",
       el("button", { type: "submit", text: "What would fix it?" }));
     form.onsubmit = async (e) => {
       e.preventDefault();
@@ -46,7 +50,9 @@
       const target = `${flowSelect.value}.${op}${value.value}${unit.textContent === "s" ? "s" : "kbps"}`;
       try {
         const advice = await api("/v1/advice", {
-          method: "POST", body: { run_id: run.id, target, budget: Number(budget.value) },
+          method: "POST",
+          body: { run_id: run.id, target, budget: Number(budget.value),
+                  assurance: sure.checked ? "interval" : "mean" },
         });
         location.href = `/ui/advice/${advice.id}`;
       } catch (err) { showError(err); }

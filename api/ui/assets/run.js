@@ -39,10 +39,13 @@
   const MANY = 8;
   const limitText = (limit) => String(limit).replace(/_/g, " ");
 
+  // What limits each flow (`why`); its remedies are candidates the remedies panel measures
+  // (fix.js), so the diagnosis recommends nothing. Results stored before `why` existed
+  // show their `advice`.
   function diagnosis(doc) {
     const box = document.getElementById("diagnosis");
     const line = ([flow, d]) => el("p", { class: "diagnosis" },
-      el("strong", { text: `${flow}: limited by ${limitText(d.limit)}. ` }), d.advice || "");
+      el("strong", { text: `${flow}: limited by ${limitText(d.limit)}. ` }), d.why || d.advice || "");
     const entries = Object.entries(doc.diagnosis || {});
     if (entries.length <= MANY) {
       box.replaceChildren(...entries.map(line));
