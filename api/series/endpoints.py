@@ -89,6 +89,25 @@ def _wants_csv(request: Request, fmt: str | None) -> bool:
 Render = Callable[[Run, list[service.Window]], tuple[dict[str, Any], dict[str, Any]]]
 
 
+async def _settled(
+    db: Db,
+    load: Callable[[Session], list[service.Window]],
+    run_id: uuid.UUID,
+    version: tuple[int, float] | None,
+) -> tuple[list[service.Window], tuple[int, float] | None]:
+    """The rows `load` reads, and the version they are of. A running run's series are
+    replaced by each snapshot, and the version and the rows are two reads: the rows are of
+    the version only when no snapshot came between (the version only grows), else they are
+    read again under the new one. A finished run's (`version` None) are read once."""
+    windows = await db.read(load)
+    for _ in range(SNAPSHOT_RETRIES):
+        if version is None or (now := await db.read(service.stored_version, run_id)) == version:
+            break
+        version = now
+        windows = await db.read(load)
+    return windows, version
+
+
 async def _answer(
     cached: Conditional,
     db: Db,
@@ -140,16 +159,8 @@ async def _answer(
                 partial=readable.partial,
             )
 
-        windows = await db.read(load)
-        version = readable.version
-        # A running run's series are replaced by each snapshot, and the version and the
-        # rows are two reads: the rows answer with the version's ETag only when no snapshot
-        # came between (the version only grows), else they are read again with the new one.
-        for _ in range(SNAPSHOT_RETRIES):
-            if version is None or (now := await db.read(service.stored_version, run.id)) == version:
-                break
-            version = now
-            windows = await db.read(load)
+        windows, version = await _settled(db, load, run.id, readable.version)
+        if version != readable.version and version is not None:
             headers["ETag"] = cached.tag(run_id, limit, "running", *version).etag
         body, columns = render(run, windows)
         if readable.partial:

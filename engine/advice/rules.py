@@ -39,41 +39,21 @@ def window(ctx: Context) -> list[Remedy | None]:
     field = "snd_buf" if ctx.limit == "send_buffer" else "rcv_buf"
     action: Action = "raise_snd_buf" if field == "snd_buf" else "raise_rcv_buf"
     bdp = path_bdp(ctx)
-    value = segments(bdp, ctx.flow.tcp.mss)
-    changes = window_changes(ctx, field, value)
-    # The flight is the least of both buffers: raising one leaves the other binding when it
-    # is as small (a 64 KiB send and receive buffer), so both go up to the BDP together.
-    other = "rcv_buf" if field == "snd_buf" else "snd_buf"
-    held = getattr(ctx.flow.tcp, other)
-    if held is not None and held < value:
-        changes += window_changes(ctx, other, value)
+    changes = _window_to(ctx, field, segments(bdp, ctx.flow.tcp.mss))
     out = []
     model = ctx.model
     bound = model.bound({c.path: c.value for c in changes}) if model else None
     port = bound.resource if bound and is_port(bound.resource) else None
-    queue_short = (
-        port is not None
-        and bound is not None
-        and bound.queue_bytes is not None
-        and bound.queue_bytes < bdp / 2
-    )
-    if queue_short and port is not None and bound is not None:
-        # Slow start sends at twice the bottleneck's rate: a queue under half the BDP
-        # overflows before the window reaches it (the satellite case of issue 23).
+    # Slow start sends at twice the bottleneck's rate: a queue under half the BDP overflows
+    # before the window reaches it (the satellite case of issue 23).
+    window = ctx.facts.window_bytes or 0
+    short: dict[str, float | int | str] = {}
+    if port and bound and bound.queue_bytes is not None and bound.queue_bytes < bdp / 2:
+        short = {"queue_short": port, "queue_packets": bound.queue_packets or 0}
         extra = queue_change(ctx, port, queue_packets(ctx, bdp))
         if extra is not None:
-            out.append(
-                make(
-                    ctx,
-                    action,
-                    [*changes, extra],
-                    "queue",
-                    subject=port,
-                    bdp=bdp,
-                    window=ctx.facts.window_bytes or 0,
-                    queue_packets=bound.queue_packets or 0,
-                )
-            )
+            figures = {"bdp": bdp, "window": window, "queue_packets": short["queue_packets"]}
+            out.append(make(ctx, action, [*changes, extra], "queue", subject=port, figures=figures))
     out.append(
         make(
             ctx,
@@ -81,26 +61,27 @@ def window(ctx: Context) -> list[Remedy | None]:
             changes,
             "endpoint",
             subject=ctx.flow.id,
-            figures=(
-                {"queue_short": port, "queue_packets": bound.queue_packets or 0}
-                if queue_short and port and bound
-                else {}
-            ),
+            figures=short,
             bdp=bdp,
-            window=ctx.facts.window_bytes or 0,
+            window=window,
         )
     )
     if ctx.facts.path:
-        out.append(
-            make(
-                ctx,
-                "upgrade_link",
-                upgrade(ctx, ctx.share.resource),
-                "link",
-                subject=ctx.share.resource,
-            )
-        )
+        upgrade_to = upgrade(ctx, ctx.share.resource)
+        out.append(make(ctx, "upgrade_link", upgrade_to, "link", subject=ctx.share.resource))
     return out
+
+
+def _window_to(ctx: Context, field: str, value: int) -> list[Change]:
+    """The buffer `field` raised to `value`, and the other buffer with it when it is set and
+    smaller: the flight is the least of both, so raising one alone leaves the other binding
+    (a 64 KiB send and receive buffer)."""
+    changes = window_changes(ctx, field, value)
+    other = "rcv_buf" if field == "snd_buf" else "snd_buf"
+    held = getattr(ctx.flow.tcp, other)
+    if held is not None and held < value:
+        changes += window_changes(ctx, other, value)
+    return changes
 
 
 def capacity(ctx: Context) -> list[Remedy | None]:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from engine.advice import tracks
 from engine.advice.model import COST_ORDER, Change, CostClass
 from engine.advice.options import Lever, default_levers, resolve
+from engine.advice.reach import TargetBounds
 from engine.advice.reports import (
     AdviceReport,
     Fix,
@@ -39,9 +40,7 @@ from engine.advice.reports import (
 )
 from engine.advice.request import RANDOM_REPLICATIONS, AdviceRequest, is_random, key_of
 from engine.advice.target import Target
-from engine.advice.whatif import Bound, PathModel, reaches
 from engine.scenario import Scenario, TcpBulkFlow
-from engine.scenario.topology import Topology
 from engine.stats import estimate
 from engine.study import get_path
 from engine.workflow import Candidate
@@ -84,15 +83,7 @@ class Advisor:
             )
         specs = self.request.levers or default_levers(scenario, flows)
         self.levers: list[Lever] = resolve(scenario, specs, self.request.costs)
-        topo = Topology(scenario)
-        links = {link.id: link for link in scenario.links}
-        by_id = {f.id: f for f in scenario.flows if isinstance(f, TcpBulkFlow)}
-        self.models: dict[str, PathModel] = {}
-        for fid in flows:
-            model = PathModel.of(scenario, by_id[fid], topo, links)
-            if model is None:
-                raise ValueError(f"target: flow {fid!r} has no route")
-            self.models[fid] = model
+        self.paths = TargetBounds(scenario, self.target, flows)
         random = is_random(scenario)
         n = self.request.replications or (RANDOM_REPLICATIONS if random else 1)
         if self.request.assurance == "interval" and random and n < 2:
@@ -108,11 +99,11 @@ class Advisor:
             k: dict(v) for k, v in state.get("observed", {}).items()
         }
         self.bounds = tracks.Bounds(
-            self.bound_value,
-            self._bound_limit,
-            self._reaches,
+            self.paths.value,
+            self.paths.limit,
+            self.paths.reaches,
             self.target.better,
-            self._detail,
+            self.paths.detail,
             self._saving_helps,
         )
 
@@ -289,19 +280,9 @@ class Advisor:
 
     # --- the bounds ----------------------------------------------------------------------------
 
-    def _detail(self, changes: dict[str, Any]) -> Bound:
-        """The path facts of the flow the target's bound is set by."""
-        bounds = [m.bound(changes) for m in self.models.values()]
-        if self.target.lower_is_better:
-            return max(bounds, key=lambda b: b.completion_time or math.inf)
-        return min(bounds, key=lambda b: b.goodput_bps)
-
     def bound_value(self, changes: dict[str, Any]) -> float | None:
-        b = self._detail(changes)
-        return b.completion_time if self.target.lower_is_better else b.goodput_bps
-
-    def _bound_limit(self, changes: dict[str, Any]) -> str | None:
-        return self._detail(changes).limit
+        """What the bounds allow the target at this configuration (engine/advice/reach.py)."""
+        return self.paths.value(changes)
 
     def _saving_helps(self, seconds: float) -> bool | None:
         """Could a transfer `seconds` shorter than the measured base meet the target? For a
@@ -312,18 +293,12 @@ class Advisor:
         if self.target.lower_is_better:
             return self.target.meets(base.mean - seconds)
         active = self.scenario.duration
-        flows = [f for f in self.scenario.flows if f.id in self.models]
+        flows = [f for f in self.scenario.flows if f.id in self.paths.models]
         if flows and all(isinstance(f, TcpBulkFlow) and f.bytes for f in flows) and base.mean:
             active = max(f.bytes * 8 / base.mean for f in flows)  # type: ignore[union-attr, operator]
         if active <= seconds:
             return True
         return self.target.meets(base.mean * active / (active - seconds))
-
-    def _reaches(self, changes: dict[str, Any]) -> bool:
-        return all(
-            reaches(m.bound(changes), self.target.metric, self.target.value)
-            for m in self.models.values()
-        )
 
     # --- the plan, replayed from the measurements ------------------------------------------------
 
@@ -332,7 +307,7 @@ class Advisor:
         plan.base = self.measured({})
         if plan.base is None:
             plan.high.append({})
-            if self._reaches({}):
+            if self.paths.reaches({}):
                 return plan  # it may already meet the target: wait for it
         elif plan.base.meets:
             plan.met = True

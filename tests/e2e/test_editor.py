@@ -65,6 +65,16 @@ def scenario_in_editor(page: Any) -> dict[str, Any]:
 
 def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) -> None:
     outside = offline(page)
+    _opens_the_preset(pg_stack, page)
+    _shows_the_apis_error_then_the_fix(pg_stack, page)
+    _completes_a_field_name(page)
+    run = _runs_it(pg_stack, page)
+    _sweeps_it(pg_stack, page, run)
+    _asks_what_would_fix_it(pg_stack, page, run)
+    assert not outside, outside
+
+
+def _opens_the_preset(pg_stack: Stack, page: Any) -> None:
     page.goto(pg_stack.base_url + "/ui/")
     page.select_option("#scenario-presets", "riverbed-t1-8k")
     page.click("#open-editor")
@@ -86,6 +96,8 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     DOC_IMG.mkdir(exist_ok=True)
     page.screenshot(path=str(DOC_IMG / "editor.png"))
 
+
+def _shows_the_apis_error_then_the_fix(pg_stack: Stack, page: Any) -> None:
     # A rate where a size belongs: the API's own message, at its field's line.
     line = replace_value(page, "rcv_buf", "64KBps")
     problem = page.locator('#problems li[data-pointer="/flows/0/tcp/rcv_buf"]')
@@ -107,10 +119,13 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     assert page.locator("#problems li.error").count() == 0
     facts = pg_stack.client.post("/v1/scenarios/validate", json=scenario_in_editor(page)).json()
     flow = facts["facts"]["flows"]["backup"]
+    row = page.locator("#dry-flows tr[data-flow=backup]")
     shown = float(row.get_attribute("data-window-bps"))
     assert math.isclose(shown, flow["window_bps"], rel_tol=1e-9), (shown, flow)
     assert flow["window_bytes"] > 8760
 
+
+def _completes_a_field_name(page: Any) -> None:
     # Ctrl-Space completes a field name from the API's schema.
     page.evaluate(
         """() => { const cm = window.tcpfrEditor.cm;
@@ -128,6 +143,8 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
                                    {line: last, ch: cm.getLine(last).length}); }"""
     )
 
+
+def _runs_it(pg_stack: Stack, page: Any) -> dict[str, Any]:
     # Shorter, so that the run and the sweep take seconds.
     replace_value(page, "bytes", "2500000")
     page.wait_for_function(
@@ -143,7 +160,10 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     assert run["scenario_id"] and run["status"] == "succeeded"
     stored = pg_stack.client.get(f"/v1/scenarios/{run['scenario_id']}").json()["scenario"]
     assert stored["flows"][0]["tcp"]["rcv_buf"] == 65536  # what was typed, saved
+    return dict(run)
 
+
+def _sweeps_it(pg_stack: Stack, page: Any, run: dict[str, Any]) -> None:
     # Back in the editor with the saved scenario (the run page's link): a 2 x 3 sweep of it.
     page.click("#edit-scenario")
     page.wait_for_url(f"**/ui/editor?scenario={run['scenario_id']}")
@@ -171,6 +191,8 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     assert sweep["run_count"] == 6
     shot(page, "editor-sweep.png")
 
+
+def _asks_what_would_fix_it(pg_stack: Stack, page: Any, run: dict[str, Any]) -> None:
     # And "what would fix it?" for the saved scenario: the advice page opens (then cancelled:
     # the advisor's runs are test_ui's to wait for).
     page.goto(f"{pg_stack.base_url}/ui/editor?scenario={run['scenario_id']}")
@@ -187,7 +209,6 @@ def test_the_editor_checks_runs_and_sweeps_a_preset(pg_stack: Stack, page: Any) 
     assert target["flow"] == "backup" and target["metric"] == "completion_time", target
     assert target["value"] == 10, target  # "10" typed, read as seconds
     pg_stack.client.post(f"/v1/advice/{advice_id}/cancel")
-    assert not outside, outside
 
 
 def test_the_editor_draws_pvcs_and_takes_json(pg_stack: Stack, page: Any) -> None:

@@ -172,6 +172,40 @@ def test_a_series_of_several_runs_on_one_time_axis(pg_stack: Stack) -> None:
     assert csv.text.splitlines()[0] == f"t,{ids[0]},{ids[1]}"
 
 
+def _zoomed_rows(
+    doc: dict[str, Any],
+    meta: dict[str, Any],
+    series: tuple[np.ndarray, np.ndarray],
+    origin: float,
+    window: tuple[float, float],
+    run: dict[str, Any],
+) -> set[float]:
+    """One run's column of an epoch-axis zoom, checked against the run's own series; the
+    axis rows it brings."""
+    t = np.array(doc["columns"]["t"])
+    # The run's own samples inside its stretch of simulated time, from its own series.
+    a, b = ((x - origin) / 1000.0 for x in window)
+    st, sv = series
+    inside = (st >= a) & (st <= b)
+    assert meta["length"] == inside.sum() > 10, (meta, a, b)
+    on_axis = np.round(st[inside] * 1000.0 + origin, 3)
+    col = np.array([np.nan if x is None else x for x in doc["columns"][run["id"]]], dtype=float)
+    at = np.searchsorted(t, on_axis - 2e-3)  # to the microsecond the answer rounds to
+    np.testing.assert_allclose(t[at], on_axis, rtol=0, atol=2e-3)
+    assert np.array_equal(col[at], sv[inside])
+    rows = set(on_axis.tolist())
+    # Held at its last value to the end of the window or of the run, whichever is first.
+    until = min(b, run["summary"]["sim_time"])
+    if st[inside][-1] < until:
+        rows.add(round(until * 1000.0 + origin, 3))
+    # The value it held at the window's start, set by a change before it.
+    if (st < a).any() and st[inside][0] > a:
+        held = round(a * 1000.0 + origin, 3)
+        assert col[np.searchsorted(t, held - 2e-3)] == sv[st < a][-1]
+        rows.add(held)
+    return rows
+
+
 def test_a_zoom_on_the_epoch_axis_picks_each_runs_own_window(pg_stack: Stack) -> None:
     """`time=epoch_ms`, as a Grafana panel overlaying runs asks: each run's simulated time
     laid from the moment it started, and `start`/`end` read on that axis, so the same
@@ -211,27 +245,8 @@ def test_a_zoom_on_the_epoch_axis_picks_each_runs_own_window(pg_stack: Stack) ->
     # step is 0.24 µs, so the window's own edges come back within that of themselves).
     assert t.min() >= start - 1e-3 and t.max() <= end + 1e-3, (t.min() - start, t.max() - end)
     rows: set[float] = set()
-    for run_id, meta in zip(ids, doc["runs"], strict=True):
-        # The run's own samples inside its stretch of simulated time, from its own series.
-        a, b = ((x - origin[run_id]) / 1000.0 for x in (start, end))
-        st, sv = full[run_id]
-        inside = (st >= a) & (st <= b)
-        assert meta["length"] == inside.sum() > 10, (meta, a, b)
-        on_axis = np.round(st[inside] * 1000.0 + origin[run_id], 3)
-        col = np.array([np.nan if x is None else x for x in doc["columns"][run_id]], dtype=float)
-        at = np.searchsorted(t, on_axis - 2e-3)  # to the microsecond the answer rounds to
-        np.testing.assert_allclose(t[at], on_axis, rtol=0, atol=2e-3)
-        assert np.array_equal(col[at], sv[inside])
-        rows.update(on_axis.tolist())
-        # Held at its last value to the end of the window or of the run, whichever is first.
-        until = min(b, runs[ids.index(run_id)]["summary"]["sim_time"])
-        if st[inside][-1] < until:
-            rows.add(round(until * 1000.0 + origin[run_id], 3))
-        # The value it held at the window's start, set by a change before it.
-        if (st < a).any() and st[inside][0] > a:
-            held = round(a * 1000.0 + origin[run_id], 3)
-            assert col[np.searchsorted(t, held - 2e-3)] == sv[st < a][-1]
-            rows.add(held)
+    for run, meta in zip(runs, doc["runs"], strict=True):
+        rows |= _zoomed_rows(doc, meta, full[run["id"]], origin[run["id"]], (start, end), run)
     assert doc["points"] == len(t) == len(rows)
     assert origin[ids[0]] < origin[last]  # the same window, a later stretch of the first run
     # A rate: every run over the same 50 buckets of the window, each row at a bucket's end.
