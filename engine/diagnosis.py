@@ -11,6 +11,11 @@ reported bound is one the achieved goodput cannot exceed:
   that did share what they really took, fair or not.
 - **window**: the effective window per base round trip (plus the first window's head
   start when there is no handshake to wait for).
+- **ack clock**: what the ACKs' way back can clock (its slowest port's ACKs per second
+  times the segments each acknowledges), reported where it is below the link's: a slow
+  return channel (ADSL's uplink) paces the sender, one segment per ACK that gets back.
+  The limit is `ack_clock` when the flow reached it and its time is the link's or a
+  window's (a window held full by ACKs queued on the way back).
 - **mathis**: Mathis et al. (1997), MSS/RTT * sqrt(3/(2bp)) with b packets acknowledged
   per ACK and p the loss rate the flow saw. It models a congestion-avoidance sawtooth;
   when a flow delivered more (its few losses came late, slow start moved the data), the
@@ -38,6 +43,9 @@ from engine.tcp.cc import variant
 from engine.usage import Share
 
 REACHED = 0.85  # share of a flow's life its bottleneck must be busy to be its limit
+# The ACKs' way back limits a flow when it clocks less than this margin below the forward
+# bottleneck, and the flow got at least REACHED of what it clocks.
+ACK_MARGIN = 0.05
 
 
 def mathis_bps(mss: int, rtt: float, p: float, acked_per_ack: int) -> float:
@@ -163,23 +171,45 @@ def _diagnose_tcp(
         loss_bound = None  # not a sawtooth the formula describes (see the module docstring)
     active = s.completion_time if s.completion_time is not None else _active(flow, end)
     window_bps = _window_bound(f, flow, active)
+    ack = f.ack_clock_bps
+    ack_binds = ack is not None and ack < link.bound_bps * (1 - ACK_MARGIN)
     bounds = Bounds(
         link_bps=link.bound_bps,
         window_bps=window_bps,
         mathis_bps=loss_bound,
         application_bps=None,
+        ack_clock_bps=ack if ack_binds else None,
         achieved_bps=achieved,
     )
     name, spent = _limit_by_time(flow, s, policing, bounds)
+    bottleneck: str | None = link.resource
+    if ack_binds and name in _CLOCKED and ack is not None and achieved >= REACHED * ack:
+        name, spent, bottleneck = "ack_clock", _clocked(s), f.ack_port
     return Diagnosis(
         limit=name,
         bounds=bounds,
         bdp_bytes=f.bdp_bytes,
         rtt=rtt,
-        bottleneck=link.resource,
+        bottleneck=bottleneck,
         limit_time=spent,
         advice="",  # written from the remedies (`_with_remedies`)
     )
+
+
+# What an ACK-clocked flow's time shows: its bottleneck busy less than its life, the rest
+# a window full of segments whose ACKs wait on the way back (engine/accounting.py).
+_CLOCKED: frozenset[Limit] = frozenset(
+    {"link_capacity", "receive_window", "send_buffer", "congestion_window"}
+)
+
+
+def _clocked(s: TcpFlowSummary) -> float | None:
+    """What a slow way back cost the flow: its life past the handshake beyond the time its
+    bytes take at the forward bottleneck's rate (the accounting's `busy`)."""
+    t = s.time
+    if t is None:
+        return None
+    return max(t.duration - t.handshake - t.busy, 0.0)
 
 
 # The limit each state of the flow's time is (engine/accounting.py), in the order ties go.

@@ -195,6 +195,13 @@ class Bounds(_Model):
         "congestion-avoidance sawtooth)"
     )
     application_bps: float | None = Field(default=None, description="The application's own rate")
+    ack_clock_bps: float | None = Field(
+        default=None,
+        description="What the ACKs' way back can clock once the first window is out: its "
+        "slowest port's ACKs per second (a 40-byte ACK with that link's framing) times the "
+        "segments each ACK acknowledges times the MSS; null when it is above `link_bps` (a "
+        "return path that does not bind)",
+    )
     achieved_bps: float | None
 
 
@@ -208,6 +215,7 @@ Limit = Literal[
     "send_buffer",
     "incomplete",
     "pvc_policing",
+    "ack_clock",
 ]
 
 

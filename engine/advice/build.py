@@ -69,7 +69,7 @@ def _effect(ctx: Context, changes: list[Change]) -> Effect | None:
     if ctx.model is None or not changes:
         return None
     b = ctx.model.bound({c.path: c.value for c in changes})
-    limit = b.limit if b.limit in ("link", "pvc", "shaper", "window") else None
+    limit = b.limit if b.limit in ("link", "pvc", "shaper", "window", "ack") else None
     return Effect(
         goodput_bps=b.goodput_bps,
         completion_time=b.completion_time,
@@ -89,12 +89,15 @@ def _verdict(ctx: Context, effect: Effect | None, raises_bound: bool) -> tuple[b
     if effect is None or effect.goodput_bps is None or ctx.model is None:
         return True, None
     achieved = ctx.summary.goodput_bps
+    before = ctx.model.bound()
     if effect.goodput_bps < achieved:
-        return False, "lowers_bound"
+        # Below what the flow got: a lower bound than now's, or now's own where the flow
+        # beat it (a first window's head start past an ACK clock) and nothing moved.
+        lowers = effect.goodput_bps < before.goodput_bps * (1 - 1e-9)
+        return False, "lowers_bound" if lowers else "bound_unchanged"
     if not raises_bound:
         room = effect.goodput_bps > achieved * ROOM
         return room, None if room else "bound_unchanged"
-    before = ctx.model.bound()
     if effect.goodput_bps > max(achieved, before.goodput_bps) * ROOM:
         return True, None
     return False, "bound_unchanged"

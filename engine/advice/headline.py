@@ -24,6 +24,7 @@ def headline(ctx: Context) -> str:
         "loss": _loss,
         "timeouts": _timeouts,
         "congestion_window": _cwnd,
+        "ack_clock": _ack_clock,
     }
     say = words.get(ctx.limit)
     if say is None or (ctx.limit == "pvc_policing" and ctx.policing is None):
@@ -88,6 +89,19 @@ def _capacity(ctx: Context) -> str:
         f"The bottleneck {share.resource} ({rate(share.bound_bps)} of payload for this "
         f"flow) is the limit; the window ({ctx.facts.window_bytes or 0:,} B) already covers "
         f"the bandwidth-delay product ({ctx.facts.bdp_bytes or 0:,.0f} B)."
+    )
+
+
+def _ack_clock(ctx: Context) -> str:
+    f, s, tcp = ctx.facts, ctx.summary, ctx.flow.tcp
+    per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
+    acks = "one ACK per segment" if per_ack == 1 else f"one ACK per {per_ack} segments"
+    return (
+        f"The ACKs' way back is the limit: {f.ack_port} returns at {acks} a clock of "
+        f"{rate(f.ack_clock_bps)} of payload, below the {rate(ctx.share.bound_bps)} that "
+        f"{ctx.share.resource} carries for this flow; the sender sends only as ACKs come "
+        f"back, and they queue on the way (round trip {(s.rtt_mean or 0) * 1e3:,.0f} ms "
+        f"against {(f.base_rtt or 0) * 1e3:,.0f} ms unloaded)."
     )
 
 

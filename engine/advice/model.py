@@ -29,6 +29,7 @@ Action = Literal[
     "raise_rcv_buf",
     "raise_snd_buf",
     "enable_sack",
+    "enable_delayed_ack",
     "change_variant",
     "raise_initial_cwnd",
     "lower_min_rto",
@@ -70,11 +71,13 @@ class Effect(_Model):
     completion_time: float | None = Field(
         default=None, description="Lower bound of a finite transfer's completion time, s"
     )
-    limit: Literal["link", "pvc", "shaper", "window"] | None = Field(
-        default=None, description="The bound that binds after the change"
+    limit: Literal["link", "pvc", "shaper", "window", "ack"] | None = Field(
+        default=None,
+        description="The bound that binds after the change (`ack`: the ACKs' way back)",
     )
     resource: str | None = Field(
-        default=None, description="Where: a port '<link>:<from>><to>' or 'pvc:<id>'"
+        default=None,
+        description="Where: a port '<link>:<from>><to>' (for `ack`, the way back's) or 'pvc:<id>'",
     )
 
 

@@ -25,9 +25,9 @@ from engine.advice.levers import (
     parse_value,
     tier_price,
 )
-from engine.analysis.paths import flow_facts
+from engine.analysis.paths import PathFacts, flow_facts
 from engine.protocol import TCP_IP_HEADERS
-from engine.scenario import Pvc, Scenario, TcpBulkFlow
+from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow
 from engine.scenario.topology import Topology
 from engine.study import StudyError, apply_changes, get_path
 from engine.tcp.cc import variant
@@ -292,6 +292,24 @@ def _missing(data: dict[str, Any], path: str) -> bool:
 WINDOW_BUFFERS = frozenset({"rcv_buf", "snd_buf"})
 
 
+def _way_back(flow: TcpBulkFlow, fact: PathFacts, links: dict[str, Link]) -> dict[str, LeverSpec]:
+    """Where the ACKs' way back clocks less than the path carries (ADSL's uplink): fewer ACKs
+    per segment (delayed ACKs at the receiver, where they are off) and that way's rate."""
+    clock, port = fact.ack_clock_bps, fact.ack_port
+    if clock is None or port is None or clock >= fact.link_bps:
+        return {}
+    out = {}
+    if not flow.tcp.delayed_ack.enabled:
+        path = f"flows.{flow.id}.tcp.delayed_ack.enabled"
+        out[path] = LeverSpec(paths=[path])
+    link_id, ends = port.split(":")
+    link = links[link_id]
+    own = ends.split(">")[0] == link.b and link.rate_b_to_a is not None
+    path = f"links.{link_id}.{'rate_b_to_a' if own else 'rate'}"
+    out[path] = LeverSpec(paths=[path])
+    return out
+
+
 def default_levers(scenario: Scenario, flows: list[str]) -> list[LeverSpec]:
     """The levers that can matter for these flows when the request names none."""
     topo = Topology(scenario)
@@ -332,6 +350,7 @@ def default_levers(scenario: Scenario, flows: list[str]) -> list[LeverSpec]:
             }
         )
         groups["|".join(tier)] = LeverSpec(paths=[f"links.{i}.rate" for i in tier])
+        groups.update(_way_back(f, fact, links))
         link_id = fact.bottleneck.split(":")[0]
         if not fact.bottleneck.startswith("pvc:"):
             queue = (

@@ -38,6 +38,7 @@ def remedies(ctx: Context) -> list[Remedy]:
         "loss": rules.loss,
         "timeouts": rules.timeouts,
         "congestion_window": rules.cwnd,
+        "ack_clock": rules.ack_clock,
     }
     out = [r for r in table.get(ctx.limit, rules.unfinished)(ctx) if r is not None]
     return sorted(out, key=lambda r: (not r.helps, words.cost_rank(r)))

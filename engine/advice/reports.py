@@ -155,6 +155,7 @@ _BINDS = {
     "link": "a link",
     "pvc": "the PVC's contract",
     "shaper": "the shaper",
+    "ack": "the ACKs' way back",
     "queue_holds_window": "the queue already holds the whole window",
     "window_covers_bdp": "the window already covers the bandwidth-delay product",
     "slow_start_saves_too_little": "a larger initial window saves a few round trips of slow "

@@ -22,6 +22,7 @@ from engine.advice.build import (
     window_changes,
 )
 from engine.advice.context import Context
+from engine.advice.levers import ladder_for
 from engine.advice.model import Action, Change, Remedy
 from engine.net import link_wire
 from engine.protocol import TCP_IP_HEADERS
@@ -82,6 +83,47 @@ def _window_to(ctx: Context, field: str, value: int) -> list[Change]:
     if held is not None and held < value:
         changes += window_changes(ctx, other, value)
     return changes
+
+
+def ack_clock(ctx: Context) -> list[Remedy | None]:
+    """The ACKs' way back clocks the flow: fewer ACKs per segment (delayed ACKs, free at the
+    receiver), a faster way back (its port's next product), and the forward link's upgrade
+    shown for what it is, no help while the ACKs set the pace."""
+    out: list[Remedy | None] = []
+    delayed = ctx.flow.tcp.delayed_ack
+    if not delayed.enabled:
+        path = f"flows.{ctx.flow.id}.tcp.delayed_ack.enabled"
+        change = Change(path=path, value=True, was=False)
+        out.append(
+            make(
+                ctx,
+                "enable_delayed_ack",
+                [change],
+                "endpoint",
+                subject=ctx.flow.id,
+                per_ack=delayed.count,
+            )
+        )
+    port = ctx.facts.ack_port
+    if port is not None:
+        out.append(make(ctx, "upgrade_link", _upgrade_way(ctx, port), "link", subject=port))
+    if is_port(ctx.share.resource):
+        forward = upgrade(ctx, ctx.share.resource)
+        out.append(make(ctx, "upgrade_link", forward, "link", subject=ctx.share.resource))
+    return out
+
+
+def _upgrade_way(ctx: Context, port: str) -> list[Change]:
+    """One direction's rate to the next product of its ladder: `rate_b_to_a` where the link
+    has its own for b -> a (ADSL's uplink), else the link's `rate`."""
+    link, direction = port_direction(ctx, port)
+    field = "rate_b_to_a" if direction == "b_to_a" and link.rate_b_to_a is not None else "rate"
+    now = link.rate_b_to_a if field == "rate_b_to_a" else link.rate
+    assert now is not None
+    above = [t for t in ladder_for(now) if t.bps > now * (1 + 1e-9)]
+    if not above:
+        return []
+    return [Change(path=f"links.{link.id}.{field}", value=above[0].bps, was=now)]
 
 
 def capacity(ctx: Context) -> list[Remedy | None]:

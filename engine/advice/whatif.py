@@ -36,14 +36,15 @@ class Bound:
 
     goodput_bps: float  # upper bound over a long transfer
     completion_time: float | None  # lower bound of a finite transfer, s
-    limit: str  # which bound binds: link | pvc | shaper | window
-    resource: str  # its port key or pvc:<id>
+    limit: str  # which bound binds: link | pvc | shaper | window | ack
+    resource: str  # its port key or pvc:<id> (for ack: the ACKs' slowest port)
     rtt: float  # base round trip, s
     capacity_bps: float  # payload rate of the path's tightest resource
     bdp_bytes: float  # capacity x rtt
     window_bytes: int
     queue_bytes: float | None  # the tightest link's egress queue, in bytes of full segments
     queue_packets: int | None
+    ack_clock_bps: float = float("inf")  # what the ACKs' way back can clock
 
 
 # The TCP settings the bounds depend on (the window, the segment, the handshake's wait).
@@ -141,12 +142,18 @@ class PathModel:
                 links, pvc, shaper, payload, size, (capacity, limit, resource, burst)
             )
         window_bps = window * 8 / rtt if rtt > 0 else float("inf")
-        goodput = min(capacity, window_bps)
+        ack_clock, ack_port = self._ack_clock(links, tcp)
+        pace = capacity  # what paces the flow: the path's capacity, or its ACKs' way back
+        if ack_clock < capacity:  # a slow way back (ADSL's uplink) clocks the flow
+            # A window's worth leaves ahead of the clock: slow start sends two segments per
+            # ACK until the window is full, one after.
+            pace, limit, resource, burst = ack_clock, "ack", ack_port, window * 8.0
+        goodput = min(pace, window_bps)
         q_bytes, q_packets = _queue(links, tight, payload)
         return Bound(
             goodput_bps=goodput,
-            completion_time=self._completion(links, capacity, burst, window, rtt),
-            limit="window" if window_bps < capacity else limit,
+            completion_time=self._completion(links, pace, burst, window, rtt),
+            limit="window" if window_bps < pace else limit,
             resource=resource,
             rtt=rtt,
             capacity_bps=capacity,
@@ -154,6 +161,7 @@ class PathModel:
             window_bytes=window,
             queue_bytes=None if q_bytes is None else float(q_bytes),
             queue_packets=q_packets,
+            ack_clock_bps=ack_clock,
         )
 
     def _forward(
@@ -188,6 +196,19 @@ class PathModel:
             rate, delay = _way(link, h.direction)
             ack_way += delay + link_wire(link, TCP_IP_HEADERS) * 8 / rate
         return ack_way
+
+    def _ack_clock(self, links: Mapping[str, Link], tcp: TcpSpec) -> tuple[float, str]:
+        """The payload the ACKs' way back can clock, as the path facts have it: its slowest
+        hop's 40-byte ACKs per second times the segments each acknowledges times the MSS;
+        and that hop's port key."""
+        acks, port = float("inf"), ""
+        for h in self.back:
+            link = links.get(h.link.id, h.link)
+            per_second = _way(link, h.direction)[0] / (link_wire(link, TCP_IP_HEADERS) * 8)
+            if per_second < acks:
+                acks, port = per_second, h.key
+        per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
+        return acks * per_ack * tcp.mss * 8, port
 
     def _pvc_limit(
         self,
@@ -247,6 +268,7 @@ class PathModel:
         does."""
         links: dict[str, Link] = {}
         tcp_update: dict[str, Any] = {}
+        delayed_update: dict[str, Any] = {}
         pvc_update: dict[str, Any] = {}
         shaping_update: dict[str, Any] = {}
         mine = {h.link.id: h.link for h in (*self.hops, *self.back)}
@@ -261,6 +283,8 @@ class PathModel:
                 and parts[3] in _TCP_BOUND
             ):
                 tcp_update[parts[3]] = parse_value(path, value)
+            elif parts[:4] == ["flows", self.flow.id, "tcp", "delayed_ack"] and len(parts) == 5:
+                delayed_update[parts[4]] = parse_value(path, value)
             elif (
                 self.pvc is not None
                 and parts[:2] == ["frame_relay", "pvcs"]
@@ -274,6 +298,8 @@ class PathModel:
                 and parts[:4] == ["frame_relay", "pvcs", self.pvc.id, "shaping"]
             ):
                 shaping_update[parts[4]] = parse_value(path, value)
+        if delayed_update:  # the ACKs per segment, so the way back's clock
+            tcp_update["delayed_ack"] = self.flow.tcp.delayed_ack.model_copy(update=delayed_update)
         if not links and not tcp_update and not pvc_update and not shaping_update:
             return None
         # Copies without validation: the values are parsed (parse_value) and every remedy of

@@ -56,6 +56,7 @@ def _effect(r: Remedy) -> str:
         "pvc": f"the contract of {e.resource}",
         "shaper": f"the shaper of {e.resource}",
         "link": e.resource,
+        "ack": f"the ACKs' way back ({e.resource})",
     }.get(e.limit or "", "")
     return f": the bounds then allow up to {rate(e.goodput_bps)}{at_least}, {where} binding"
 
@@ -72,6 +73,8 @@ _WHY: dict[str, str] = {
     "raise_queue": "({subject} dropped {drops:,} packets) so that it holds one "
     "bandwidth-delay product ({bdp:,.0f} B)",
     "enable_sack": "to recover several losses per round trip",
+    "enable_delayed_ack": "at the receiver, so that each ACK on the way back acknowledges "
+    "{per_ack} segments and clocks {per_ack} times the payload",
     "change_variant": "(bbr does not slow down for random loss)",
     "lower_min_rto": "to Linux's floor, shortening each of the {timeouts} stalls",
     "raise_initial_cwnd": "(RFC 6928, Linux's default), saving about {rounds_saved} round "
@@ -126,6 +129,11 @@ def _why_not(r: Remedy, ctx: Context | None) -> str:
     achieved = ctx.summary.goodput_bps if ctx is not None else None
     if r.why_not == "lowers_bound" and e is not None:
         return f"it caps the flow at {rate(e.goodput_bps)}, below the {rate(achieved)} it gets now"
+    if e is not None and e.limit == "ack":
+        return (
+            f"the ACKs' way back ({e.resource}) still holds the flow at "
+            f"{rate(e.goodput_bps)} whatever the link"
+        )
     if e is not None and e.limit == "window":
         return f"the window still holds the flow at {rate(e.goodput_bps)} whatever the link"
     if e is not None:

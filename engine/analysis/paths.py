@@ -32,6 +32,7 @@ class PathFacts:
     pvc: str | None  # the PVC carrying the flow's data, if any
     bdp_bytes: float | None
     ack_clock_bps: float | None  # most payload the ACKs' path can clock (b segments per ACK)
+    ack_port: str | None  # the port key of the ACKs' path that sets `ack_clock_bps`
     est_packets: int
     est_events: int
 
@@ -144,6 +145,7 @@ def flow_facts(
             pvc=span.pvc.id if span is not None else None,
             bdp_bytes=tcp.bdp,
             ack_clock_bps=tcp.ack_clock,
+            ack_port=tcp.ack_port,
             est_packets=0,
             est_events=0,
         )
@@ -159,9 +161,10 @@ class _Tcp(NamedTuple):
     window_bps: float | None
     bdp: float | None
     ack_clock: float | None
+    ack_port: str | None
 
 
-_NOT_TCP = _Tcp(None, None, None, None, None, None)
+_NOT_TCP = _Tcp(None, None, None, None, None, None, None)
 
 
 def _tcp_facts(
@@ -177,6 +180,7 @@ def _tcp_facts(
     40-byte ACK with that link's framing) times the segments each ACK acknowledges."""
     ack_way = 0.0
     acks_per_second = math.inf
+    ack_port = None
     directions, wires = ports.directions, ports.wires
     for hop in back:
         rate, delay, _ = directions.get((hop.link_id, hop.src)) or ports.direction(hop)
@@ -186,6 +190,7 @@ def _tcp_facts(
         ack_way += delay + bits / rate
         if rate / bits < acks_per_second:
             acks_per_second = rate / bits
+            ack_port = _port_key(hop)
     tcp = flow.tcp
     window = effective_window(tcp)
     cut = None
@@ -197,7 +202,7 @@ def _tcp_facts(
     window_bps = window * 8 / base_rtt if base_rtt > 0 else math.inf
     per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
     ack_clock = acks_per_second * per_ack * tcp.mss * 8 if back else None
-    return _Tcp(base_rtt, cut, window, window_bps, capacity * base_rtt / 8, ack_clock)
+    return _Tcp(base_rtt, cut, window, window_bps, capacity * base_rtt / 8, ack_clock, ack_port)
 
 
 def _port_limit(

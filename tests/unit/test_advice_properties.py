@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -129,6 +130,10 @@ def what_ifs(draw: Any) -> tuple[Scenario, dict[str, Any]]:
     return scenario, changes
 
 
+def bound_window(facts: Any) -> float:
+    return float(facts.window_bps) if facts.window_bps is not None else math.inf
+
+
 @settings(max_examples=150, **SETTINGS)
 @given(case=what_ifs())
 def test_the_what_if_bounds_are_the_facts_of_the_changed_scenario(
@@ -147,5 +152,13 @@ def test_the_what_if_bounds_are_the_facts_of_the_changed_scenario(
     assert bound.window_bytes == facts.window_bytes
     assert bound.capacity_bps == pytest.approx(facts.link_bps, rel=1e-12)
     assert bound.bdp_bytes == pytest.approx(facts.bdp_bytes, rel=1e-12)
+    # A way back that clocks less than the path carries paces the flow (ADSL's uplink).
+    clock = facts.ack_clock_bps
+    assert clock is not None and bound.ack_clock_bps == pytest.approx(clock, rel=1e-12)
+    if clock < facts.link_bps:
+        assert bound.resource == facts.ack_port
+        assert bound.goodput_bps == pytest.approx(min(clock, bound_window(facts)), rel=1e-12)
+        assert bound.limit == ("window" if bound_window(facts) < clock else "ack")
+        return
     resource = facts.bottleneck
     assert bound.resource == resource
