@@ -31,6 +31,10 @@ class Settings(BaseSettings):
 
     queue: str = "runs"
     worker_concurrency: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    # Simulations are batch work beside an interactive API on the same cores: a worker's
+    # processes run this much nicer (os.nice), so a request never waits behind a run's
+    # time slice; 0 leaves them as they start.
+    worker_nice: int = Field(default=10, ge=0, le=19)
     task_soft_time_limit: float = 1800.0
     task_time_limit: float | None = None  # default: soft limit + 60 s
     heartbeat_interval: float = 2.0

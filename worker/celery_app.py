@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 from celery import signals
 
@@ -21,8 +22,10 @@ app.conf.include = ["worker.tasks"]
 
 @signals.worker_process_init.connect
 def _memory_ceiling(**_: object) -> None:
-    """Each pool process, as it starts: a run's memory ceiling (worker.memory)."""
+    """Each pool process, as it starts: a run's memory ceiling (worker.memory), and its
+    niceness: simulations yield the CPU to the API's requests (settings.worker_nice)."""
     limit_this_process(settings.max_run_memory)
+    os.nice(settings.worker_nice)
 
 
 app.conf.worker_max_memory_per_child = replace_above(settings.max_run_memory)

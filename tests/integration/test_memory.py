@@ -4,6 +4,7 @@ submission (422 naming what to change), and a worker stops a run that outgrows i
 
 from __future__ import annotations
 
+import os
 import secrets
 import sys
 from collections.abc import Iterator
@@ -115,3 +116,23 @@ def test_a_run_past_the_memory_ceiling_fails_saying_so_and_the_worker_goes_on(
     done = low_ceiling.wait_run(after.json()["id"])
     assert done["status"] == "succeeded"
     assert low_ceiling.procs["worker"].poll() is None  # the worker itself never went away
+
+
+def _nice(pid: int) -> int:
+    """A process's nice value: field 19 of /proc/PID/stat (after the parenthesised name)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[16])
+
+
+def test_a_workers_simulations_run_nicer_than_the_api(low_ceiling: Stack) -> None:
+    """Simulations are batch work beside the interactive API on the same cores: every pool
+    process of a worker runs 10 nicer (settings.worker_nice) than the worker that forked it,
+    which itself stays as it started, as the API does."""
+    worker = low_ceiling.procs["worker"].pid
+    low_ceiling.wait_run(
+        low_ceiling.client.post("/v1/runs", json={"preset": "riverbed-t1-8k"}).json()["id"]
+    )
+    children = Path(f"/proc/{worker}/task/{worker}/children").read_text().split()
+    assert children, "the worker has no pool process"
+    assert _nice(worker) == _nice(os.getpid())
+    assert [_nice(int(pid)) for pid in children] == [min(19, _nice(worker) + 10)] * len(children)
