@@ -10,12 +10,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
-import simpy
 from simpy.core import StopSimulation
 
 from engine import native
@@ -25,7 +24,7 @@ from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.host import attach_small_queues, hold_back
-from engine.kernel import SLICES, Kernel, stream
+from engine.kernel import SLICES, Kernel, Periodic, stream
 from engine.net import Egress, make_loss, make_queue
 from engine.packet import Path
 from engine.recorder import LinkProbe, RateSampler
@@ -125,7 +124,9 @@ class Network:
             [self.goodput[f.id] for f in tcp],
             list(self.ports.values()),
         )
-        env.process(self._sampler(float(scenario.sample_interval)))
+        # Rate-type series (goodput per TCP flow, utilisation per port): one beat every
+        # interval, read by the RateSampler.
+        Periodic(env, float(scenario.sample_interval), self.sampler.beat)
         self.budget = self._share_points(tcp)
 
     def _share_points(self, tcp: list[TcpFlow]) -> PointBudget:
@@ -167,15 +168,6 @@ class Network:
         if not self.pending and self.scenario.stop_when_done and not self.finished:
             self.finished = True
             self.done.succeed()
-
-    def _sampler(self, interval: float) -> Generator[simpy.Event, Any, None]:
-        """Rate-type series (goodput per TCP flow, utilisation per port): one beat every
-        interval, read by the RateSampler."""
-        env = self.env
-        beat = self.sampler.beat
-        while True:
-            yield env.timeout(interval)
-            beat(env.now)
 
 
 def simulate(
