@@ -181,8 +181,8 @@ def simulate(
     """Run `scenario` and return its Result; the same scenario and seed give the same Result.
 
     `snapshot(now, read)` is called between slices, as `progress` is: `read()` gives the
-    series recorded up to `now`, copied, without touching the recorder, so calling it or not
-    leaves the Result as it was. The caller decides how often it is worth reading."""
+    series recorded up to `now`, copied; it only makes the rate sampler's beats points
+    early (`_read`), so calling it or not leaves the Result as it was. The caller decides how often it is worth reading."""
     wall0 = time.perf_counter()
     run_seed = scenario.seed if seed is None else seed
     with _collector_paused():
@@ -199,7 +199,7 @@ def simulate(
         if progress is not None:
             progress(_fraction(net, duration))
         if snapshot is not None:
-            snapshot(env.now, partial(_series, net))
+            snapshot(env.now, partial(_read, net))
         if should_stop is not None and should_stop():
             raise SimulationCancelled()
     if progress is not None:
@@ -302,6 +302,13 @@ def _series(net: Network) -> dict[str, Series]:
     """The run's series as recorded so far, those with points: read, never changed, so the
     Result's and a snapshot's are made alike."""
     return {key: trace.series() for key, trace in _traces(net) if len(trace.t)}
+
+
+def _read(net: Network) -> dict[str, Series]:
+    """A snapshot's series: the sampler's beats so far become points first (where its
+    blocks end leaves every point as it is), so the rate series are as recent as the rest."""
+    net.sampler.flush()
+    return _series(net)
 
 
 def _traces(net: Network) -> Iterator[tuple[str, Trace]]:
