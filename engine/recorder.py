@@ -393,7 +393,7 @@ class RateSampler:
         k = self._beats
         if not k:
             return
-        t = np.array(self._t, dtype=np.float64)
+        t = np.fromiter(self._t, np.float64, k)
         delivered_row, busy_row = self._delivered, self._busy
         self._t, self._delivered, self._busy = [], [], []
         interval = self.interval
@@ -402,14 +402,14 @@ class RateSampler:
         # by a row, elementwise as stacked rows would be.
         if self.flows:
             width = len(self.flows)
-            rows = np.array(self.last_bytes + delivered_row, dtype=np.int64)
+            rows = np.fromiter(self.last_bytes + delivered_row, np.int64, (k + 1) * width)
             rates = ((rows[width:] - rows[:-width]) * 8 / interval).reshape(k, width)
             self.last_bytes = delivered_row[-width:]
             for j, trace in enumerate(self.goodput):
                 trace.sample_block(t, rates[:, j])
         if self.ports:
             width = len(self.ports)
-            rows = np.array(self.last_busy + busy_row, dtype=np.float64)
+            rows = np.fromiter(self.last_busy + busy_row, np.float64, (k + 1) * width)
             ratios = ((rows[width:] - rows[:-width]) / interval).reshape(k, width)
             self.last_busy = busy_row[-width:]
             for j, trace in enumerate(self.utilization):
