@@ -251,12 +251,13 @@ def _limit_by_time(
     after_handshake = t.duration - t.handshake
     full = after_handshake > 0 and t.busy >= REACHED * after_handshake
     spent: dict[Limit, float] = {}
+    limits_window = variant(flow.tcp.variant).limits_window  # once, not once per state
     for state, limit in _LIMIT_OF.items():
         if state == "busy" and not full and after_handshake > t.busy:
             continue  # the others' time decides (the docstring's second paragraph)
         if state == "congestion_avoidance" and s.retransmissions:
             limit = "loss"
-        if not variant(flow.tcp.variant).limits_window and limit == "loss":
+        if not limits_window and limit == "loss":
             limit = "timeouts"
         if limit in _LOSSES and s.packets_dropped == 0:
             limit = "link_capacity"

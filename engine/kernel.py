@@ -219,6 +219,8 @@ class Kernel:
                 call.fn(call.value)
             elif kind is Later:
                 _invoke_later(event)
+            elif kind is Periodic:
+                _tick(event)
             elif self._step(event):
                 return
         self._now = until
@@ -284,6 +286,43 @@ def _invoke_later(event: Later) -> None:
 
 
 _LATER_CALLBACKS: Final[list[Callable[[Later], None]]] = [_invoke_later]
+
+
+class Periodic:
+    """`fn(now)` every `interval`, from `interval` on, for the rest of the run: SimPy's
+    process `while True: yield env.timeout(interval); fn(env.now)` as one slotted event,
+    which the kernel calls directly (the process cost an interpreted generator, a Timeout
+    and SimPy's `_resume` per beat: 17k instructions, 11% of a one-flow run of 200 s).
+
+    The same entries, taking the same ids: the process's start (an URGENT event due now,
+    its id taken here), then at each beat `fn` and the next beat's timeout (NORMAL, due
+    `interval` after this one, its id taken after `fn`'s)."""
+
+    __slots__ = ("callbacks", "kernel", "interval", "fn", "started")
+    _ok = True
+
+    def __init__(self, kernel: Kernel, interval: float, fn: Callable[[float], None]):
+        self.kernel = kernel
+        self.interval = interval
+        self.fn = fn
+        self.started = False
+        self.callbacks: list[Callable[[Periodic], None]] | None = _PERIODIC_CALLBACKS
+        queue: list[Any] = kernel._queue
+        heappush(queue, (kernel._now, URGENT, kernel.next_eid(), self))
+
+
+def _tick(event: Periodic) -> None:
+    kernel = event.kernel
+    if event.started:
+        event.fn(kernel._now)
+    else:
+        event.started = True
+    event.callbacks = _PERIODIC_CALLBACKS
+    queue: list[Any] = kernel._queue
+    heappush(queue, (kernel._now + event.interval, NORMAL, kernel.next_eid(), event))
+
+
+_PERIODIC_CALLBACKS: Final[list[Callable[[Periodic], None]]] = [_tick]
 
 
 class Timer:

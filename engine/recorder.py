@@ -22,7 +22,9 @@ from engine.kernel import stream
 from engine.trace import PointBudget, Trace
 
 if TYPE_CHECKING:
+    from engine.flows import TcpFlow
     from engine.kernel import Kernel
+    from engine.net import Egress
     from engine.tcp.cc.base import CongestionOps
     from engine.tcp.rtt import RttEstimator
     from engine.tcp.state import TcpState
@@ -48,22 +50,14 @@ class ProbedSender(Protocol):
 
 
 class ProbedPort(Protocol):
-    """What a `LinkProbe` and the `RateSampler` read of an egress port."""
+    """What a `LinkProbe` reads of an egress port."""
 
     link_id: str
     src: str
     dst: str
-    busy_total: float
-    busy_until: float
 
     @property
     def probe(self) -> LinkProbe | None: ...
-
-
-class Delivering(Protocol):
-    """What the `RateSampler` reads of a TCP flow: the bytes delivered so far."""
-
-    delivered_bytes: int
 
 
 RESERVOIR: Final = 50_000
@@ -332,58 +326,66 @@ class LinkProbe:
         }
 
 
-SAMPLER_BLOCK = 64  # beats read before they become points: bounded memory, numpy per block
+SAMPLER_BLOCK: Final = 64  # beats read before they become points: bounded memory, numpy per block
+#: A block is SAMPLER_BLOCK beats, or more when its rows are narrow, up to this many values:
+#: each block costs a dozen numpy calls per series whatever its length (a one-flow run of
+#: 200 s flushed 32 times, 5.6 M instructions, 2% of the run).
+SAMPLER_VALUES: Final = 4096
 
 
 class RateSampler:
     """The rate series sampled every `interval`: goodput per TCP flow, utilisation per port.
 
-    A beat only reads each flow's delivered bytes and each port's busy-time counters into a
-    row, appended to plain arrays; every SAMPLER_BLOCK beats, and on `flush()`,
-    numpy turns the rows into rates and each series takes its points in one call. Values
-    and thinning are those of sampling each series point by point: the same IEEE
-    operations on the same numbers, appended in the same order.
+    A beat only reads each flow's delivered bytes and each port's busy time into a row,
+    appended to plain lists; every SAMPLER_BLOCK beats, and on `flush()`, numpy turns the
+    rows into rates and each series takes its points in one call. Values and thinning are
+    those of sampling each series point by point: the same IEEE operations on the same
+    numbers, appended in the same order.
     """
 
     def __init__(
         self,
         interval: float,
-        flows: Sequence[Delivering],
+        flows: Sequence[TcpFlow],
         goodput: list[Trace],
-        ports: Sequence[ProbedPort],
+        ports: Sequence[Egress],
     ):
         self.interval = interval
-        self.flows = flows  # TcpFlow objects, and their goodput traces in the same order
+        # TcpFlow objects, and their goodput traces in the same order. Typed as the
+        # compiled classes they are, so that a beat reads each counter natively.
+        self.flows: list[TcpFlow] = list(flows)
         self.goodput = goodput
-        self.ports = ports
+        self.ports: list[Egress] = list(ports)
         self.utilization: list[Trace] = []
         for port in ports:  # once per run
             assert port.probe is not None  # simulate() gives every port a probe
             self.utilization.append(port.probe.utilization)
-        self.last_bytes = np.zeros(len(flows), dtype=np.int64)
-        self.last_busy = np.zeros(len(ports))
-        # A block of beats, one row each, as numbers the collector never sees (lists of
-        # a thousand ints and floats per beat were traversed by every collection). Plain
-        # arrays, appended to: a row written into a numpy block cost ~28k instructions a
-        # beat in three numpy calls, 13% of a one-flow run of 200 s (2,000 beats).
-        self._t = array("d")
-        self._delivered = array("q")
-        self._busy_total = array("d")
-        self._busy_until = array("d")
+        # The row before the block's first (at first, zeros).
+        self.last_bytes: list[int] = [0] * len(self.flows)
+        self.last_busy: list[float] = [0.0] * len(self.ports)
+        # A block of beats, one row each, in flat lists: appending to a list is a native
+        # call, where an array's append parsed each number with a format string (680
+        # instructions an item; 9,000 items a beat at 1,000 flows).
+        self._t: list[float] = []
+        self._delivered: list[int] = []
+        self._busy: list[float] = []
         self._beats = 0
+        # Which beat flushes: the block's length (the points are the same whatever it is).
+        self.block = max(SAMPLER_BLOCK, SAMPLER_VALUES // max(1, len(flows) + len(ports)))
 
     def beat(self, now: float) -> None:
-        # Loops, not extend(map(attrgetter)): compiled, each read is a native attribute.
         self._t.append(now)
         delivered = self._delivered
         for flow in self.flows:
             delivered.append(flow.delivered_bytes)
-        total, until = self._busy_total, self._busy_until
+        busy = self._busy
         for port in self.ports:
-            total.append(port.busy_total)
-            until.append(port.busy_until)
+            # Egress.busy_time(now), as np.maximum(0.0, x) computes each max (NaN too).
+            wait = port.busy_until - now
+            done = port.busy_total - (0.0 if wait <= 0.0 else wait)
+            busy.append(0.0 if done <= 0.0 else done)
         self._beats += 1
-        if self._beats >= SAMPLER_BLOCK:
+        if self._beats >= self.block:
             self.flush()
 
     def flush(self) -> None:
@@ -391,27 +393,25 @@ class RateSampler:
         k = self._beats
         if not k:
             return
-        # The block as numpy rows (views of the arrays: new ones take the next beats).
-        t = np.frombuffer(self._t)
-        delivered_row, total_row, until_row = self._delivered, self._busy_total, self._busy_until
-        self._t, self._delivered = array("d"), array("q")
-        self._busy_total, self._busy_until = array("d"), array("d")
+        t = np.fromiter(self._t, np.float64, k)
+        delivered_row, busy_row = self._delivered, self._busy
+        self._t, self._delivered, self._busy = [], [], []
         interval = self.interval
+        # Each row less the one before it (the last row of the block before, for the
+        # first): one array of the rows after that last one, and two views of it shifted
+        # by a row, elementwise as stacked rows would be.
         if self.flows:
-            delivered = np.frombuffer(delivered_row, dtype=np.int64).reshape(k, len(self.flows))
-            before = np.vstack([self.last_bytes, delivered[:-1]])
-            rates = (delivered - before) * 8 / interval
-            self.last_bytes = delivered[-1].copy()
+            width = len(self.flows)
+            rows = np.fromiter(self.last_bytes + delivered_row, np.int64, (k + 1) * width)
+            rates = ((rows[width:] - rows[:-width]) * 8 / interval).reshape(k, width)
+            self.last_bytes = delivered_row[-width:]
             for j, trace in enumerate(self.goodput):
                 trace.sample_block(t, rates[:, j])
         if self.ports:
-            # Egress.busy_time(now) for every port and beat.
-            shape = (k, len(self.ports))
-            until = np.frombuffer(until_row).reshape(shape) - t[:, None]
-            busy = np.maximum(0.0, np.frombuffer(total_row).reshape(shape) - np.maximum(0.0, until))
-            before = np.vstack([self.last_busy, busy[:-1]])
-            ratios = (busy - before) / interval
-            self.last_busy = busy[-1]
+            width = len(self.ports)
+            rows = np.fromiter(self.last_busy + busy_row, np.float64, (k + 1) * width)
+            ratios = ((rows[width:] - rows[:-width]) / interval).reshape(k, width)
+            self.last_busy = busy_row[-width:]
             for j, trace in enumerate(self.utilization):
                 trace.sample_block(t, ratios[:, j])
         self._beats = 0

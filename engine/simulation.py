@@ -10,12 +10,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
-import simpy
 from simpy.core import StopSimulation
 
 from engine import native
@@ -25,7 +24,7 @@ from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
 from engine.framerelay import FrameRelay
 from engine.host import attach_small_queues, hold_back
-from engine.kernel import SLICES, Kernel, stream
+from engine.kernel import SLICES, Kernel, Periodic, stream
 from engine.net import Egress, make_loss, make_queue
 from engine.packet import Path
 from engine.recorder import LinkProbe, RateSampler
@@ -125,7 +124,9 @@ class Network:
             [self.goodput[f.id] for f in tcp],
             list(self.ports.values()),
         )
-        env.process(self._sampler(float(scenario.sample_interval)))
+        # Rate-type series (goodput per TCP flow, utilisation per port): one beat every
+        # interval, read by the RateSampler.
+        Periodic(env, float(scenario.sample_interval), self.sampler.beat)
         self.budget = self._share_points(tcp)
 
     def _share_points(self, tcp: list[TcpFlow]) -> PointBudget:
@@ -168,15 +169,6 @@ class Network:
             self.finished = True
             self.done.succeed()
 
-    def _sampler(self, interval: float) -> Generator[simpy.Event, Any, None]:
-        """Rate-type series (goodput per TCP flow, utilisation per port): one beat every
-        interval, read by the RateSampler."""
-        env = self.env
-        beat = self.sampler.beat
-        while True:
-            yield env.timeout(interval)
-            beat(env.now)
-
 
 def simulate(
     scenario: Scenario,
@@ -189,8 +181,8 @@ def simulate(
     """Run `scenario` and return its Result; the same scenario and seed give the same Result.
 
     `snapshot(now, read)` is called between slices, as `progress` is: `read()` gives the
-    series recorded up to `now`, copied, without touching the recorder, so calling it or not
-    leaves the Result as it was. The caller decides how often it is worth reading."""
+    series recorded up to `now`, copied; it only makes the rate sampler's beats points
+    early (`_read`), so calling it or not leaves the Result as it was. The caller decides how often it is worth reading."""
     wall0 = time.perf_counter()
     run_seed = scenario.seed if seed is None else seed
     with _collector_paused():
@@ -207,7 +199,7 @@ def simulate(
         if progress is not None:
             progress(_fraction(net, duration))
         if snapshot is not None:
-            snapshot(env.now, partial(_series, net))
+            snapshot(env.now, partial(_read, net))
         if should_stop is not None and should_stop():
             raise SimulationCancelled()
     if progress is not None:
@@ -310,6 +302,13 @@ def _series(net: Network) -> dict[str, Series]:
     """The run's series as recorded so far, those with points: read, never changed, so the
     Result's and a snapshot's are made alike."""
     return {key: trace.series() for key, trace in _traces(net) if len(trace.t)}
+
+
+def _read(net: Network) -> dict[str, Series]:
+    """A snapshot's series: the sampler's beats so far become points first (where its
+    blocks end leaves every point as it is), so the rate series are as recent as the rest."""
+    net.sampler.flush()
+    return _series(net)
 
 
 def _traces(net: Network) -> Iterator[tuple[str, Trace]]:

@@ -40,6 +40,24 @@ def test_snapshots_leave_the_result_byte_identical():
     assert stored_bytes(with_hook) == stored_bytes(without)
 
 
+def test_snapshots_leave_thinned_rate_series_byte_identical():
+    # Each read turns the sampler's beats so far into points: with 50,000 beats per rate
+    # series, thinned many times over, where its blocks end must change no point.
+    scenario = dumbbell(
+        rate=1e6,
+        duration=50.0,
+        sample_interval=0.001,
+        loss={"model": "bernoulli", "rate": 0.02, "direction": "a_to_b"},
+        flows=[bulk(nbytes=None, variant="newreno")],
+    )
+    taken: list[float] = []
+    with_hook = simulate(scenario, snapshot=lambda now, read: taken.append(len(read())))
+    without = simulate(scenario)
+    key = "flow.f.goodput_bps"
+    assert len(taken) >= 50 and without.series[key].thinning is not None
+    assert stored_bytes(with_hook) == stored_bytes(without)
+
+
 def test_a_snapshot_is_a_prefix_of_the_final_series():
     scenario = dumbbell(
         rate=1e6,

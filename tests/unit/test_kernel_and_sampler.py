@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from simpy.events import Event
 
-from engine.kernel import Call, Kernel, Later, Line
+from engine.kernel import Call, Kernel, Later, Line, Periodic
 from engine.packet import Kind, Packet
 from engine.recorder import RateSampler
 from engine.trace import Trace
@@ -75,14 +75,18 @@ def test_a_line_delivers_in_the_order_and_number_of_one_call_each(plan) -> None:
 
 
 def run_mixed(
-    plan: list[tuple[float, bool, int]], later: bool, slices: str | None = None
+    plan: list[tuple[float, bool, int]],
+    later: bool,
+    slices: str | None = None,
+    periodic: bool = False,
 ) -> tuple[list, int]:
     """`plan`: (delay, through `later`, how many more to schedule when it fires). Each event
     schedules its followers from inside its callback, as timers re-arm and flows start
     others; with `later` the marked ones go through the kernel's second heap. `slices`
     ("run" or "advance"): run to 60 s in half-second slices with SimPy's `run(until)` or
     the kernel's `advance`, beside a SimPy process ticking every 0.75 s (as the sampler
-    does). Returns the firing order and the number of events."""
+    does; with `periodic`, the kernel's `Periodic` instead, as the sampler's beat is now).
+    Returns the firing order and the number of events."""
     env = Kernel()
     log: list = []
     pending = list(range(len(plan)))
@@ -112,7 +116,10 @@ def run_mixed(
             yield env.timeout(0.75)
             log.append((env.now, "tick"))
 
-    env.process(ticker())
+    if periodic:
+        Periodic(env, 0.75, lambda now: log.append((now, "tick")))
+    else:
+        env.process(ticker())
     for k in range(1, 121):  # slice ends at 1.0, 2.0 ... fall on the plan's times
         if slices == "run":
             env.run(until=k * 0.5)
@@ -144,6 +151,20 @@ def test_advance_runs_what_simpys_run_until_runs_and_takes_the_same_ids(plan) ->
     # Events due exactly at a slice's end run in the next slice, as SimPy's URGENT `until`
     # event orders them; the count of ids (a Result's `events`) is the same.
     assert run_mixed(plan, True, "advance") == run_mixed(plan, True, "run")
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([0.0, 0.75, 1.0, 2.0, 3.5]), st.booleans(), st.integers(0, 3)),
+        max_size=60,
+    ),
+    st.sampled_from(["run", "advance"]),
+)
+def test_a_periodic_event_beats_as_a_simpy_process_and_takes_the_same_ids(plan, slices) -> None:
+    # The sampler's beat: at the same times, in the same order among equal times, with the
+    # same count of ids (a Result's `events`), under SimPy's run(until) and under advance.
+    assert run_mixed(plan, True, slices, periodic=True) == run_mixed(plan, True, "run")
 
 
 def test_events_far_ahead_stay_out_of_simpys_heap() -> None:
