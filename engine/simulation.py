@@ -19,6 +19,7 @@ from simpy.core import StopSimulation
 
 from engine import native
 from engine.analysis.warnings import scenario_warnings
+from engine.budget import PointBudget
 from engine.capture import attach, pcap_file
 from engine.diagnosis import diagnose
 from engine.flows import Flow, TcpFlow, UdpFlow
@@ -27,7 +28,7 @@ from engine.host import attach_small_queues, hold_back
 from engine.kernel import SLICES, Kernel, Periodic, stream
 from engine.net import Egress, make_loss, make_queue
 from engine.packet import Path
-from engine.recorder import LinkProbe, RateSampler
+from engine.recorder import LinkProbe
 from engine.result import (
     CaptureSummary,
     LinkSummary,
@@ -36,10 +37,11 @@ from engine.result import (
     TcpFlowSummary,
     UdpFlowSummary,
 )
+from engine.sampler import RateSampler
 from engine.scenario import Scenario
 from engine.scenario.topology import Topology
 from engine.shaping import interface_shapers, splice
-from engine.trace import PointBudget, Trace
+from engine.trace import Trace
 from engine.usage import FlowUsage
 from engine.version import ENGINE_VERSION
 
@@ -144,7 +146,7 @@ class Network:
         # A paced or BBR sender adds up to three traces when it starts.
         budget = PointBudget(series=len(traces) + 3 * len(tcp))
         for trace in traces:
-            budget.attach(trace)
+            trace.share(budget)
         for f in tcp:
             f.probe.budget = budget
         return budget

@@ -16,7 +16,8 @@ sample, at most `cap` points, thinned evenly over the whole run when it has more
   rate's bytes, the delays' sum) is kept and every point stands for as many samples as
   every other but the last, which stands for those since the last full one.
 
-Each trace's cap is its share of the run's `PointBudget` (a bounded number of points per run).
+Each trace's cap is its share of the run's `PointBudget` (engine/budget.py: a bounded number
+of points per run).
 Per packet O(1), a comparison or two; thinning, O(points kept), once per doubling of the run.
 """
 
@@ -28,15 +29,9 @@ from typing import Final
 
 import numpy as np
 
+from engine.budget import TRACE_CAP, PointBudget
 from engine.result import Series, Thinning
 
-TRACE_CAP = 20_000  # the most points one series holds
-#: The most points all the series of one run hold together (engine.analysis.memory says
-#: what they cost a worker). It leaves every preset, scale case and seed study as they
-#: were (the thousand-flow case's 15,009 series need 2.1 M of it).
-POINT_BUDGET = 4_000_000
-FIRST_CAP = 64  # a series' first share of the budget, doubled as it fills
-MIN_CAP = 16  # the least share, when a run has more series than FIRST_CAP each allows
 KEEP: Final = 4  # points a bucket keeps: first, least, greatest, last (M4)
 #: A bucket width for points that all came at one instant (time cannot be cut by zero):
 #: the next later point doubles it to its scale.
@@ -58,38 +53,6 @@ def _role(last: int, first: int, least: int, greatest: int) -> int:
     if last == greatest:
         return HELD if last == least else TOP
     return BOTTOM if last == least else FREE
-
-
-class PointBudget:
-    """The points of one run's series, shared out: each series (`attach`) starts with a
-    small share and doubles it, up to TRACE_CAP, each time it fills while the budget has
-    room; a series whose share cannot grow thins instead. The shares never add up to more
-    than `total` (unless the run has more than total / MIN_CAP series), so a run holds a
-    bounded number of points whatever its duration, sample_interval or flows.
-
-    Growing is asked for only when a series is full, where thinning was already decided:
-    the per-packet path pays nothing. A run that stays within the budget thins each series
-    exactly where a fixed TRACE_CAP did."""
-
-    __slots__ = ("free", "first")
-
-    def __init__(self, total: int = POINT_BUDGET, series: int = 1):
-        self.free = total
-        self.first = max(MIN_CAP, min(FIRST_CAP, total // max(series, 1)))
-
-    def attach(self, trace: Trace) -> Trace:
-        trace.budget = self
-        trace.cap = self.first
-        self.free -= self.first
-        return trace
-
-    def grow(self, cap: int) -> int:
-        """A full series' new cap: doubled when the budget has room, else as it was."""
-        more = min(cap * 2, TRACE_CAP) - cap
-        if more <= 0 or more > self.free:
-            return cap
-        self.free -= more
-        return cap + more
 
 
 class Trace:
@@ -129,7 +92,7 @@ class Trace:
         self.cap = cap
         self.last_v: float | None = None
         self.rate = rate
-        self.budget: PointBudget | None = None  # set by PointBudget.attach
+        self.budget: PointBudget | None = None  # set by share()
         self.halvings = 0
         # Change-driven, once bucketed (width > 0): buckets [t0 + k*width, t0 + (k+1)*width);
         # the current one is bucket `k`, its kept points are t[o:], its least and greatest
@@ -153,6 +116,12 @@ class Trace:
         self.pending = False
         self.pending_t = 0.0
         self.pending_v = 0.0
+
+    def share(self, budget: PointBudget) -> Trace:
+        """This series' points come out of the run's `budget`: its first share as its cap."""
+        self.budget = budget
+        self.cap = budget.first_share()
+        return self
 
     def _settle(self) -> None:
         """A moved last point written into the arrays, before anything reads or grows them."""

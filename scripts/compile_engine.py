@@ -64,7 +64,9 @@ MODULES = [
     "protocol.py",  # header sizes, Final: folded into the compiled modules that read them
     "net.py",
     "recorder.py",
+    "sampler.py",  # the rate series' beat, every sample_interval
     "trace.py",  # Trace.add: a call per ACK and per packet queued
+    "budget.py",  # the run's point budget, which a full Trace asks to grow
     "flows.py",
     "accounting.py",  # every send attempt asks it why the sender stops
     "host.py",  # a backpressure sender asks it before and after every data segment

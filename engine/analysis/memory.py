@@ -12,10 +12,10 @@ import math
 from typing import Any
 
 from engine.analysis.paths import PathFacts
+from engine.budget import MIN_CAP, POINT_BUDGET, TRACE_CAP
 from engine.recorder import RESERVOIR
 from engine.scenario import Scenario, TcpBulkFlow
 from engine.tcp.cc import congestion_ops
-from engine.trace import MIN_CAP, POINT_BUDGET, TRACE_CAP
 
 MIB = 1 << 20
 #: A worker's process with the engine, the database driver and Celery loaded, at rest.

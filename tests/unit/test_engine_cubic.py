@@ -18,10 +18,10 @@ from types import SimpleNamespace
 import pytest
 from engine_helpers import bulk, one_link, run, script_loss, series, value_at
 
+from engine.budget import TRACE_CAP
 from engine.scenario import TcpSpec
 from engine.tcp.cc.cubic import Cubic
 from engine.tcp.state import Phase, TcpState
-from engine.trace import TRACE_CAP
 
 pytestmark = pytest.mark.unit
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from engine_helpers import bulk, dumbbell
 
+import engine.budget
 import engine.trace
 from engine import Scenario, simulate
 from engine.native import engine_build
@@ -136,7 +137,8 @@ def _acceptance() -> dict:
 
 def _run(cap: int, monkeypatch: pytest.MonkeyPatch) -> Result:
     with monkeypatch.context() as m:
-        m.setattr(engine.trace, "TRACE_CAP", cap)
+        m.setattr(engine.trace, "TRACE_CAP", cap)  # what a series checks before it grows
+        m.setattr(engine.budget, "TRACE_CAP", cap)  # what the run's budget grows it to
         return simulate(Scenario.model_validate(_acceptance()), seed=1)
 
 

@@ -15,7 +15,7 @@ from simpy.events import Event
 
 from engine.kernel import Call, Kernel, Later, Line, Periodic
 from engine.packet import Kind, Packet
-from engine.recorder import RateSampler
+from engine.sampler import RateSampler
 from engine.trace import Trace
 
 pytestmark = pytest.mark.unit

@@ -1,4 +1,4 @@
-"""The run-wide point budget (engine/recorder.py `PointBudget`): a run's series together hold
+"""The run-wide point budget (engine/budget.py `PointBudget`): a run's series together hold
 at most the budget, however many there are; a series whose share never runs out is recorded
 exactly as with a fixed TRACE_CAP; a thinned series says how it was thinned."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from engine import Scenario, simulate
-from engine.trace import FIRST_CAP, MIN_CAP, POINT_BUDGET, TRACE_CAP, PointBudget, Trace
+from engine.budget import FIRST_CAP, MIN_CAP, POINT_BUDGET, TRACE_CAP, PointBudget
+from engine.trace import Trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from engine_scale import flows_dumbbell  # noqa: E402
@@ -33,7 +34,7 @@ def test_a_series_within_the_budget_is_recorded_as_with_a_fixed_cap(sampled: boo
     """Its share doubles from FIRST_CAP to TRACE_CAP as it fills, so it thins at the same
     points, with the same spacing, as a trace capped at TRACE_CAP from the start."""
     budget = PointBudget(total=10 * TRACE_CAP, series=3)
-    shared, fixed = budget.attach(Trace("x", rate=sampled)), Trace("x", rate=sampled)
+    shared, fixed = Trace("x", rate=sampled).share(budget), Trace("x", rate=sampled)
     assert shared.cap == FIRST_CAP
     for trace in (shared, fixed):
         _feed(trace, 3 * TRACE_CAP, seed=7, sampled=sampled)
@@ -45,7 +46,7 @@ def test_a_series_within_the_budget_is_recorded_as_with_a_fixed_cap(sampled: boo
 def test_series_together_hold_at_most_the_budget() -> None:
     total, n = 10_000, 40
     budget = PointBudget(total=total, series=n)
-    traces = [budget.attach(Trace("x", rate=i % 2 == 0)) for i in range(n)]
+    traces = [Trace("x", rate=i % 2 == 0).share(budget) for i in range(n)]
     for i, trace in enumerate(traces):
         _feed(trace, 5_000, seed=i, sampled=trace.rate)
     assert sum(t.cap for t in traces) <= total
@@ -64,7 +65,7 @@ def test_more_series_than_the_budget_has_room_for_get_the_least_share() -> None:
     budget, a full series thins instead of growing."""
     budget = PointBudget(total=1_000, series=1_000)
     assert budget.first == MIN_CAP
-    traces = [budget.attach(Trace("x")) for _ in range(1_000 // MIN_CAP)]
+    traces = [Trace("x").share(budget) for _ in range(1_000 // MIN_CAP)]
     _feed(traces[0], 100, seed=1, sampled=False)
     assert traces[0].cap == MIN_CAP and len(traces[0].t) <= MIN_CAP
     assert traces[0].halvings >= 1
