@@ -162,15 +162,27 @@ async def _answer(
         windows, version = await _settled(db, load, run.id, readable.version)
         if version != readable.version and version is not None:
             headers["ETag"] = cached.tag(run_id, limit, "running", *version).etag
-        body, columns = render(run, windows)
-        if readable.partial:
-            body["partial"] = True
-        if _wants_csv(cached.request, window.format):
-            csv = service.to_csv(columns)
-            return tag, lambda: Response(csv, media_type="text/csv; charset=utf-8", headers=headers)
-        return tag, lambda: OrjsonResponse(body, headers=headers)
+        csv = _wants_csv(cached.request, window.format)
+        return tag, _response(render(run, windows), readable.partial, csv, headers)
 
     return await cached.answer(find)
+
+
+def _response(
+    rendered: tuple[dict[str, Any], dict[str, Any]],
+    partial: bool,
+    csv: bool,
+    headers: dict[str, str],
+) -> Callable[[], Response]:
+    """The rendered windows as CSV (their columns) or JSON (the body, marked `partial` while
+    the run is running)."""
+    body, columns = rendered
+    if partial:
+        body["partial"] = True
+    if csv:
+        text = service.to_csv(columns)
+        return lambda: Response(text, media_type="text/csv; charset=utf-8", headers=headers)
+    return lambda: OrjsonResponse(body, headers=headers)
 
 
 @router.get(
