@@ -84,9 +84,12 @@
       el("td", { text: i.pct === null || i.pct === undefined ? "–" : `${i.pct > 0 ? "+" : ""}${i.pct.toFixed(0)}%` }),
       el("td", {}, el("span", { class: "pill " + (i.recommended ? "succeeded" : i.verdict === "worse" ? "failed" : ""),
                                 text: i.recommended ? "recommended" : i.verdict }))));
-    return el("table", { id: "remedies-checked", class: "figures" },
+    const table = el("table", { id: "remedies-checked", class: "figures" },
       el("thead", {}, el("tr", {}, ["Remedy, measured", "Before", "After", "Change", "Verdict"].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows));
+    // The check's conclusion once finished: the cheapest remedy nearly as good as the best.
+    const last = report.finished && report.text && report.text[report.text.length - 1];
+    return last ? el("div", {}, table, el("p", { id: "remedies-conclusion", text: last })) : table;
   }
 
   async function showRemedies(run) {
