@@ -183,7 +183,8 @@ def _diagnose_tcp(
     )
     name, spent = _limit_by_time(flow, s, policing, bounds)
     bottleneck: str | None = link.resource
-    if ack_binds and name in _CLOCKED and ack is not None and achieved >= REACHED * ack:
+    clocked = ack_binds and name in _CLOCKED and ack is not None and achieved >= REACHED * ack
+    if clocked and not _kept_busy(s):
         name, spent, bottleneck = "ack_clock", _clocked(s), f.ack_port
     return Diagnosis(
         limit=name,
@@ -201,6 +202,16 @@ def _diagnose_tcp(
 _CLOCKED: frozenset[Limit] = frozenset(
     {"link_capacity", "receive_window", "send_buffer", "congestion_window"}
 )
+
+
+def _kept_busy(s: TcpFlowSummary) -> bool:
+    """The flow kept its bottleneck busy for most of its life (REACHED): the link's limit,
+    whatever the ACKs' way back could clock."""
+    t = s.time
+    if t is None:
+        return False
+    after_handshake = t.duration - t.handshake
+    return after_handshake > 0 and t.busy >= REACHED * after_handshake
 
 
 def _clocked(s: TcpFlowSummary) -> float | None:
@@ -249,7 +260,7 @@ def _limit_by_time(
         return "incomplete", None
     window_fits = bounds.window_bps is not None and bounds.window_bps < (bounds.link_bps or 0)
     after_handshake = t.duration - t.handshake
-    full = after_handshake > 0 and t.busy >= REACHED * after_handshake
+    full = _kept_busy(s)
     spent: dict[Limit, float] = {}
     limits_window = variant(flow.tcp.variant).limits_window  # once, not once per state
     for state, limit in _LIMIT_OF.items():

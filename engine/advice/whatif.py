@@ -135,14 +135,14 @@ class PathModel:
         window = effective_window(tcp)
         seg = size if window >= payload else window + TCP_IP_HEADERS
         one_way, best = self._forward(links, payload, size, seg)
-        rtt = one_way + self._ack_way(links)
+        ack_way, ack_clock, ack_port = self._way_back(links, tcp)
+        rtt = one_way + ack_way
         capacity, resource, tight, limit, burst = best
         if pvc is not None and self.pvc_first is not None:
             capacity, limit, resource, burst = self._pvc_limit(
                 links, pvc, shaper, payload, size, (capacity, limit, resource, burst)
             )
         window_bps = window * 8 / rtt if rtt > 0 else float("inf")
-        ack_clock, ack_port = self._ack_clock(links, tcp)
         pace = capacity  # what paces the flow: the path's capacity, or its ACKs' way back
         if ack_clock < capacity:  # a slow way back (ADSL's uplink) clocks the flow
             # A window's worth leaves ahead of the clock: slow start sends two segments per
@@ -188,27 +188,20 @@ class PathModel:
         assert best is not None  # a model has at least one hop
         return one_way, best
 
-    def _ack_way(self, links: Mapping[str, Link]) -> float:
-        """A bare ACK's way back: each return hop's delay and serialisation of 40 bytes."""
-        ack_way = 0.0
+    def _way_back(self, links: Mapping[str, Link], tcp: TcpSpec) -> tuple[float, float, str]:
+        """A bare ACK's way back, as the path facts have it: each return hop's delay and
+        serialisation of 40 bytes; the payload it can clock, its slowest hop's ACKs per
+        second times the segments each acknowledges times the MSS; and that hop's port key."""
+        ack_way, acks, port = 0.0, float("inf"), ""
         for h in self.back:
             link = links.get(h.link.id, h.link)
             rate, delay = _way(link, h.direction)
-            ack_way += delay + link_wire(link, TCP_IP_HEADERS) * 8 / rate
-        return ack_way
-
-    def _ack_clock(self, links: Mapping[str, Link], tcp: TcpSpec) -> tuple[float, str]:
-        """The payload the ACKs' way back can clock, as the path facts have it: its slowest
-        hop's 40-byte ACKs per second times the segments each acknowledges times the MSS;
-        and that hop's port key."""
-        acks, port = float("inf"), ""
-        for h in self.back:
-            link = links.get(h.link.id, h.link)
-            per_second = _way(link, h.direction)[0] / (link_wire(link, TCP_IP_HEADERS) * 8)
-            if per_second < acks:
-                acks, port = per_second, h.key
+            bits = link_wire(link, TCP_IP_HEADERS) * 8
+            ack_way += delay + bits / rate
+            if rate / bits < acks:
+                acks, port = rate / bits, h.key
         per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
-        return acks * per_ack * tcp.mss * 8, port
+        return ack_way, acks * per_ack * tcp.mss * 8, port
 
     def _pvc_limit(
         self,
