@@ -188,6 +188,7 @@ def _contract(ctx: Context, pvc: Pvc) -> list[Remedy | None]:
     need = want / share  # frame bits per second the contract must let through
     cir = min(_port_rate(ctx, pvc), math.ceil(need / (1 + pvc.be / pvc.bc) / 8e3) * 8e3)
     be = math.ceil(max(need - pvc.cir, 0.0) * pvc.bc / pvc.cir / 1e3) * 1000
+    be = min(be, _be_most(ctx, pvc))
     return [
         make(
             ctx,
@@ -219,6 +220,16 @@ def _pvc_port(ctx: Context, pvc: Pvc) -> Link | None:
 def _port_rate(ctx: Context, pvc: Pvc) -> float:
     port = _pvc_port(ctx, pvc)
     return port.rate if port is not None else pvc.cir
+
+
+def _be_most(ctx: Context, pvc: Pvc) -> int:
+    """The largest Be a carrier sells, and the largest that can matter: (port - CIR) x Tc,
+    where CIR + Be/Tc reaches the access port's rate. The policer then passes everything the
+    port can send, whatever the burst; a larger Be is never used (Cisco's `frame-relay be`
+    guidance, Be = (AR - CIR) x Tc). Rounded down to whole kbit."""
+    assert pvc.bc is not None
+    most = (_port_rate(ctx, pvc) - pvc.cir) * pvc.bc / pvc.cir
+    return max(int(math.floor(most / 1e3 + 1e-9)) * 1000, 0)
 
 
 def policing(ctx: Context) -> list[Remedy | None]:
@@ -264,8 +275,11 @@ def policing(ctx: Context) -> list[Remedy | None]:
         return out
     window_bits = (ctx.facts.window_bytes or 0) * 8
     out = []
-    if burst < window_bits:
-        be = math.ceil((window_bits - pvc.bc) / 1e3) * 1000
+    be = min(math.ceil((window_bits - pvc.bc) / 1e3) * 1000, _be_most(ctx, pvc))
+    if burst < window_bits and be > pvc.be:
+        sized: dict[str, float | int | str] = {"window_bits": window_bits}
+        if be + pvc.bc < window_bits:  # capped: the port, not the window, sizes it
+            sized = {"port_bps": _port_rate(ctx, pvc)}
         out.append(
             make(
                 ctx,
@@ -273,8 +287,7 @@ def policing(ctx: Context) -> list[Remedy | None]:
                 [Change(path=f"{base}.be", value=be, was=pvc.be)],
                 "pvc",
                 subject=subject,
-                window_bits=window_bits,
-                figures=figures,
+                figures={**figures, **sized},
             )
         )
     out += _contract(ctx, pvc)[:1]  # the CIR; Be is the burst rule's above

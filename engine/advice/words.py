@@ -90,6 +90,12 @@ def _why(r: Remedy) -> str:
             "so that Bc + Be covers the window ({window_bits:,} bit), letting its bursts "
             "through marked DE"
         )
+    if r.action == "raise_be" and "port_bps" in r.figures:
+        text = (
+            f"so that CIR + Be/Tc reaches the access port's {rate(float(r.figures['port_bps']))}: "
+            "the policer then passes all the port can send, whatever the burst (a larger Be "
+            "is never used)"
+        )
     if r.cost_class == "queue" and r.action in ("raise_rcv_buf", "raise_snd_buf"):
         text += ", with a queue that absorbs slow start's bursts"
     if r.action == "shape" and any(c.path.endswith(".shaping.rate") for c in r.changes):
