@@ -270,16 +270,10 @@ class RunCapture(Base):
     data: Mapped[bytes] = mapped_column(LargeBinary)
 
 
-class WorkflowStatus(enum.StrEnum):
-    queued = "queued"  # created by the API, not advanced by a worker yet
-    running = "running"
-    succeeded = "succeeded"
-    failed = "failed"
-    cancelled = "cancelled"
-
-    @property
-    def finished(self) -> bool:
-        return self in (WorkflowStatus.succeeded, WorkflowStatus.failed, WorkflowStatus.cancelled)
+#: A workflow goes through a run's states, and has finished when a run would have: queued
+#: (created by the API, not advanced by a worker yet), running, then succeeded, failed or
+#: cancelled. Its column is a type of its own ("workflow_status") all the same.
+WorkflowStatus = RunStatus
 
 
 class StoredWorkflow(Base):
