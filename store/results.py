@@ -25,6 +25,9 @@ from store.models import Run, RunCapture, RunResult, RunSeries, RunStatus
 if TYPE_CHECKING:  # the engine is the worker's; readers of stored results never import it
     from engine.result import CaptureSummary, Result, Series
 
+#: The result's figures a run document's `summary` shows, each a column of its own.
+_SUMMARY_COLUMNS = ("sim_time", "wall_time", "events", "warnings", "flows", "links", "pvcs")
+
 #: Result fields with columns of their own (`series` and the capture files: rows of their
 #: own); any other field the engine adds is kept in `extra`.
 COLUMNS = frozenset(
@@ -32,13 +35,7 @@ COLUMNS = frozenset(
         "engine_version",
         "scenario_hash",
         "seed",
-        "sim_time",
-        "wall_time",
-        "events",
-        "warnings",
-        "flows",
-        "links",
-        "pvcs",
+        *_SUMMARY_COLUMNS,
         "diagnosis",
         "series",
         "cancelled",
@@ -47,17 +44,7 @@ COLUMNS = frozenset(
 
 #: What a run document's `summary` shows of a stored result (the diagnosis has a field of
 #: its own there). `engine_build`, kept in `extra` in the row, is lifted to a field of its own.
-SUMMARY_FIELDS = (
-    "sim_time",
-    "wall_time",
-    "events",
-    "warnings",
-    "flows",
-    "links",
-    "pvcs",
-    "extra",
-    "engine_build",
-)
+SUMMARY_FIELDS = (*_SUMMARY_COLUMNS, "extra", "engine_build")
 
 #: A capture's `codec`: its libpcap file deflated (zero payloads and repeating headers
 #: shrink it several times).
