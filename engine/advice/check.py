@@ -10,14 +10,14 @@ reported as worse, whatever the bounds predicted.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from engine.advice.model import Remedy
+from engine.advice.observed import readings, record
 from engine.advice.reports import CheckItem, CheckReport, Measured, in_domain, outcome, pct
-from engine.advice.request import RANDOM_REPLICATIONS, is_random, key_of
+from engine.advice.request import is_random, key_of, replications
 from engine.advice.target import Target
 from engine.advice.words import changes as change_words
 from engine.advice.words import cost_rank
@@ -74,9 +74,8 @@ class RemedyCheck:
         self.tcp_flows = [f.id for f in scenario.flows if isinstance(f, TcpBulkFlow)]
         if self.request.flow is not None and self.request.flow not in self.tcp_flows:
             raise ValueError(f"flow: {self.request.flow!r} is not a TCP flow of the scenario")
-        random = is_random(scenario)
-        n = self.request.replications or (RANDOM_REPLICATIONS if random else 1)
-        grows = random and self.request.replications is None
+        n = replications(scenario, self.request.replications)
+        grows = is_random(scenario) and self.request.replications is None
         self.most = max(n, self.request.most_seeds or (MOST_SEEDS if grows else n))
         if state and "seeds" not in state:
             self.most = n  # a check stored before seeds could grow: its budget is n per run
@@ -155,12 +154,10 @@ class RemedyCheck:
             return
         if key == "base" and summary is not None and self._flow is None:
             self._pick(summary)
-        record = None
+        kept = None
         if summary is not None and self._flow is not None and self._metric is not None:
-            v = self._target().measure(summary, self.tcp_flows)
-            done = v is None or math.isfinite(v)  # no Infinity in the JSON state
-            record = {"v": v if done else None, "unfinished": not done}
-        self._observed.setdefault(key, {})[str(seed)] = record
+            kept = record(self._target(), summary, self.tcp_flows)
+        self._observed.setdefault(key, {})[str(seed)] = kept
 
     def finished(self) -> bool:
         return not self._outstanding() and self._round >= 2 and not self._unclear()
@@ -227,15 +224,14 @@ class RemedyCheck:
         if key not in self._proposed or len(seen) < len(self._seeds_of(key)):
             return None
         seeds = self._seeds_of(key)
-        records = [seen.get(str(s)) for s in seeds]
-        values = [None if r is None else r["v"] for r in records]
-        unfinished = sum(1 for r in records if r is not None and r.get("unfinished"))
-        est = estimate([float(v) for v in values if v is not None])
+        read = readings(seen, seeds)
+        unfinished = read.unfinished
+        est = estimate([float(v) for v in read.values if v is not None])
         return Measured(
             key=key,
             changes=changes,
             seeds=seeds,
-            values=values,
+            values=read.values,
             n=est.n,
             unfinished=unfinished,
             mean=None if unfinished else est.mean,

@@ -52,6 +52,12 @@ def key_of(changes: dict[str, Any]) -> str:
     return "|".join(f"{p}={json.dumps(changes[p], sort_keys=True)}" for p in sorted(changes))
 
 
+def replications(scenario: Scenario, asked: int | None) -> int:
+    """The seeds a configuration runs on: as asked, else RANDOM_REPLICATIONS for a scenario
+    with randomness and one for a scenario without (its one result is exact)."""
+    return asked or (RANDOM_REPLICATIONS if is_random(scenario) else 1)
+
+
 def is_random(scenario: Scenario) -> bool:
     """Whether a different seed can give a different result."""
     for link in scenario.links:

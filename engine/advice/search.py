@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from engine.advice import tracks
 from engine.advice.model import COST_ORDER, Change, CostClass
+from engine.advice.observed import readings, record
 from engine.advice.options import Lever, default_levers, resolve
 from engine.advice.reach import TargetBounds
 from engine.advice.reports import (
@@ -38,7 +39,7 @@ from engine.advice.reports import (
     in_domain,
     rejection_text,
 )
-from engine.advice.request import RANDOM_REPLICATIONS, AdviceRequest, is_random, key_of
+from engine.advice.request import AdviceRequest, is_random, key_of, replications
 from engine.advice.target import Target
 from engine.scenario import Scenario, TcpBulkFlow
 from engine.stats import estimate
@@ -84,9 +85,8 @@ class Advisor:
         specs = self.request.levers or default_levers(scenario, flows)
         self.levers: list[Lever] = resolve(scenario, specs, self.request.costs)
         self.paths = TargetBounds(scenario, self.target, flows)
-        random = is_random(scenario)
-        n = self.request.replications or (RANDOM_REPLICATIONS if random else 1)
-        if self.request.assurance == "interval" and random and n < 2:
+        n = replications(scenario, self.request.replications)
+        if self.request.assurance == "interval" and is_random(scenario) and n < 2:
             raise ValueError(
                 "assurance: 'interval' needs an interval, at least 2 seeds per configuration "
                 "of a scenario with randomness; replications is 1"
@@ -140,18 +140,13 @@ class Advisor:
     def observe(self, key: str, seed: int, summary: dict[str, Any] | None) -> None:
         if key not in self._proposed:
             return
-        record = None
+        kept = None
         if summary is not None:
-            v = self.target.measure(summary, self.tcp_flows)
-            # A transfer that did not finish has no completion time: kept apart from the
-            # value, so that the state stays plain JSON (no Infinity).
-            done = v is None or math.isfinite(v)
-            record = {
-                "v": v if done else None,
-                "unfinished": not done,
+            kept = {
+                **record(self.target, summary, self.tcp_flows),
                 "limit": self._limit_of(summary),
             }
-        self._observed.setdefault(key, {})[str(seed)] = record
+        self._observed.setdefault(key, {})[str(seed)] = kept
 
     def finished(self) -> bool:
         if self._outstanding():
@@ -220,10 +215,9 @@ class Advisor:
         seen = self._observed.get(key, {})
         if key not in self._proposed or len(seen) < len(self.seeds):
             return None
-        records = [seen.get(str(s)) for s in self.seeds]
-        values = [None if r is None else r["v"] for r in records]
+        read = readings(seen, self.seeds)
+        records, values, unfinished = read.records, read.values, read.unfinished
         ok = [float(v) for v in values if v is not None]
-        unfinished = sum(1 for r in records if r is not None and r.get("unfinished"))
         mean = ci = None
         if ok and not unfinished:
             est = estimate(ok)
