@@ -26,7 +26,6 @@ import contextlib
 import multiprocessing
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from api_load import free_port, wait_up  # noqa: E402
+from api_load import free_port, stop, wait_up  # noqa: E402
 
 PARTIAL = b"GET /healthz HTTP/1.1\r\nHost: bench\r\nX-Slow: "
 
@@ -225,12 +224,7 @@ def main() -> None:
             asyncio.run(held_phase(port, args.held, args.header_timeout))
             asyncio.run(attempted_phase(port, args.attempted, args.header_timeout, 2))
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop(proc)
         errors = [
             line
             for line in (Path(tmp) / "serve.log").read_text().splitlines()

@@ -45,35 +45,18 @@ def _rss(pid: int) -> int:
 def store_run(url: str, series: int, points: int) -> uuid.UUID:
     """A succeeded run with `series` series of `points` samples each, noisy values."""
     os.environ["DATABASE_URL"] = url
+    from run_row import add_succeeded_run  # beside this file
+
     from settings import Settings
     from store.codec import CODEC, encode
     from store.db import make_engine, make_sessionmaker, session_scope
-    from store.models import Run, RunResult, RunSeries, RunStatus
+    from store.models import RunSeries
 
     rng = np.random.default_rng(1)
     run_id = uuid.uuid4()
     sessions = make_sessionmaker(make_engine(Settings(database_url=url)))
     with session_scope(sessions) as s:
-        s.add(
-            Run(
-                id=run_id,
-                status=RunStatus.succeeded,
-                scenario_name="bench",
-                scenario_hash="sha256:bench",
-                scenario={},
-                seed=1,
-                engine_version="bench",
-                progress=1.0,
-            )
-        )
-        s.flush()
-        doc = {"engine_version": "bench", "scenario_hash": "sha256:bench", "seed": 1}
-        s.add(
-            RunResult(
-                run_id=run_id, **doc, sim_time=300.0, wall_time=0, events=0, warnings=[],
-                flows={}, links={}, pvcs={}, diagnosis={}, extra={},
-            )
-        )  # fmt: skip
+        add_succeeded_run(s, run_id, sim_time=300.0)
     for first in range(0, series, 1000):
         with session_scope(sessions) as s:
             for i in range(first, min(series, first + 1000)):

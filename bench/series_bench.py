@@ -116,43 +116,16 @@ def serve(label: str, env: dict[str, str]) -> None:
 
 def stored_run(settings: Any) -> uuid.UUID:
     """A succeeded run holding the synthetic series, stored where `settings` say."""
+    from run_row import add_succeeded_run  # beside this file
+
     from store.db import make_engine, make_sessionmaker, session_scope
-    from store.models import Run, RunResult, RunSeries, RunStatus
+    from store.models import RunSeries
 
     t, v = synthetic()
     run_id = uuid.uuid4()
     sessions = make_sessionmaker(make_engine(settings))
     with session_scope(sessions) as s:
-        s.add(
-            Run(
-                id=run_id,
-                status=RunStatus.succeeded,
-                scenario_name="bench",
-                scenario_hash="sha256:bench",
-                scenario={},
-                seed=1,
-                engine_version="bench",
-                progress=1.0,
-            )
-        )
-        s.flush()
-        s.add(
-            RunResult(
-                run_id=run_id,
-                engine_version="bench",
-                scenario_hash="sha256:bench",
-                seed=1,
-                sim_time=1e4,
-                wall_time=0,
-                events=0,
-                warnings=[],
-                flows={},
-                links={},
-                pvcs={},
-                diagnosis={},
-                extra={},
-            )
-        )
+        add_succeeded_run(s, run_id, sim_time=1e4)
         s.add(
             RunSeries(
                 run_id=run_id,
