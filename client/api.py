@@ -363,30 +363,32 @@ def _problem(resp: httpx.Response) -> Problem:
         )
 
 
+def _pandas(frame: bool | None) -> Any:
+    """pandas when a frame is wanted, else None: with ``frame=None`` when it is installed,
+    with ``True`` always (ImportError without it), with ``False`` never."""
+    if frame is False:
+        return None
+    try:
+        import pandas as pd
+    except ImportError:
+        if frame:
+            raise
+        return None
+    return pd
+
+
 def _table_frame(table: dict[str, Any], frame: bool | None) -> Any:
-    if frame is not False:
-        try:
-            import pandas as pd
-        except ImportError:
-            if frame:
-                raise
-        else:
-            names = [c["name"] for c in table["columns"]]
-            df = pd.DataFrame.from_records(table["records"], columns=names)
-            df.attrs["units"] = {c["name"]: c["unit"] for c in table["columns"] if c["unit"]}
-            return df
-    return table
+    if (pd := _pandas(frame)) is None:
+        return table
+    names = [c["name"] for c in table["columns"]]
+    df = pd.DataFrame.from_records(table["records"], columns=names)
+    df.attrs["units"] = {c["name"]: c["unit"] for c in table["columns"] if c["unit"]}
+    return df
 
 
 def _as_frame(data: SeriesData, frame: bool | None) -> Any:
-    if frame is not False:
-        try:
-            import pandas as pd
-        except ImportError:
-            if frame:
-                raise
-        else:
-            df = pd.DataFrame({"t": data.t, "v": data.v})
-            df.attrs.update(key=data.key, unit=data.unit)
-            return df
-    return {"t": data.t, "v": data.v}
+    if (pd := _pandas(frame)) is None:
+        return {"t": data.t, "v": data.v}
+    df = pd.DataFrame({"t": data.t, "v": data.v})
+    df.attrs.update(key=data.key, unit=data.unit)
+    return df
