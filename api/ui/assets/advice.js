@@ -3,10 +3,11 @@
 // against each lever's value, measured beside the bound), and the runs it made.
 "use strict";
 (() => {
-  const { api, stream, el, setBar, seconds, bps, si, showError } = tcpfr;
+  const {
+    api, stream, el, setBar, setHead, countsText, verdictPill, seconds, bps, si, showError, FINISHED,
+  } = tcpfr;
   const adviceId = location.pathname.split("/").filter(Boolean).pop();
   const base = `/v1/advice/${adviceId}`;
-  const FINISHED = ["succeeded", "failed", "cancelled"];
   let metric = "completion_time";
   let refreshing = null;
 
@@ -28,11 +29,7 @@
   const changesOf = (changes) => Object.entries(changes).map(([k, v]) => `${k} = ${value(k, v)}`).join(", ");
 
   function header(doc) {
-    document.title = `tcpfr — ${doc.name} (${doc.status})`;
-    document.getElementById("title").textContent = doc.name;
-    const pill = document.getElementById("status");
-    pill.textContent = doc.status;
-    pill.className = "pill " + doc.status;
+    setHead(doc.name, doc.status);
     const kind = doc.kind === "remedy_check" ? "remedy check" : "advice";
     document.getElementById("meta").textContent = `${kind} · id ${doc.id}` +
       (doc.error ? ` · error: ${doc.error.type}: ${doc.error.message}` : "");
@@ -53,8 +50,7 @@
     const c = p.counts;
     document.getElementById("counts").textContent =
       `${p.runs} runs made of a budget of ${p.run_budget} (${p.cache_hits} from the cache): ` +
-      `${c.succeeded} succeeded, ${c.running} running, ${c.queued} queued` +
-      (c.failed ? `, ${c.failed} failed` : "") + (c.cancelled ? `, ${c.cancelled} cancelled` : "");
+      countsText(c);
   }
 
   function fixes(report) {
@@ -91,8 +87,7 @@
     const rows = (report.items || []).map((i) => el("tr", {},
       el("td", { text: i.text }),
       el("td", { text: show(i.after && i.after.mean) + interval(i.after) }),
-      el("td", {}, el("span", { class: "pill " + (i.recommended ? "succeeded" : i.verdict === "worse" ? "failed" : ""),
-                                text: i.recommended ? "recommended" : i.verdict }))));
+      el("td", {}, verdictPill(i))));
     document.getElementById("fixes").replaceChildren(
       el("thead", {}, el("tr", {}, ["Remedy", "Measured", "Verdict"].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows));

@@ -243,6 +243,35 @@ const tcpfr = (() => {
     node.querySelector("em").textContent = pct + "%";
   }
 
+  // The states in which a run or an advice has finished.
+  const FINISHED = ["succeeded", "failed", "cancelled"];
+
+  // The head of a run's, sweep's or advice's page: the tab's title, the heading and the
+  // status pill (`text`: the pill's words, where they say more than the status).
+  function setHead(name, status, text = status) {
+    document.title = `tcpfr — ${name} (${status})`;
+    document.getElementById("title").textContent = name;
+    setStatus(status, text);
+  }
+
+  function setStatus(status, text = status) {
+    const pill = document.getElementById("status");
+    pill.textContent = text;
+    pill.className = "pill " + status;
+  }
+
+  // A sweep's or an advice's runs by status, as its progress line says them.
+  function countsText(c) {
+    return `${c.succeeded} succeeded, ${c.running} running, ${c.queued} queued` +
+      (c.failed ? `, ${c.failed} failed` : "") + (c.cancelled ? `, ${c.cancelled} cancelled` : "");
+  }
+
+  // A checked remedy's verdict: recommended (as a success), worse (as a failure), or as measured.
+  function verdictPill(item) {
+    return el("span", { class: "pill " + (item.recommended ? "succeeded" : item.verdict === "worse" ? "failed" : ""),
+                        text: item.recommended ? "recommended" : item.verdict });
+  }
+
   function showError(err) {
     const box = document.getElementById("error");
     if (!box) return;
@@ -252,6 +281,6 @@ const tcpfr = (() => {
 
   return {
     api, revalidate, poll, stream, download, askKey, ApiError, si, bytes, bps, seconds, el, progressBar, setBar,
-    showError,
+    FINISHED, setHead, setStatus, countsText, verdictPill, showError,
   };
 })();

@@ -4,8 +4,7 @@
 // one's measured effect. Shown once run.js has the finished run (event "tcpfr:run").
 "use strict";
 (() => {
-  const { api, el, seconds, bps, showError } = tcpfr;
-  const FINISHED = ["succeeded", "failed", "cancelled"];
+  const { api, el, verdictPill, seconds, bps, showError, FINISHED } = tcpfr;
 
   // A target the transfer does not meet yet: half its time, or twice its goodput.
   function suggestion(flow, metric) {
@@ -82,8 +81,7 @@
       el("td", { text: effect(report.metric, i.before) }),
       el("td", { text: effect(report.metric, i.after) }),
       el("td", { text: i.pct === null || i.pct === undefined ? "–" : `${i.pct > 0 ? "+" : ""}${i.pct.toFixed(0)}%` }),
-      el("td", {}, el("span", { class: "pill " + (i.recommended ? "succeeded" : i.verdict === "worse" ? "failed" : ""),
-                                text: i.recommended ? "recommended" : i.verdict }))));
+      el("td", {}, verdictPill(i))));
     const table = el("table", { id: "remedies-checked", class: "figures" },
       el("thead", {}, el("tr", {}, ["Remedy, measured", "Before", "After", "Change", "Verdict"].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows));

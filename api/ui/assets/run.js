@@ -1,7 +1,10 @@
 // /ui/runs/{id}: live progress (SSE), then the diagnosis, the summary and the charts.
 "use strict";
 (() => {
-  const { api, revalidate, poll, stream, download, el, setBar, bytes, bps, seconds, si, showError } = tcpfr;
+  const {
+    api, revalidate, poll, stream, download, el, setBar, setHead, setStatus, bytes, bps, seconds, si, showError,
+    FINISHED,
+  } = tcpfr;
   const runId = location.pathname.split("/").filter(Boolean).pop();
   const base = `/v1/runs/${runId}`;
   const packets = (v) => si(v, "pkt");
@@ -12,11 +15,8 @@
   let live = null; // the charts' poller while the run is queued or running
 
   function header(doc) {
-    document.title = `tcpfr — ${doc.preset || doc.scenario_name} (${doc.status})`;
-    document.getElementById("title").textContent = doc.preset || doc.scenario_name;
-    const pill = document.getElementById("status");
-    pill.textContent = doc.status + (doc.cache_hit ? " (served from the cache)" : "");
-    pill.className = "pill " + doc.status;
+    setHead(doc.preset || doc.scenario_name, doc.status,
+            doc.status + (doc.cache_hit ? " (served from the cache)" : ""));
     const bits = [`seed ${doc.seed}`, `engine ${doc.engine_version}`, `id ${doc.id}`];
     if (doc.error) bits.push(`error: ${doc.error.type}: ${doc.error.message}`);
     const meta = document.getElementById("meta");
@@ -409,7 +409,7 @@
   async function main() {
     run = await api(base);
     header(run);
-    const finished = ["succeeded", "failed", "cancelled"].includes(run.status);
+    const finished = FINISHED.includes(run.status);
     if (finished) {
       (await api(`${base}/events`)).events.forEach(history);
       return results();
@@ -424,9 +424,7 @@
       },
       progress: (p) => {
         setBar(document.getElementById("progress"), p.progress, p.status);
-        const pill = document.getElementById("status");
-        pill.textContent = p.status;
-        pill.className = "pill " + p.status;
+        setStatus(p.status);
         window.tcpfrProgressSeen = (window.tcpfrProgressSeen || []).concat([p.progress]);
       },
       done: () => results().catch(showError),

@@ -2,17 +2,13 @@
 // overlay of one series over the points (one run per point, on a common time axis).
 "use strict";
 (() => {
-  const { api, stream, el, setBar, si, seconds, showError } = tcpfr;
+  const { api, stream, el, setBar, setHead, setStatus, countsText, si, seconds, showError } = tcpfr;
   const sweepId = location.pathname.split("/").filter(Boolean).pop();
   const base = `/v1/sweeps/${sweepId}`;
   let overlayChart = null;
 
   function header(s) {
-    document.title = `tcpfr — ${s.name} (${s.status})`;
-    document.getElementById("title").textContent = s.name;
-    const pill = document.getElementById("status");
-    pill.textContent = s.status;
-    pill.className = "pill " + s.status;
+    setHead(s.name, s.status);
     document.getElementById("meta").textContent =
       `${s.run_count} runs · ${s.cache_hits} from the cache · id ${s.id}`;
     progress(s.progress, s.status);
@@ -22,8 +18,7 @@
     setBar(document.getElementById("progress"), p.fraction, status);
     const c = p.counts;
     document.getElementById("counts").textContent =
-      `${c.succeeded} succeeded, ${c.running} running, ${c.queued} queued` +
-      (c.failed ? `, ${c.failed} failed` : "") + (c.cancelled ? `, ${c.cancelled} cancelled` : "") +
+      countsText(c) +
       (p.eta_seconds !== null && p.eta_seconds !== undefined ? ` · about ${seconds(p.eta_seconds)} left` : "");
   }
 
@@ -88,9 +83,7 @@
     stream(`${base}/stream`, {
       progress: (p) => {
         progress(p, p.status);
-        const pill = document.getElementById("status");
-        pill.textContent = p.status;
-        pill.className = "pill " + p.status;
+        setStatus(p.status);
       },
       status: () => {},
       done: () => results().catch(showError),
