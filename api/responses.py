@@ -88,3 +88,11 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
         }
         for status in statuses
     }
+
+
+def created_status(created: bool, served: bool) -> int:
+    """A submission's status: 200 for a replay (the Idempotency-Key's earlier answer), 201
+    when the result cache `served` all it asked for (nothing left to run), else 202."""
+    if not created:
+        return 200
+    return 201 if served else 202

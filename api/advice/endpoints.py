@@ -27,7 +27,7 @@ from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
 from api.dispatch import wake
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
-from api.responses import OrjsonResponse, problem_responses
+from api.responses import OrjsonResponse, created_status, problem_responses
 from store.models import RunStatus, StoredWorkflow
 from store.workflows import WorkflowRepository
 
@@ -50,7 +50,7 @@ async def _accepted(db: Db, celery: Celery, wf: StoredWorkflow, created: bool) -
         await wake(celery, wf.id)
     return OrjsonResponse(
         await db.read(_document, wf.id),
-        status_code=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK,
+        status_code=created_status(created, served=False),  # a workflow always has steps to run
         headers={"Location": f"/v1/advice/{wf.id}"},
     )
 

@@ -16,7 +16,7 @@ from api.deps import CachedDep, CeleryDep, DbDep, SettingsDep, TenantDep
 from api.dispatch import enqueue
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
-from api.responses import OrjsonResponse, problem_responses, render_json
+from api.responses import OrjsonResponse, created_status, problem_responses, render_json
 from api.runs import service
 from api.runs.present import run_document, run_fields
 from api.runs.schemas import RunCreate, RunHistory, RunListItem, RunOut
@@ -62,11 +62,7 @@ async def create_run(
     )
     if created and run.status is RunStatus.queued:
         await enqueue(db, celery, [run.id])
-    code = status.HTTP_202_ACCEPTED
-    if not created:
-        code = status.HTTP_200_OK
-    elif run.cache_hit:
-        code = status.HTTP_201_CREATED
+    code = created_status(created, run.cache_hit)
     result = await db.read(service.result_of, run) if run.status is RunStatus.succeeded else None
     doc = run_document(run, result)
     doc["warnings"] = service.warnings_of(run) if created else None

@@ -24,7 +24,7 @@ from api.dispatch import enqueue
 from api.exceptions import InvalidScenario, NotFound, field_error
 from api.idempotency import IdempotencyKey
 from api.pagination import Page, PageParamsDep
-from api.responses import OrjsonResponse, problem_responses
+from api.responses import OrjsonResponse, created_status, problem_responses
 from api.sweeps import present, pricing, service, speed, state
 from api.sweeps import summary as sweep_summary
 from api.sweeps.schemas import (
@@ -98,11 +98,7 @@ async def submit(
     await enqueue(db, celery, to_send)
     out = await db(_detail, sweep.id, settings)
     out.warnings = warnings if created else None
-    code = status.HTTP_202_ACCEPTED
-    if not created:
-        code = status.HTTP_200_OK
-    elif out.cache_hits == out.run_count:
-        code = status.HTTP_201_CREATED
+    code = created_status(created, out.cache_hits == out.run_count)
     return OrjsonResponse(
         out.model_dump(mode="json"),
         status_code=code,
