@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from goldens import frame_relay_backup  # noqa: E402
-from servicekit import Stack, _base_env, free_port  # noqa: E402
+from servicekit import Stack, serve_embedded  # noqa: E402
 
 import engine  # noqa: E402
 from client import Client  # noqa: E402
@@ -48,17 +48,13 @@ SEEDS = {
 @contextlib.contextmanager
 def embedded(workers: int) -> Iterator[Stack]:
     """`python -m api.serve` as `make run` starts it, in a fresh data directory."""
-    with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        env = _base_env(Path(tmp))
-        env.update(PORT=str(port), TCPFR_WORKER_CONCURRENCY=str(workers), TCPFR_LOG_LEVEL="WARNING")
-        stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=Path(tmp))
-        try:
-            stack.start("serve", [sys.executable, "-m", "api.serve"])
-            stack.wait_ready()
-            yield stack
-        finally:
-            stack.stop()
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        serve_embedded(
+            Path(tmp), TCPFR_WORKER_CONCURRENCY=str(workers), TCPFR_LOG_LEVEL="WARNING"
+        ) as stack,
+    ):
+        yield stack
 
 
 def timed_advice(client: Client, **kwargs: Any) -> tuple[dict[str, Any], Any, float]:

@@ -267,14 +267,14 @@ def pg_auth_stack(pg_stack: Stack) -> Iterator[Stack]:
         yield stack
 
 
-@pytest.fixture(scope="session")
-def embedded_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+@contextmanager
+def serve_embedded(tmp: Path, **settings: str) -> Iterator[Stack]:
     """``python -m api.serve`` (what ``make run`` runs) with no DATABASE_URL or BROKER_URL:
-    SQLite and the file-system broker under a temporary TCPFR_DATA_DIR, 2 worker processes."""
-    tmp = tmp_path_factory.mktemp("embedded")
+    SQLite and the file-system broker under ``tmp``, on a free port, with these settings
+    (``TCPFR_WORKER_CONCURRENCY``...); ready when it is yielded (bench/advice_bench.py too)."""
     port = free_port()
     env = _base_env(tmp)
-    env.update(PORT=str(port), TCPFR_WORKER_CONCURRENCY="2")
+    env.update(PORT=str(port), **settings)
     stack = Stack(base_url=f"http://127.0.0.1:{port}", env=env, tmp=tmp)
     try:
         stack.start("serve", [sys.executable, "-m", "api.serve"])
@@ -282,3 +282,11 @@ def embedded_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session")
+def embedded_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """The embedded service (`serve_embedded`) under a temporary TCPFR_DATA_DIR, 2 worker
+    processes."""
+    with serve_embedded(tmp_path_factory.mktemp("embedded"), TCPFR_WORKER_CONCURRENCY="2") as stack:
+        yield stack
