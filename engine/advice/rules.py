@@ -292,7 +292,9 @@ def policing(ctx: Context) -> list[Remedy | None]:
         )
     out += _contract(ctx, pvc)[:1]  # the CIR; Be is the burst rule's above
     out.append(_shape(ctx, pvc, figures))
-    return out
+    # The discards stay while the contract does: the sender's side can recover from them
+    # sooner (SACK; a Linux minimum RTO where its time went to timeouts).
+    return out + _recovery(ctx, False) + _lower_min_rto(ctx)
 
 
 def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:
@@ -404,21 +406,26 @@ def loss(ctx: Context) -> list[Remedy | None]:
 
 def timeouts(ctx: Context) -> list[Remedy | None]:
     dropped, lossy = _drops(ctx)
+    return [*dropped, *_recovery(ctx, lossy), *_lower_min_rto(ctx)]
+
+
+def _lower_min_rto(ctx: Context) -> list[Remedy | None]:
+    """Linux's 200 ms minimum RTO, where the flow waited for timeouts above it."""
     tcp = ctx.flow.tcp
-    out = [*dropped, *_recovery(ctx, lossy)]
-    if tcp.min_rto > LINUX_MIN_RTO:
-        out.append(
-            make(
-                ctx,
-                "lower_min_rto",
-                [Change(path=tcp_path(ctx, "min_rto"), value=LINUX_MIN_RTO, was=tcp.min_rto)],
-                "endpoint",
-                subject=ctx.flow.id,
-                raises_bound=False,
-                timeouts=ctx.summary.timeouts,
-            )
+    if tcp.min_rto <= LINUX_MIN_RTO or not ctx.summary.timeouts:
+        return []
+    change = Change(path=tcp_path(ctx, "min_rto"), value=LINUX_MIN_RTO, was=tcp.min_rto)
+    return [
+        make(
+            ctx,
+            "lower_min_rto",
+            [change],
+            "endpoint",
+            subject=ctx.flow.id,
+            raises_bound=False,
+            timeouts=ctx.summary.timeouts,
         )
-    return out
+    ]
 
 
 def cwnd(ctx: Context) -> list[Remedy | None]:
