@@ -331,13 +331,14 @@ def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Rem
     )
 
 
-def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
+def _drops(ctx: Context) -> tuple[list[Remedy | None], bool, str | None]:
     """Name every link direction on the path that dropped: a queue that overflowed gets a
-    larger queue, a lossy line is said to have no setting. True when a line lost packets."""
+    larger queue, a lossy line is said to have no setting. Also whether a line lost packets,
+    and the first port whose queue overflowed holding less than one BDP."""
     out: list[Remedy | None] = []
     lossy = False
+    shallow: str | None = None
     bdp = path_bdp(ctx)
-    window = ctx.facts.window_bytes or 0
     for key in ctx.facts.path:
         summary = ctx.result.links.get(key)
         if summary is None:
@@ -345,8 +346,9 @@ def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
         link, direction = port_direction(ctx, key)
         queue = link.queue_of(direction)  # type: ignore[arg-type]
         if summary.drops:
-            change = queue_change(ctx, key, queue_packets(ctx, bdp, window))
+            change = queue_change(ctx, key, queue_packets(ctx, bdp))
             if change is not None and queue.discipline == "droptail":
+                shallow = shallow or key
                 out.append(
                     make(
                         ctx,
@@ -364,10 +366,10 @@ def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
             out.append(
                 not_ours(ctx, key, error_drops=summary.error_drops, loss_model=link.loss.model)
             )
-    return out, lossy
+    return out, lossy, shallow
 
 
-def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
+def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> list[Remedy | None]:
     tcp = ctx.flow.tcp
     cc = variant(tcp.variant)
     out: list[Remedy | None] = []
@@ -383,9 +385,12 @@ def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
             )
         )
     # Random loss (line errors, not a full queue) slows a loss-based variant only; one whose
-    # rate follows its model of the path (bbr) does not slow down for it.
+    # rate follows its model of the path (bbr) does not slow down for it. Nor does it need
+    # a queue of one BDP to keep the link busy after it backs off, as a loss-based one does
+    # behind a shallow queue.
     model_based = [name for name in names() if not variant(name).loss_based]
-    if random_loss and cc.loss_based and model_based:
+    if (random_loss or shallow) and cc.loss_based and model_based:
+        why = {} if random_loss else {"shallow_queue": shallow or ""}
         out.append(
             make(
                 ctx,
@@ -394,19 +399,20 @@ def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
                 "endpoint",
                 subject=ctx.flow.id,
                 raises_bound=False,
+                **why,
             )
         )
     return out
 
 
 def loss(ctx: Context) -> list[Remedy | None]:
-    dropped, lossy = _drops(ctx)
-    return [*dropped, *_recovery(ctx, lossy)]
+    dropped, lossy, shallow = _drops(ctx)
+    return [*dropped, *_recovery(ctx, lossy, shallow)]
 
 
 def timeouts(ctx: Context) -> list[Remedy | None]:
-    dropped, lossy = _drops(ctx)
-    return [*dropped, *_recovery(ctx, lossy), *_lower_min_rto(ctx)]
+    dropped, lossy, shallow = _drops(ctx)
+    return [*dropped, *_recovery(ctx, lossy, shallow), *_lower_min_rto(ctx)]
 
 
 def _lower_min_rto(ctx: Context) -> list[Remedy | None]:
