@@ -390,7 +390,9 @@ def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> li
     # behind a shallow queue.
     model_based = [name for name in names() if not variant(name).loss_based]
     if (random_loss or shallow) and cc.loss_based and model_based:
-        why = {} if random_loss else {"shallow_queue": shallow or ""}
+        why: dict[str, float | int | str] = {}
+        if not random_loss:
+            why["shallow_queue"] = shallow or ""
         out.append(
             make(
                 ctx,
@@ -399,7 +401,7 @@ def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> li
                 "endpoint",
                 subject=ctx.flow.id,
                 raises_bound=False,
-                **why,
+                figures=why,
             )
         )
     return out
