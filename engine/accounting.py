@@ -19,7 +19,10 @@ chrono (data queued to send) is split further here:
   **receive_window**, **send_buffer** (the smaller of the two windows was full),
   **slow_start** / **congestion_avoidance** (cwnd was, by the congestion phase),
   **recovery** (fast recovery, or after a timeout until what was outstanding then is
-  acknowledged), **application** (nothing outstanding and nothing to send);
+  acknowledged), **application** (nothing outstanding and nothing to send), and
+  **ack_clock** before the windows: on a path whose way back clocks the flow slower than
+  its bottleneck carries (ADSL's uplink; `ack_clock_of`), the window waited on ACKs that
+  the way back's port held queued for longer than a segment takes at the bottleneck;
 - **timeout**: from the moment the retransmission timer was last armed until it
   expired, for every expiry the sender acted on (SYNs included): what each RTO cost.
 
@@ -82,6 +85,7 @@ class State(IntEnum):
     RECOVERY = 6
     APPLICATION = 7
     TIMEOUT = 8
+    ACK_CLOCK = 9
 
 
 #: FlowTime's field for each state, in State's order.
@@ -94,6 +98,7 @@ _SLOW_START: Final = int(State.SLOW_START)
 _AVOIDANCE: Final = int(State.CONGESTION_AVOIDANCE)
 _RECOVERY: Final = int(State.RECOVERY)
 _APPLICATION: Final = int(State.APPLICATION)
+_ACK_CLOCK: Final = int(State.ACK_CLOCK)
 # The phases as the sender sets them (members, compared by identity: an Enum attribute
 # lookup per send attempt costs more than the rest of the classification).
 _OPEN: Final = Phase.OPEN
@@ -106,6 +111,7 @@ _OVERLAID = frozenset(
         State.SLOW_START,
         State.CONGESTION_AVOIDANCE,
         State.RECOVERY,
+        State.ACK_CLOCK,
     }
 )
 
@@ -131,6 +137,28 @@ def bottleneck_of(path: Path, mss: int) -> Pipe:
     equals): a port, a PVC's contract, or any stage that spaces packets at a rate of its
     own and says so with `pipe_rate(ip_size)` (frame bits per second less framing, as a
     port's) beside `busy_total` and `busy_until`."""
+    return _narrowest(path, mss)[0]
+
+
+def ack_clock_of(fwd: Path, rev: Path, mss: int, per_ack: int) -> tuple[Egress, float] | None:
+    """The port of the ACKs' way back that clocks the flow, when it clocks it slower than
+    its data bottleneck carries (the diagnosis' `ack_clock_bps`, without its margin): the
+    port of `rev` with the fewest 40-byte ACKs a second, each worth `per_ack` segments; and
+    the time one full segment takes at the data bottleneck (a backlog of ACKs longer than
+    that at the port holds the window back). None when the way back is the faster."""
+    _, rate = _narrowest(fwd, mss)
+    port: Egress | None = None
+    acks = math.inf
+    for hop in rev:
+        if isinstance(hop, Egress) and hop.rate / (hop.wire(TCP_IP_HEADERS) * 8) < acks:
+            port, acks = hop, hop.rate / (hop.wire(TCP_IP_HEADERS) * 8)
+    if port is None or acks * per_ack * mss * 8 >= rate:
+        return None
+    return port, mss * 8 / rate
+
+
+def _narrowest(path: Path, mss: int) -> tuple[Pipe, float]:
+    """bottleneck_of's pipe, and its payload rate (bit/s)."""
     size = mss + TCP_IP_HEADERS
     best: Pipe | None = None
     best_rate = math.inf
@@ -148,7 +176,7 @@ def bottleneck_of(path: Path, mss: int) -> Pipe:
         if rate < best_rate:
             best, best_rate = pipe, rate
     assert best is not None  # a route has at least one port
-    return best
+    return best, best_rate
 
 
 def _busy(pipe: Pipe, now: float) -> float:
@@ -174,6 +202,8 @@ class FlowClock:
         "trace",
         "started",
         "ended",
+        "ack_port",
+        "ack_hold",
     )
 
     def __init__(self, pipe: Pipe, windowed: bool) -> None:
@@ -192,6 +222,11 @@ class FlowClock:
         self.trace = Trace("state")
         self.started: float | None = None
         self.ended: float | None = None
+        # The ACKs' way back, where it clocks the flow slower than its bottleneck carries
+        # (`ack_clock_of`): a window held while its backlog exceeds `ack_hold` seconds is
+        # `ack_clock`'s time.
+        self.ack_port: Egress | None = None
+        self.ack_hold = math.inf
 
     # --- what the sender tells -------------------------------------------------------------
 
@@ -221,7 +256,10 @@ class FlowClock:
             # receiver's, as a window set by both needs snd_buf raised too). A sender with
             # data left but none outstanding (the last flight) waits on it too.
             cwnd = st.cwnd
-            if self.windowed and cwnd < rwnd and cwnd < buf:
+            ack = self.ack_port
+            if ack is not None and ack.busy_until - now > self.ack_hold:
+                code = _ACK_CLOCK  # the window waits on ACKs queued on the way back
+            elif self.windowed and cwnd < rwnd and cwnd < buf:
                 code = _SLOW_START if cwnd < st.ssthresh else _AVOIDANCE
             else:
                 code = _SEND_BUFFER if buf <= rwnd else _RECEIVE_WINDOW

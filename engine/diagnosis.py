@@ -15,7 +15,8 @@ reported bound is one the achieved goodput cannot exceed:
   times the segments each acknowledges), reported where it is below the link's: a slow
   return channel (ADSL's uplink) paces the sender, one segment per ACK that gets back.
   The limit is `ack_clock` when the flow reached it and its time is the link's or a
-  window's (a window held full by ACKs queued on the way back).
+  window's (a window held full by ACKs queued on the way back), or when the time the
+  accounting booked to `ack_clock` is the flow's largest.
 - **mathis**: Mathis et al. (1997), MSS/RTT * sqrt(3/(2bp)) with b packets acknowledged
   per ACK and p the loss rate the flow saw. It models a congestion-avoidance sawtooth;
   when a flow delivered more (its few losses came late, slow start moved the data), the
@@ -185,7 +186,9 @@ def _diagnose_tcp(
     bottleneck: str | None = link.resource
     clocked = ack_binds and name in _CLOCKED and ack is not None and achieved >= REACHED * ack
     if clocked and not _kept_busy(s):
-        name, spent, bottleneck = "ack_clock", _clocked(s), f.ack_port
+        name, spent = "ack_clock", _clocked(s)
+    if name == "ack_clock":  # by the clause above, or by the time the accounting booked
+        bottleneck = f.ack_port
     return Diagnosis(
         limit=name,
         bounds=bounds,
@@ -200,7 +203,7 @@ def _diagnose_tcp(
 # What an ACK-clocked flow's time shows: its bottleneck busy less than its life, the rest
 # a window full of segments whose ACKs wait on the way back (engine/accounting.py).
 _CLOCKED: frozenset[Limit] = frozenset(
-    {"link_capacity", "receive_window", "send_buffer", "congestion_window"}
+    {"link_capacity", "receive_window", "send_buffer", "congestion_window", "ack_clock"}
 )
 
 
@@ -235,6 +238,7 @@ _LIMIT_OF: dict[str, Limit] = {
     "recovery": "loss",
     "timeout": "timeouts",
     "application": "application",
+    "ack_clock": "ack_clock",
 }
 _LOSSES: frozenset[Limit] = frozenset({"loss", "timeouts"})
 _WINDOWS: frozenset[Limit] = frozenset({"receive_window", "send_buffer"})
@@ -274,6 +278,8 @@ def _limit_by_time(
             limit = "link_capacity"
         if limit in _WINDOWS and not window_fits:
             limit = "link_capacity"
+        if limit == "ack_clock" and bounds.ack_clock_bps is None:
+            limit = "link_capacity"  # a way back within ACK_MARGIN of the link's rate
         spent[limit] = spent.get(limit, 0.0) + getattr(t, state)
     name = max(spent, key=lambda k: spent[k])  # the first of equals, in _LIMIT_OF's order
     if spent[name] <= 0:

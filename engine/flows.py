@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
-from engine.accounting import rtt_split
+from engine.accounting import ack_clock_of, rtt_split
 from engine.kernel import Kernel, Later, stream
 from engine.packet import Kind, Owner, Packet, Path
 from engine.protocol import IP_HEADER, UDP_HEADER
@@ -126,6 +126,10 @@ class TcpFlow(Flow):
             env, self, tcp, limit, fwd, cc, recovery_for(tcp, type(cc)), advertised_window(tcp)
         )
         self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
+        per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
+        clocked = ack_clock_of(fwd, rev, tcp.mss, per_ack)
+        if clocked is not None:
+            self.sender.clock.ack_port, self.sender.clock.ack_hold = clocked
         # The last element of each path is the peer endpoint.
         self.sender.path = fwd + (self.receiver,)
         # Queueing per hop of each direction, charged to its receiving end, and the

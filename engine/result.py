@@ -46,6 +46,13 @@ class FlowTime(_Model):
         description="Waiting for the retransmission timer: from its last arming to each expiry "
         "the sender acted on"
     )
+    ack_clock: float = Field(
+        default=0.0,
+        description="The window was full while the ACKs that would open it waited on the way "
+        "back: on a path whose ACKs' way back clocks the flow slower than its bottleneck "
+        "carries (an ADSL uplink), its slowest port held more than a segment's time (at the "
+        "bottleneck) of ACKs queued. 0 on other paths, and in results stored before it",
+    )
 
 
 class RttHop(_Model):

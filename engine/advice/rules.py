@@ -292,7 +292,9 @@ def policing(ctx: Context) -> list[Remedy | None]:
         )
     out += _contract(ctx, pvc)[:1]  # the CIR; Be is the burst rule's above
     out.append(_shape(ctx, pvc, figures))
-    return out
+    # The discards stay while the contract does: the sender's side can recover from them
+    # sooner (SACK; a Linux minimum RTO where its time went to timeouts).
+    return out + _recovery(ctx, False) + _lower_min_rto(ctx)
 
 
 def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:
@@ -329,13 +331,14 @@ def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Rem
     )
 
 
-def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
+def _drops(ctx: Context) -> tuple[list[Remedy | None], bool, str | None]:
     """Name every link direction on the path that dropped: a queue that overflowed gets a
-    larger queue, a lossy line is said to have no setting. True when a line lost packets."""
+    larger queue, a lossy line is said to have no setting. Also whether a line lost packets,
+    and the first port whose queue overflowed holding less than one BDP."""
     out: list[Remedy | None] = []
     lossy = False
+    shallow: str | None = None
     bdp = path_bdp(ctx)
-    window = ctx.facts.window_bytes or 0
     for key in ctx.facts.path:
         summary = ctx.result.links.get(key)
         if summary is None:
@@ -343,8 +346,9 @@ def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
         link, direction = port_direction(ctx, key)
         queue = link.queue_of(direction)  # type: ignore[arg-type]
         if summary.drops:
-            change = queue_change(ctx, key, queue_packets(ctx, bdp, window))
+            change = queue_change(ctx, key, queue_packets(ctx, bdp))
             if change is not None and queue.discipline == "droptail":
+                shallow = shallow or key
                 out.append(
                     make(
                         ctx,
@@ -362,10 +366,10 @@ def _drops(ctx: Context) -> tuple[list[Remedy | None], bool]:
             out.append(
                 not_ours(ctx, key, error_drops=summary.error_drops, loss_model=link.loss.model)
             )
-    return out, lossy
+    return out, lossy, shallow
 
 
-def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
+def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> list[Remedy | None]:
     tcp = ctx.flow.tcp
     cc = variant(tcp.variant)
     out: list[Remedy | None] = []
@@ -381,9 +385,14 @@ def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
             )
         )
     # Random loss (line errors, not a full queue) slows a loss-based variant only; one whose
-    # rate follows its model of the path (bbr) does not slow down for it.
+    # rate follows its model of the path (bbr) does not slow down for it. Nor does it need
+    # a queue of one BDP to keep the link busy after it backs off, as a loss-based one does
+    # behind a shallow queue.
     model_based = [name for name in names() if not variant(name).loss_based]
-    if random_loss and cc.loss_based and model_based:
+    if (random_loss or shallow) and cc.loss_based and model_based:
+        why: dict[str, float | int | str] = {}
+        if not random_loss:
+            why["shallow_queue"] = shallow or ""
         out.append(
             make(
                 ctx,
@@ -392,33 +401,39 @@ def _recovery(ctx: Context, random_loss: bool) -> list[Remedy | None]:
                 "endpoint",
                 subject=ctx.flow.id,
                 raises_bound=False,
+                figures=why,
             )
         )
     return out
 
 
 def loss(ctx: Context) -> list[Remedy | None]:
-    dropped, lossy = _drops(ctx)
-    return [*dropped, *_recovery(ctx, lossy)]
+    dropped, lossy, shallow = _drops(ctx)
+    return [*dropped, *_recovery(ctx, lossy, shallow)]
 
 
 def timeouts(ctx: Context) -> list[Remedy | None]:
-    dropped, lossy = _drops(ctx)
+    dropped, lossy, shallow = _drops(ctx)
+    return [*dropped, *_recovery(ctx, lossy, shallow), *_lower_min_rto(ctx)]
+
+
+def _lower_min_rto(ctx: Context) -> list[Remedy | None]:
+    """Linux's 200 ms minimum RTO, where the flow waited for timeouts above it."""
     tcp = ctx.flow.tcp
-    out = [*dropped, *_recovery(ctx, lossy)]
-    if tcp.min_rto > LINUX_MIN_RTO:
-        out.append(
-            make(
-                ctx,
-                "lower_min_rto",
-                [Change(path=tcp_path(ctx, "min_rto"), value=LINUX_MIN_RTO, was=tcp.min_rto)],
-                "endpoint",
-                subject=ctx.flow.id,
-                raises_bound=False,
-                timeouts=ctx.summary.timeouts,
-            )
+    if tcp.min_rto <= LINUX_MIN_RTO or not ctx.summary.timeouts:
+        return []
+    change = Change(path=tcp_path(ctx, "min_rto"), value=LINUX_MIN_RTO, was=tcp.min_rto)
+    return [
+        make(
+            ctx,
+            "lower_min_rto",
+            [change],
+            "endpoint",
+            subject=ctx.flow.id,
+            raises_bound=False,
+            timeouts=ctx.summary.timeouts,
         )
-    return out
+    ]
 
 
 def cwnd(ctx: Context) -> list[Remedy | None]:

@@ -96,6 +96,11 @@ def _why(r: Remedy) -> str:
             "the policer then passes all the port can send, whatever the burst (a larger Be "
             "is never used)"
         )
+    if r.action == "change_variant" and "shallow_queue" in r.figures:
+        text = (
+            "(bbr paces at the bottleneck's rate, and needs no queue of a bandwidth-delay "
+            "product at {shallow_queue} to keep it busy after a loss)"
+        )
     if r.cost_class == "queue" and r.action in ("raise_rcv_buf", "raise_snd_buf"):
         text += ", with a queue that absorbs slow start's bursts"
     if r.action == "shape" and any(c.path.endswith(".shaping.rate") for c in r.changes):

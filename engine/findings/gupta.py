@@ -249,8 +249,10 @@ SEED_001 = (
         "Table I: windows 25/20 (row 4) drop least",
         "16/18/20/10/29/34",
         "not",
-        "rows 1-2 (15-25 packets in flight) cannot overflow either; ours grows with "
-        "the window as the arithmetic says it must",
+        "rows 1-2 cannot overflow: 10 + 5 = 15 packets against 10 waiting + 1 on the wire "
+        "+ a 7.2-packet pipe at 2 ms (18), and 15 + 10 = 25 against 17 + 1 + 8.6 at 5 ms "
+        "(27), so with the stated windows they drop nothing and row 4 (45 packets against "
+        "31 + 1 + 11) cannot drop least; ours grows with the window (gupta.md §2)",
         (_G,),
         _f001_table1,
         GUPTA_FRAMING,
@@ -260,7 +262,11 @@ SEED_001 = (
         "best point: delay 10 ms, QL 32",
         "9 drops, 973 Ack (neighbours 15-29)",
         "not",
-        "an outlier in the paper (every neighbour 500-680 Ack); our QL-32 column falls smoothly",
+        "nothing in the stated model makes 10 ms special: the 45 packets of window less the "
+        "pipe (10.0 / 11.0 / 11.9 packets at 8 / 10 / 12 ms) leave 35 / 34 / 33 against "
+        "QL 32's 31 waiting + 1, an overflow that shrinks smoothly with the delay (ours "
+        "7 / 5 / 5 drops), where the paper's 29 / 9 / 17 dips and its 973 Ack stands alone "
+        "among 500-680",
         (_G,),
         _f001_best,
         GUPTA_FRAMING,

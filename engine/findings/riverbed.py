@@ -208,7 +208,9 @@ SEED_000 = (
         "674 → 192 s (−72 %)",
         "partly",
         "the window then exceeds the T1's 34.7 kB BDP: link-limited, and 30 MB at the T1's "
-        "1.48 Mb/s of goodput takes 162 s, 16 % under 192 s. The two papers disagree on the "
+        "1.48 Mb/s of goodput takes 162 s, 16 % under 192 s. Within 15 % needs 163.2 s or "
+        "more, while 20,548 frames of 1,508 B take 160.6 s at 1.544 Mb/s: the T1 idle "
+        "1.6 % of the time with no loss and a window above the BDP. The two papers disagree on the "
         "same network: seed 003's lab moves 25 MB in ≈ 130 s (5.2 s per MB, the T1 full; "
         "ours 135 s, 003-3), this paper 30 MB in 192 s (6.4 s per MB, ≈ 1.25 Mb/s), while "
         "their 8 KB times agree per MB within 1 %; ours follows the lab's, and no stated "
@@ -324,8 +326,10 @@ SEED_000 = (
         "no Reno −16 %, Reno −13 %",
         "partly",
         "without Reno our T3 gain is 9 %, 0.6x the paper's: the timeouts cost the same "
-        "seconds on either link and dilute the gain, which is already smaller than the "
-        "paper's without drops (000-1)",
+        "seconds on either link (2.0 / 1.9 s per loss) and dilute the gain, already smaller "
+        "than the paper's without drops (000-1). Within 1.5x of −15.7 % needs (664 + 2.0n) − "
+        "(588 + 1.9n) ≥ 10.5 % of 664 + 2.0n: n ≤ 57 losses per run (p ≤ 0.0028), where Reno's "
+        "times need n ≥ 131 (§5)",
         (_D,),
         _f000_t3_drops,
         RIVERBED_DELAY,

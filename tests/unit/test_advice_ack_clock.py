@@ -112,6 +112,11 @@ def test_the_diagnosis_names_the_acks_way_back_and_what_it_cost(result) -> None:
     t = s.time
     assert d.limit_time == pytest.approx(t.duration - t.handshake - t.busy, rel=1e-9)
     assert t.busy == pytest.approx(NBYTES * 8 / DOWN_PAYLOAD, rel=0.01)
+    # Where the time went says the same: the downlink's idle time is the ACKs' way back's
+    # (all of it but slow start's first rounds, before the ACKs queue), none a window's.
+    assert t.ack_clock >= 0.9 * d.limit_time
+    assert t.ack_clock + t.slow_start == pytest.approx(d.limit_time, rel=1e-9)
+    assert t.congestion_avoidance == t.receive_window == t.recovery == 0
     assert "ACKs' way back" in d.why and "adsl:client>isp" in d.why and "13.8 Mbit/s" in d.why
 
 

@@ -9,6 +9,7 @@ const tcpfrTime = (() => {
     ["busy", "busy: the pipe full", "#2ca02c"],
     ["receive_window", "receive window", "#1f6feb"],
     ["send_buffer", "send buffer", "#17becf"],
+    ["ack_clock", "ACKs' way back", "#e377c2"],
     ["slow_start", "slow start", "#ff7f0e"],
     ["congestion_avoidance", "congestion avoidance", "#bcbd22"],
     ["recovery", "loss recovery", "#d62728"],
