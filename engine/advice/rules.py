@@ -5,8 +5,9 @@ discarding bursts, losses (named where they happened), timeouts, a window still 
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from engine.advice import words
+from engine.advice import contract, words
 from engine.advice.build import (
     ROOM,
     is_port,
@@ -24,9 +25,6 @@ from engine.advice.build import (
 from engine.advice.context import Context
 from engine.advice.levers import ladder_for
 from engine.advice.model import Action, Change, Remedy
-from engine.net import link_wire
-from engine.protocol import TCP_IP_HEADERS
-from engine.scenario import Link, Pvc
 from engine.tcp.cc import variant
 from engine.variants import names
 
@@ -136,7 +134,7 @@ def capacity(ctx: Context) -> list[Remedy | None]:
         # rule's Be, the CIR, and shaping at the contract's rate, as for a policed flow.
         out += policing(ctx)
     elif resource.startswith("pvc:") and ctx.facts.pvc is not None:
-        out += _contract(ctx, _pvc(ctx))
+        out += contract.raise_contract(ctx, contract.pvc_of(ctx))
     elif is_port(resource):
         changes = upgrade(ctx, resource)
         out.append(make(ctx, "upgrade_link", changes, "link", subject=resource))
@@ -158,8 +156,8 @@ def _shaper(ctx: Context, resource: str) -> list[Remedy | None]:
     rate (CIR + Be/Tc: the policer then discards nothing), and the contract itself; on an
     interface, at the port's rate, where the shaper no longer holds anything back."""
     if resource.startswith("pvc:") and ctx.facts.pvc is not None:
-        pvc = _pvc(ctx)
-        return [_shape(ctx, pvc, {}), *_contract(ctx, pvc)]
+        pvc = contract.pvc_of(ctx)
+        return [contract.shape(ctx, pvc, {}), *contract.raise_contract(ctx, pvc)]
     port = resource.removeprefix("shaper:")
     link, direction = port_direction(ctx, port)
     shaper = link.shaping_a_to_b if direction == "a_to_b" else link.shaping_b_to_a
@@ -169,166 +167,16 @@ def _shaper(ctx: Context, resource: str) -> list[Remedy | None]:
     return [make(ctx, "shape", [change], "shaping", subject=resource)]
 
 
-def _pvc(ctx: Context) -> Pvc:
-    assert ctx.scenario.frame_relay is not None and ctx.facts.pvc is not None
-    return next(p for p in ctx.scenario.frame_relay.pvcs if p.id == ctx.facts.pvc)
-
-
-def _contract(ctx: Context, pvc: Pvc) -> list[Remedy | None]:
-    """Raise the CIR, or Be, until the contract no longer binds (the port or the window
-    does)."""
-    assert pvc.bc is not None
-    model = ctx.model
-    if model is None:
-        return []
-    base = f"frame_relay.pvcs.{pvc.id}"
-    unbound = model.bound({f"{base}.cir": _port_rate(ctx, pvc), f"{base}.be": 0})
-    want = min(unbound.capacity_bps, unbound.goodput_bps)  # what the port and window allow
-    share = model.bound().capacity_bps / (pvc.cir + pvc.be * pvc.cir / pvc.bc)
-    need = want / share  # frame bits per second the contract must let through
-    cir = min(_port_rate(ctx, pvc), math.ceil(need / (1 + pvc.be / pvc.bc) / 8e3) * 8e3)
-    be = math.ceil(max(need - pvc.cir, 0.0) * pvc.bc / pvc.cir / 1e3) * 1000
-    be = min(be, _be_most(ctx, pvc))
-    return [
-        make(
-            ctx,
-            "raise_cir",
-            [Change(path=f"{base}.cir", value=cir, was=pvc.cir)],
-            "pvc",
-            subject=f"pvc:{pvc.id}",
-        ),
-        make(
-            ctx,
-            "raise_be",
-            [Change(path=f"{base}.be", value=be, was=pvc.be)],
-            "pvc",
-            subject=f"pvc:{pvc.id}",
-        ),
-    ]
-
-
-def _pvc_port(ctx: Context, pvc: Pvc) -> Link | None:
-    """The first link the PVC carries: the one leaving one of its routers (the access port
-    whose frames the policer counts)."""
-    for key in ctx.facts.path:
-        link, direction = port_direction(ctx, key)
-        if (link.a if direction == "a_to_b" else link.b) in (pvc.src, pvc.dst):
-            return link
-    return None
-
-
-def _port_rate(ctx: Context, pvc: Pvc) -> float:
-    port = _pvc_port(ctx, pvc)
-    return port.rate if port is not None else pvc.cir
-
-
-def _be_most(ctx: Context, pvc: Pvc) -> int:
-    """The largest Be a carrier sells, and the largest that can matter: (port - CIR) x Tc,
-    where CIR + Be/Tc reaches the access port's rate. The policer then passes everything the
-    port can send, whatever the burst; a larger Be is never used (Cisco's `frame-relay be`
-    guidance, Be = (AR - CIR) x Tc). Rounded down to whole kbit."""
-    assert pvc.bc is not None
-    most = (_port_rate(ctx, pvc) - pvc.cir) * pvc.bc / pvc.cir
-    return max(int(math.floor(most / 1e3 + 1e-9)) * 1000, 0)
-
-
 def policing(ctx: Context) -> list[Remedy | None]:
     p = ctx.policing
     if p is None:
         return loss(ctx)
-    pvc = p.pvc
-    assert pvc.bc is not None
-    base = f"frame_relay.pvcs.{pvc.id}"
-    subject = f"pvc:{pvc.id}"
-    burst = pvc.bc + pvc.be
-    figures: dict[str, float | int | str] = {
-        "discarded": p.counters.excess_dropped,
-        "link_drops": p.link_drops,
-        "frame_bits": p.frame_bits,
-    }
-    if burst < p.frame_bits:
-        bc = math.ceil((p.frame_bits - pvc.be) / 1e3) * 1000
-        first = _pvc_port(ctx, pvc)
-        overhead = link_wire(first, 1000) - 1000 if first is not None else 0
-        mss = int(burst // 8) - overhead - TCP_IP_HEADERS
-        out = [
-            make(
-                ctx,
-                "raise_bc",
-                [Change(path=f"{base}.bc", value=bc, was=pvc.bc)],
-                "pvc",
-                subject=subject,
-                figures=figures,
-            )
-        ]
-        if mss >= 64:
-            out.append(
-                make(
-                    ctx,
-                    "lower_mss",
-                    [Change(path=tcp_path(ctx, "mss"), value=mss, was=ctx.flow.tcp.mss)],
-                    "endpoint",
-                    subject=subject,
-                    figures=figures,
-                )
-            )
-        return out
-    window_bits = (ctx.facts.window_bytes or 0) * 8
-    out = []
-    be = min(math.ceil((window_bits - pvc.bc) / 1e3) * 1000, _be_most(ctx, pvc))
-    if burst < window_bits and be > pvc.be:
-        sized: dict[str, float | int | str] = {"window_bits": window_bits}
-        if be + pvc.bc < window_bits:  # capped: the port, not the window, sizes it
-            sized = {"port_bps": _port_rate(ctx, pvc)}
-        out.append(
-            make(
-                ctx,
-                "raise_be",
-                [Change(path=f"{base}.be", value=be, was=pvc.be)],
-                "pvc",
-                subject=subject,
-                figures={**figures, **sized},
-            )
-        )
-    out += _contract(ctx, pvc)[:1]  # the CIR; Be is the burst rule's above
-    out.append(_shape(ctx, pvc, figures))
+    out, fits = contract.policed(ctx, p)
+    if not fits:
+        return out  # no frame passes whole: nothing the sender's recovery changes
     # The discards stay while the contract does: the sender's side can recover from them
     # sooner (SACK; a Linux minimum RTO where its time went to timeouts).
     return out + _recovery(ctx, False) + _lower_min_rto(ctx)
-
-
-def _shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:
-    """Shaping at the entry router, at a rate that helps: the contract's own, CIR + Be/Tc
-    (at most the port), with the contract's Bc, so that the bursts wait in the shaper
-    instead of being discarded. Never shaping to the CIR alone: below what a policed flow
-    gets, it makes the transfer slower (issue 23's first case, +64%)."""
-    base = f"frame_relay.pvcs.{pvc.id}"
-    assert pvc.bc is not None
-    contract = min(_port_rate(ctx, pvc), pvc.cir + pvc.be * pvc.cir / pvc.bc)
-    rate = math.floor(contract / 8e3) * 8e3  # below the contract, never above it
-    shaper = pvc.shaping
-    now = shaper.rate if shaper is not None and shaper.rate is not None else None
-    if now is None and (pvc.becn_shaping or shaper is not None):
-        now = pvc.cir  # BECN shaping, and a shaper without a rate, run at the CIR
-    if now is not None and now >= rate:
-        return None  # already shaped at the contract's rate or above
-    changes = [
-        Change(path=f"{base}.shaping.rate", value=rate, was=shaper.rate if shaper else None),
-        # Bursts no deeper than the contract's committed burst pass the policer.
-        Change(path=f"{base}.shaping.bc", value=pvc.bc, was=shaper.bc if shaper else None),
-    ]
-    if pvc.becn_shaping:
-        changes.append(Change(path=f"{base}.becn_shaping", value=False, was=True))
-    # It closes the gap under the contract's bound (no discard, no recovery), like a queue.
-    return make(
-        ctx,
-        "shape",
-        changes,
-        "shaping",
-        subject=f"pvc:{pvc.id}",
-        raises_bound=False,
-        figures=figures,
-    )
 
 
 def _drops(ctx: Context) -> tuple[list[Remedy | None], bool, str | None]:
@@ -369,21 +217,29 @@ def _drops(ctx: Context) -> tuple[list[Remedy | None], bool, str | None]:
     return out, lossy, shallow
 
 
+def _sender(
+    ctx: Context, action: Action, field: str, value: Any, **figures: float | int | str
+) -> Remedy | None:
+    """A change to one of the flow's own TCP settings: free at the endpoint, and not one
+    the bounds can credit (it changes how losses and slow start go, not a path's rate)."""
+    change = Change(path=tcp_path(ctx, field), value=value, was=getattr(ctx.flow.tcp, field))
+    return make(
+        ctx,
+        action,
+        [change],
+        "endpoint",
+        subject=ctx.flow.id,
+        raises_bound=False,
+        figures=figures,
+    )
+
+
 def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> list[Remedy | None]:
     tcp = ctx.flow.tcp
     cc = variant(tcp.variant)
     out: list[Remedy | None] = []
     if cc.sack_would_add(tcp):
-        out.append(
-            make(
-                ctx,
-                "enable_sack",
-                [Change(path=tcp_path(ctx, "sack"), value=True, was=tcp.sack)],
-                "endpoint",
-                subject=ctx.flow.id,
-                raises_bound=False,
-            )
-        )
+        out.append(_sender(ctx, "enable_sack", "sack", True))
     # Random loss (line errors, not a full queue) slows a loss-based variant only; one whose
     # rate follows its model of the path (bbr) does not slow down for it. Nor does it need
     # a queue of one BDP to keep the link busy after it backs off, as a loss-based one does
@@ -393,17 +249,7 @@ def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> li
         why: dict[str, float | int | str] = {}
         if not random_loss:
             why["shallow_queue"] = shallow or ""
-        out.append(
-            make(
-                ctx,
-                "change_variant",
-                [Change(path=tcp_path(ctx, "variant"), value=model_based[0], was=tcp.variant)],
-                "endpoint",
-                subject=ctx.flow.id,
-                raises_bound=False,
-                figures=why,
-            )
-        )
+        out.append(_sender(ctx, "change_variant", "variant", model_based[0], **why))
     return out
 
 
@@ -419,21 +265,10 @@ def timeouts(ctx: Context) -> list[Remedy | None]:
 
 def _lower_min_rto(ctx: Context) -> list[Remedy | None]:
     """Linux's 200 ms minimum RTO, where the flow waited for timeouts above it."""
-    tcp = ctx.flow.tcp
-    if tcp.min_rto <= LINUX_MIN_RTO or not ctx.summary.timeouts:
+    if ctx.flow.tcp.min_rto <= LINUX_MIN_RTO or not ctx.summary.timeouts:
         return []
-    change = Change(path=tcp_path(ctx, "min_rto"), value=LINUX_MIN_RTO, was=tcp.min_rto)
-    return [
-        make(
-            ctx,
-            "lower_min_rto",
-            [change],
-            "endpoint",
-            subject=ctx.flow.id,
-            raises_bound=False,
-            timeouts=ctx.summary.timeouts,
-        )
-    ]
+    timeouts = ctx.summary.timeouts
+    return [_sender(ctx, "lower_min_rto", "min_rto", LINUX_MIN_RTO, timeouts=timeouts)]
 
 
 def cwnd(ctx: Context) -> list[Remedy | None]:
@@ -444,16 +279,11 @@ def cwnd(ctx: Context) -> list[Remedy | None]:
     if tcp.initial_cwnd < LINUX_IW and not variant(tcp.variant).own_slow_start:
         growth = 1.5 if tcp.delayed_ack.enabled else 2.0
         rounds = math.log(LINUX_IW / tcp.initial_cwnd) / math.log(growth)
+        saved = round(rounds, 1)
+        rtt = ctx.facts.base_rtt or 0.0
         out.append(
-            make(
-                ctx,
-                "raise_initial_cwnd",
-                [Change(path=tcp_path(ctx, "initial_cwnd"), value=LINUX_IW, was=tcp.initial_cwnd)],
-                "endpoint",
-                subject=ctx.flow.id,
-                raises_bound=False,
-                rounds_saved=round(rounds, 1),
-                rtt=ctx.facts.base_rtt or 0.0,
+            _sender(
+                ctx, "raise_initial_cwnd", "initial_cwnd", LINUX_IW, rounds_saved=saved, rtt=rtt
             )
         )
     if ctx.share.others_fraction >= words.BUSY_OTHERS:
