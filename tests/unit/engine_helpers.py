@@ -215,6 +215,10 @@ def script_loss(*drops: int, direction: str = "a_to_b") -> dict:
 # --- the steady-state TCP models the tests check against, written from the papers ----------
 
 
+#: Student's t at 0.975 with 2 degrees of freedom (any t table): a 95% interval of 3 seeds.
+T975_2 = 4.302653
+
+
 def mathis_reference_bps(mss: int, rtt: float, p: float, b: int) -> float:
     """Mathis, Semke, Mahdavi, Ott (1997): MSS / RTT * sqrt(3 / (2 b p)), b segments
     acknowledged per ACK; written here from the paper, independently of engine.diagnosis."""

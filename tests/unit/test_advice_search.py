@@ -18,6 +18,7 @@ import json
 import math
 
 import pytest
+from engine_helpers import T975_2
 
 from engine.advice.local import drive
 from engine.advice.request import AdviceRequest, key_of
@@ -237,7 +238,7 @@ def test_a_measured_interval_stays_within_its_quantity(scenario) -> None:
     assert measured is not None and measured.ci95 is not None
     mean = sum(values) / 3
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
-    half = 4.302653 * sd / math.sqrt(3)
+    half = T975_2 * sd / math.sqrt(3)
     assert mean - half < 0  # the raw interval would leave the domain
     assert measured.ci95[0] == 0.0
     assert measured.ci95[1] == pytest.approx(mean + half, rel=1e-6)
@@ -266,11 +267,11 @@ def test_assurance_interval_requires_the_whole_interval_to_meet_the_target(scena
     by_mean = _measured_over(scenario, wide)
     by_interval = _measured_over(scenario, wide, assurance="interval")
     assert by_mean.mean == pytest.approx(299.0) and by_mean.meets
-    half = 4.302653 * math.sqrt(133.0) / math.sqrt(3)
+    half = T975_2 * math.sqrt(133.0) / math.sqrt(3)
     assert by_interval.ci95[1] == pytest.approx(299.0 + half, rel=1e-6)
     assert not by_interval.meets
     narrow = _measured_over(scenario, [280.0, 282.0, 284.0], assurance="interval")
-    assert narrow.ci95[1] == pytest.approx(282 + 4.302653 * 2 / math.sqrt(3), rel=1e-6)
+    assert narrow.ci95[1] == pytest.approx(282 + T975_2 * 2 / math.sqrt(3), rel=1e-6)
     assert narrow.meets
 
     target = Target.parse("backup.time<=300s")

@@ -8,12 +8,12 @@ import math
 import uuid
 
 import pytest
+from engine_helpers import T975_2
 
 from api.compare import report
 from api.compare.points import Observation, PointData
 
 pytestmark = pytest.mark.unit
-T975_2 = 4.302653  # t(0.975, 2), any t table
 
 
 def _point(index: int, flows: list[dict[str, float]], *, baseline: bool = False) -> PointData:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from engine_helpers import T975_2
 from scipy import stats as sps
 
 from api.compare import stats
@@ -16,7 +17,7 @@ def test_t_interval_of_three_values() -> None:
     # n = 3, mean 2, sd 1; t(0.975, 2) = 4.302653 (any t table): half-width 4.302653/sqrt(3).
     est = stats.estimate([1.0, 2.0, 3.0])
     assert est.n == 3 and est.mean == 2.0 and est.sd == pytest.approx(1.0)
-    half = 4.302653 / math.sqrt(3)
+    half = T975_2 / math.sqrt(3)
     assert est.ci95 == pytest.approx((2.0 - half, 2.0 + half), rel=1e-6)
 
 
@@ -39,7 +40,7 @@ def test_paired_difference_uses_the_per_seed_differences() -> None:
     d = stats.difference(point, base)
     assert d is not None and d.paired and d.n == 3
     assert d.mean == pytest.approx(-2.0) and d.sd == pytest.approx(1.0)
-    half = 4.302653 / math.sqrt(3)
+    half = T975_2 / math.sqrt(3)
     assert d.ci95 == pytest.approx((-2 - half, -2 + half), rel=1e-6)
     assert d.baseline_mean == pytest.approx(20.0)
     assert d.pct == pytest.approx(-10.0)

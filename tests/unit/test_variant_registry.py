@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import ClassVar
 
 import pytest
+from engine_helpers import mathis_reference_bps
 
 from engine import simulate
 from engine.analysis import describe
@@ -167,7 +168,7 @@ def test_diagnosis_and_estimate_read_the_toy_traits(toys: None) -> None:
     result = simulate(scenario)
     f, d = result.flows["f"], result.diagnosis["f"]
     assert f.plr and f.rtt_mean
-    mathis = MSS * 8 / f.rtt_mean * math.sqrt(3 / (2 * f.plr))
+    mathis = mathis_reference_bps(MSS, f.rtt_mean, f.plr, 1)
     assert d.bounds.mathis_bps == pytest.approx(mathis, rel=1e-9)
     assert d.limit == "loss"
     assert simulate(as_variant("toy-rate")).diagnosis["f"].bounds.mathis_bps is None
