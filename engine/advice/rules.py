@@ -393,11 +393,18 @@ def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> li
         why: dict[str, float | int | str] = {}
         if not random_loss:
             why["shallow_queue"] = shallow or ""
+        to = model_based[0]
+        changes = [Change(path=tcp_path(ctx, "variant"), value=to, was=tcp.variant)]
+        # With SACK: without it, a burst of losses (its startup's overshoot of a shallow
+        # queue) costs BBR one round trip each, or a timeout, and it ends slower than the
+        # variant it replaces (200 MB behind 8 packets: CUBIC 27 s, BBR 145 s; with SACK 18 s).
+        if variant(to).sack_would_add(tcp):
+            changes.append(Change(path=tcp_path(ctx, "sack"), value=True, was=tcp.sack))
         out.append(
             make(
                 ctx,
                 "change_variant",
-                [Change(path=tcp_path(ctx, "variant"), value=model_based[0], was=tcp.variant)],
+                changes,
                 "endpoint",
                 subject=ctx.flow.id,
                 raises_bound=False,
