@@ -182,7 +182,7 @@ class RemedyCheck:
             metric=metric,  # type: ignore[arg-type]
             seeds=self.seeds,
             base=base,
-            items=sorted(items, key=_order),
+            items=sorted(items, key=lambda i: _order(i, metric)),
             runs=sum(len(self._seeds_of(k)) for k in self._proposed),
             finished=self.finished(),
             text=[],
@@ -275,9 +275,12 @@ class RemedyCheck:
         return item
 
 
-def _order(item: CheckItem) -> tuple[int, float]:
+def _order(item: CheckItem, metric: str) -> tuple[int, float]:
+    """Better first, and among them the largest gain first: the most negative change of a
+    completion time, the most positive of a goodput (a flow that did not finish)."""
     rank = {"better": 0, "no change": 1, "worse": 2, "failed": 3, "pending": 4}[item.verdict]
-    return rank, item.pct if item.pct is not None else 0.0
+    change = item.pct if item.pct is not None else 0.0
+    return rank, change if metric == "completion_time" else -change
 
 
 def _item_text(item: CheckItem, target: Target) -> str:

@@ -24,18 +24,11 @@ def pvc_of(ctx: Context) -> Pvc:
 def raise_contract(ctx: Context, pvc: Pvc) -> list[Remedy | None]:
     """Raise the CIR, or Be, until the contract no longer binds (the port or the window
     does)."""
-    assert pvc.bc is not None
-    model = ctx.model
-    if model is None:
+    values = unbinding(ctx, pvc)
+    if values is None:
         return []
+    cir, be = values
     base = f"frame_relay.pvcs.{pvc.id}"
-    unbound = model.bound({f"{base}.cir": port_rate(ctx, pvc), f"{base}.be": 0})
-    want = min(unbound.capacity_bps, unbound.goodput_bps)  # what the port and window allow
-    share = model.bound().capacity_bps / (pvc.cir + pvc.be * pvc.cir / pvc.bc)
-    need = want / share  # frame bits per second the contract must let through
-    cir = min(port_rate(ctx, pvc), math.ceil(need / (1 + pvc.be / pvc.bc) / 8e3) * 8e3)
-    be = math.ceil(max(need - pvc.cir, 0.0) * pvc.bc / pvc.cir / 1e3) * 1000
-    be = min(be, be_most(ctx, pvc))
     return [
         make(
             ctx,
@@ -52,6 +45,23 @@ def raise_contract(ctx: Context, pvc: Pvc) -> list[Remedy | None]:
             subject=f"pvc:{pvc.id}",
         ),
     ]
+
+
+def unbinding(ctx: Context, pvc: Pvc) -> tuple[float, int] | None:
+    """The CIR, or the Be, at which the contract no longer binds: its long-run rate
+    CIR + Be/Tc reaches what the port and the window allow (Be at most `be_most`)."""
+    assert pvc.bc is not None
+    model = ctx.model
+    if model is None:
+        return None
+    base = f"frame_relay.pvcs.{pvc.id}"
+    unbound = model.bound({f"{base}.cir": port_rate(ctx, pvc), f"{base}.be": 0})
+    want = min(unbound.capacity_bps, unbound.goodput_bps)  # what the port and window allow
+    share = model.bound().capacity_bps / (pvc.cir + pvc.be * pvc.cir / pvc.bc)
+    need = want / share  # frame bits per second the contract must let through
+    cir = min(port_rate(ctx, pvc), math.ceil(need / (1 + pvc.be / pvc.bc) / 8e3) * 8e3)
+    be = math.ceil(max(need - pvc.cir, 0.0) * pvc.bc / pvc.cir / 1e3) * 1000
+    return cir, min(be, be_most(ctx, pvc))
 
 
 def pvc_port(ctx: Context, pvc: Pvc) -> Link | None:
@@ -122,11 +132,20 @@ def policed(ctx: Context, p: PolicingFacts) -> tuple[list[Remedy | None], bool]:
         return out, False
     window_bits = (ctx.facts.window_bytes or 0) * 8
     out = []
-    be = min(math.ceil((window_bits - pvc.bc) / 1e3) * 1000, be_most(ctx, pvc))
+    # Be covers the window's bursts, and lets the contract's long-run rate reach what the
+    # port allows where covering the window alone would leave it binding (a 16 KiB window
+    # behind T1 ports: 100 kbit still holds the flow at 1.02 Mbit/s, 161 kbit reaches the
+    # port as the CIR's remedy does, at half its price); never past the port.
+    most = be_most(ctx, pvc)
+    cover = math.ceil((window_bits - pvc.bc) / 1e3) * 1000
+    values = unbinding(ctx, pvc)
+    be = min(max(cover, values[1] if values else 0), most)
     if burst < window_bits and be > pvc.be:
         sized: dict[str, float | int | str] = {"window_bits": window_bits}
-        if be + pvc.bc < window_bits:  # capped: the port, not the window, sizes it
+        if be == most and be != cover:  # the port, not the window, sizes it
             sized = {"port_bps": port_rate(ctx, pvc)}
+        elif be > cover:  # the contract's long-run rate sizes it
+            sized = {}
         out.append(
             make(
                 ctx,

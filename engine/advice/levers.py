@@ -105,8 +105,12 @@ def tier_named(bps: float) -> Tier | None:
 
 
 def tier_price(bps: float) -> float:
-    """The monthly price of a link of this rate: its product's, or the dearest product at or
-    below it (a rate no one sells costs what the product under it does)."""
+    """The monthly price of a link of this rate: its product's (in the family that sells
+    it: 1000BaseT at Ethernet's price, not OC-12's), or, for a rate no one sells, the
+    dearest product at or below it (it costs what the product under it does)."""
+    named = tier_named(bps)
+    if named is not None:
+        return named.price
     below = [t.price for t in ALL_TIERS if t.bps <= bps * (1 + 1e-9)]
     return max(below) if below else 0.0
 

@@ -218,15 +218,27 @@ def _drops(ctx: Context) -> tuple[list[Remedy | None], bool, str | None]:
 
 
 def _sender(
-    ctx: Context, action: Action, field: str, value: Any, **figures: float | int | str
+    ctx: Context,
+    action: Action,
+    field: str,
+    value: Any,
+    *,
+    also: tuple[str, Any] | None = None,
+    **figures: float | int | str,
 ) -> Remedy | None:
-    """A change to one of the flow's own TCP settings: free at the endpoint, and not one
-    the bounds can credit (it changes how losses and slow start go, not a path's rate)."""
-    change = Change(path=tcp_path(ctx, field), value=value, was=getattr(ctx.flow.tcp, field))
+    """A change to one of the flow's own TCP settings (and `also` another with it): free at
+    the endpoint, and not one the bounds can credit (it changes how losses and slow start
+    go, not a path's rate)."""
+    tcp = ctx.flow.tcp
+    changes = [Change(path=tcp_path(ctx, field), value=value, was=getattr(tcp, field))]
+    if also is not None:
+        changes.append(
+            Change(path=tcp_path(ctx, also[0]), value=also[1], was=getattr(tcp, also[0]))
+        )
     return make(
         ctx,
         action,
-        [change],
+        changes,
         "endpoint",
         subject=ctx.flow.id,
         raises_bound=False,
@@ -249,7 +261,12 @@ def _recovery(ctx: Context, random_loss: bool, shallow: str | None = None) -> li
         why: dict[str, float | int | str] = {}
         if not random_loss:
             why["shallow_queue"] = shallow or ""
-        out.append(_sender(ctx, "change_variant", "variant", model_based[0], **why))
+        to = model_based[0]
+        # With SACK: without it, a burst of losses (its startup's overshoot of a shallow
+        # queue) costs BBR one round trip each, or a timeout, and it ends slower than the
+        # variant it replaces (200 MB behind 8 packets: CUBIC 27 s, BBR 145 s; with SACK 18 s).
+        sack = ("sack", True) if variant(to).sack_would_add(tcp) else None
+        out.append(_sender(ctx, "change_variant", "variant", to, also=sack, **why))
     return out
 
 

@@ -101,6 +101,8 @@ def _why(r: Remedy) -> str:
             "(bbr paces at the bottleneck's rate, and needs no queue of a bandwidth-delay "
             "product at {shallow_queue} to keep it busy after a loss)"
         )
+    if r.action == "change_variant" and any(c.path.endswith(".sack") for c in r.changes):
+        text = text[:-1] + ", and recovers a burst of losses with SACK)"
     if r.cost_class == "queue" and r.action in ("raise_rcv_buf", "raise_snd_buf"):
         text += ", with a queue that absorbs slow start's bursts"
     if r.action == "shape" and any(c.path.endswith(".shaping.rate") for c in r.changes):
