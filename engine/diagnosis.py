@@ -31,7 +31,8 @@ from __future__ import annotations
 import math
 
 from engine.advice import remedies, words
-from engine.advice.whatif import PathModel
+from engine.advice.alike import SharedBounds
+from engine.advice.whatif import Bound, PathModel
 from engine.analysis import PathFacts
 from engine.analysis.paths import flow_facts
 from engine.net import link_wire
@@ -65,6 +66,7 @@ def diagnose(
     facts, routes = flow_facts(scenario, topo)
     pvcs = {p.id: p for p in scenario.frame_relay.pvcs} if scenario.frame_relay else {}
     links = {link.id: link for link in scenario.links}
+    shared: SharedBounds[Bound] = SharedBounds()  # most flows' paths are alike
     out = {}
     for flow in scenario.flows:
         summary = result.flows.get(flow.id)
@@ -90,7 +92,7 @@ def diagnose(
             bounds=d.bounds,
             loss_rate=summary.plr or 0.0,
             policing=policing,
-            model=PathModel.of(scenario, flow, topo, links, routes.get(flow.id)),
+            model=PathModel.of(scenario, flow, topo, links, routes.get(flow.id), shared),
         )
         found = remedies.remedies(ctx)
         why = remedies.why(ctx)
