@@ -29,6 +29,7 @@ policer discarding the bursts TCP sends are to blame.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from engine.advice import remedies, words
 from engine.advice.alike import SharedBounds
@@ -88,17 +89,16 @@ def diagnose(
             result=result,
             facts=f,
             share=link,
-            limit=d.limit,
-            bounds=d.bounds,
+            limit=d["limit"],
+            bounds=d["bounds"],
             loss_rate=summary.plr or 0.0,
             policing=policing,
             model=PathModel.of(scenario, flow, topo, links, routes.get(flow.id), shared),
         )
         found = remedies.remedies(ctx)
         why = remedies.why(ctx)
-        out[flow.id] = d.model_copy(
-            update={"remedies": found, "why": why, "advice": words.advice(why, found)}
-        )
+        # Validated once, whole: a copy with the remedies cost a validation's worth again.
+        out[flow.id] = Diagnosis(**d, remedies=found, why=why, advice=words.advice(why, found))
     return out
 
 
@@ -155,7 +155,9 @@ def _diagnose_tcp(
     link: Share,
     policing: _Policing | None,
     end: float,
-) -> Diagnosis:
+) -> dict[str, Any]:
+    """The flow's `Diagnosis` fields but its remedies and sentences, which the remedy rules
+    write from these."""
     tcp = flow.tcp
     rtt = f.base_rtt
     measured_rtt = s.rtt_mean or rtt
@@ -188,15 +190,14 @@ def _diagnose_tcp(
     clocked = ack_binds and name in _CLOCKED and ack is not None and achieved >= REACHED * ack
     if clocked and not _kept_busy(s):
         name, spent, bottleneck = "ack_clock", _clocked(s), f.ack_port
-    return Diagnosis(
-        limit=name,
-        bounds=bounds,
-        bdp_bytes=f.bdp_bytes,
-        rtt=rtt,
-        bottleneck=bottleneck,
-        limit_time=spent,
-        advice="",  # written from the remedies (`_with_remedies`)
-    )
+    return {
+        "limit": name,
+        "bounds": bounds,
+        "bdp_bytes": f.bdp_bytes,
+        "rtt": rtt,
+        "bottleneck": bottleneck,
+        "limit_time": spent,
+    }
 
 
 # What an ACK-clocked flow's time shows: its bottleneck busy less than its life, the rest
