@@ -30,9 +30,11 @@ policer discarding the bursts TCP sends are to blame.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from engine.advice import remedies, words
-from engine.advice.whatif import PathModel
+from engine.advice.alike import SharedBounds
+from engine.advice.whatif import Bound, PathModel
 from engine.analysis import PathFacts
 from engine.analysis.paths import flow_facts
 from engine.net import link_wire
@@ -66,6 +68,7 @@ def diagnose(
     facts, routes = flow_facts(scenario, topo)
     pvcs = {p.id: p for p in scenario.frame_relay.pvcs} if scenario.frame_relay else {}
     links = {link.id: link for link in scenario.links}
+    shared: SharedBounds[Bound] = SharedBounds()  # most flows' paths are alike
     out = {}
     for flow in scenario.flows:
         summary = result.flows.get(flow.id)
@@ -87,17 +90,16 @@ def diagnose(
             result=result,
             facts=f,
             share=link,
-            limit=d.limit,
-            bounds=d.bounds,
+            limit=d["limit"],
+            bounds=d["bounds"],
             loss_rate=summary.plr or 0.0,
             policing=policing,
-            model=PathModel.of(scenario, flow, topo, links, routes.get(flow.id)),
+            model=PathModel.of(scenario, flow, topo, links, routes.get(flow.id), shared),
         )
         found = remedies.remedies(ctx)
         why = remedies.why(ctx)
-        out[flow.id] = d.model_copy(
-            update={"remedies": found, "why": why, "advice": words.advice(why, found)}
-        )
+        # Validated once, whole: a copy with the remedies cost a validation's worth again.
+        out[flow.id] = Diagnosis(**d, remedies=found, why=why, advice=words.advice(why, found))
     return out
 
 
@@ -154,7 +156,9 @@ def _diagnose_tcp(
     link: Share,
     policing: _Policing | None,
     end: float,
-) -> Diagnosis:
+) -> dict[str, Any]:
+    """The flow's `Diagnosis` fields but its remedies and sentences, which the remedy rules
+    write from these."""
     tcp = flow.tcp
     rtt = f.base_rtt
     measured_rtt = s.rtt_mean or rtt
@@ -189,15 +193,14 @@ def _diagnose_tcp(
         name, spent = "ack_clock", _clocked(s)
     if name == "ack_clock":  # by the clause above, or by the time the accounting booked
         bottleneck = f.ack_port
-    return Diagnosis(
-        limit=name,
-        bounds=bounds,
-        bdp_bytes=f.bdp_bytes,
-        rtt=rtt,
-        bottleneck=bottleneck,
-        limit_time=spent,
-        advice="",  # written from the remedies (`_with_remedies`)
-    )
+    return {
+        "limit": name,
+        "bounds": bounds,
+        "bdp_bytes": f.bdp_bytes,
+        "rtt": rtt,
+        "bottleneck": bottleneck,
+        "limit_time": spent,
+    }
 
 
 # What an ACK-clocked flow's time shows: its bottleneck busy less than its life, the rest

@@ -16,9 +16,10 @@ changed scenario, on generated scenarios and changes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from engine.advice.alike import SharedBounds, change_key, renamed
 from engine.advice.levers import parse_value
 from engine.net import link_wire
 from engine.protocol import TCP_IP_HEADERS
@@ -72,6 +73,7 @@ class PathModel:
         back: list[_Hop],
         pvc: Pvc | None,
         pvc_first: int | None,
+        shared: SharedBounds[Bound] | None = None,
     ):
         self.flow = flow
         self.hops = hops
@@ -83,6 +85,11 @@ class PathModel:
         # remedy with, whose effect asks again (two of every five evaluations in a run's
         # diagnosis). By each value's repr, so that True, 1 and 1.0 stay apart.
         self._known: dict[tuple[tuple[str, str], ...], Bound] = {}
+        # The run's other alike paths' bounds (engine/advice/alike.py), and this path's kind.
+        self._shared = shared
+        self._kind: int | None = None
+        self._indices: dict[str, int] = {}
+        self._keys = tuple(h.key for h in (*hops, *back))
 
     @classmethod
     def of(
@@ -92,8 +99,10 @@ class PathModel:
         topo: Topology | None = None,
         links: Mapping[str, Link] | None = None,
         route: list[Hop] | None = None,
+        shared: SharedBounds[Bound] | None = None,
     ) -> PathModel | None:
-        """The flow's model, or None when it has no route (`route`: its hops, when known)."""
+        """The flow's model, or None when it has no route (`route`: its hops, when known;
+        `shared`: the bounds of the run's other flows, engine/advice/alike.py)."""
         topo = topo or Topology(scenario)
         links = links if links is not None else {link.id: link for link in scenario.links}
         if route is None:
@@ -108,6 +117,7 @@ class PathModel:
             [_hop(links, h) for h in back],
             span.pvc if span else None,
             span.first if span else None,
+            shared,
         )
 
     def bound(self, changes: Mapping[str, Any] | None = None) -> Bound:
@@ -117,14 +127,55 @@ class PathModel:
         known = self._known.get(key)
         if known is not None:
             return known
-        applied = self._apply(changes or {})
+        if self._shared is None:
+            bound = self._work_out(changes or {})
+        else:
+            bound = self._alike(changes or {})
+        self._known[key] = bound
+        return bound
+
+    def _alike(self, changes: Mapping[str, Any]) -> Bound:
+        """The bound as an alike path of the run worked it out, renamed; else worked out."""
+        assert self._shared is not None
+        key = (self.kind(), change_key(changes, self.flow.id, self._indices))
+        found = self._shared.get(key)
+        if found is None:
+            bound = self._work_out(changes)
+            self._shared.put(key, bound, self._keys)
+            return bound
+        bound, keys = found
+        resource = renamed(bound.resource, self._keys, keys)
+        return bound if resource == bound.resource else replace(bound, resource=resource)
+
+    def kind(self) -> int:
+        """What the bounds read of the path (engine/advice/alike.py), without its names."""
+        if self._kind is None:
+            assert self._shared is not None
+            hops = (*self.hops, *self.back)
+            for h in hops:
+                self._indices.setdefault(h.link.id, len(self._indices))
+            links = {h.link.id: h.link for h in hops}
+            self._kind = self._shared.kind(
+                (
+                    tuple((self._indices[h.link.id], h.direction) for h in self.hops),
+                    tuple((self._indices[h.link.id], h.direction) for h in self.back),
+                    tuple(self._shared.link_kind(link) for link in links.values()),
+                    self._shared.model_kind(self.pvc),
+                    self.pvc_first,
+                    self._shared.model_kind(self.flow.tcp),
+                    self.flow.bytes,
+                )
+            )
+        return self._kind
+
+    def _work_out(self, changes: Mapping[str, Any]) -> Bound:
+        applied = self._apply(changes)
         if applied is None:  # nothing the bounds depend on changes (a variant, SACK...)
             if self._base is None:
                 self._base = self._bound({}, self.flow.tcp, self.pvc, _shaper(self.pvc, {}))
             bound = self._base
         else:
             bound = self._bound(*applied)
-        self._known[key] = bound
         return bound
 
     def _bound(
