@@ -38,8 +38,9 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from pathlib import Path
 from typing import Any
+
+from advice_corpus import ADVISE, corpus
 
 from engine.advice.check import NEAR_BEST, RemedyCheck
 from engine.advice.levers import CostTable, ladder_for, lever_type
@@ -51,144 +52,11 @@ from engine.advice.request import AdviceRequest
 from engine.advice.search import Advisor
 from engine.advice.target import Target
 from engine.advice.words import changes as change_words
-from engine.presets import list_presets, load_preset
 from engine.protocol import TCP_IP_HEADERS
-from engine.scenario import Scenario, load_scenario
-from engine.study import apply_changes, get_path
+from engine.scenario import Scenario
+from engine.study import get_path
 
-ROOT = Path(__file__).resolve().parent.parent
-FR = ROOT / "docs" / "examples" / "fr-backup.yaml"
 GAIN = 5.0  # per cent: a "won't help" remedy measured this much better is a flag (c)
-
-
-# --- the corpus ------------------------------------------------------------------------------
-
-
-def _line(rate: str, delay: str, queue: int) -> dict[str, Any]:
-    return {
-        "rate": rate,
-        "delay": delay,
-        "queue": {"discipline": "droptail", "limit_packets": queue},
-    }
-
-
-def _dumbbell(
-    name: str,
-    duration: str,
-    wan: dict[str, Any],
-    flows: list[dict[str, Any]],
-    edge: str = "1Gbps",
-    second_host: bool = False,
-) -> dict[str, Any]:
-    nodes = [
-        {"id": i, "kind": k}
-        for i, k in (("a", "host"), ("r1", "router"), ("r2", "router"), ("b", "host"))
-    ]
-    links = [
-        {"id": "l1", "a": "a", "b": "r1", "rate": edge, "delay": "0.1ms"},
-        {"id": "wan", "a": "r1", "b": "r2", **wan},
-        {"id": "l2", "a": "r2", "b": "b", "rate": edge, "delay": "0.1ms"},
-    ]
-    if second_host:
-        nodes.append({"id": "c", "kind": "host"})
-        links.append({"id": "l3", "a": "c", "b": "r1", "rate": edge, "delay": "0.1ms"})
-    return {"name": name, "duration": duration, "nodes": nodes, "links": links, "flows": flows}
-
-
-def _bulk(fid: str, size: str, src: str = "a", **tcp: Any) -> dict[str, Any]:
-    return {"id": fid, "kind": "tcp_bulk", "src": src, "dst": "b", "bytes": size, "tcp": tcp}
-
-
-LINUX = {"sack": True, "window_scaling": True}
-
-
-def user_scenarios() -> dict[str, dict[str, Any]]:
-    """A new user's first scenarios (kept from /work/wt/rem): what each asks of the advice."""
-    sat = _dumbbell(
-        "sat",
-        "600s",
-        _line("10Mbps", "290ms", 100),
-        [_bulk("f", "20MB", variant="cubic", sack=True)],
-        edge="100Mbps",
-    )
-    sat["links"][0]["delay"] = sat["links"][2]["delay"] = "1ms"
-    shallow = _dumbbell(
-        "shallow",
-        "300s",
-        _line("100Mbps", "25ms", 8),
-        [
-            _bulk(
-                "f",
-                "200MB",
-                variant="cubic",
-                rcv_buf="4MiB",
-                initial_cwnd=10,
-                min_rto="200ms",
-                **LINUX,
-            )
-        ],
-    )
-    shared = _dumbbell(
-        "shared",
-        "120s",
-        _line("20Mbps", "20ms", 200),
-        [_bulk("mine", "20MB", variant="cubic", rcv_buf="1MiB", **LINUX)]
-        + [
-            _bulk(f"bg{i}", "200MB", src="c", variant="cubic", rcv_buf="1MiB", **LINUX)
-            for i in (1, 2, 3)
-        ],
-        second_host=True,
-    )
-    fr = load_scenario(FR).model_dump(mode="json", exclude_none=True)
-    bbr = {**fr, "name": "fr-bbr"}
-    bbr["flows"] = [
-        {
-            **fr["flows"][0],
-            "tcp": {**fr["flows"][0]["tcp"], "rcv_buf": 262144, "variant": "bbr", **LINUX},
-        }
-    ]
-    nosack = {**fr, "name": "fr-bbr-nosack"}
-    nosack["flows"] = [
-        {**fr["flows"][0], "tcp": {**fr["flows"][0]["tcp"], "rcv_buf": 262144, "variant": "bbr"}}
-    ]
-    return {
-        "sat": sat,
-        "shallow": shallow,
-        "shared": shared,
-        "fr-bbr": bbr,
-        "fr-bbr-nosack": nosack,
-    }
-
-
-#: Probes: a corpus scenario with one or two settings as a user might leave them (SACK off,
-#: a 1 s minimum RTO, T1 access ports, BECN shaping on), where a rule meets a case the corpus
-#: itself does not (name -> base and changes).
-PROBES: dict[str, tuple[str, dict[str, Any]]] = {
-    "shallow-nosack": ("shallow", {"flows.f.tcp.sack": False}),
-    "shallow-nosack-rto1s": ("shallow", {"flows.f.tcp.sack": False, "flows.f.tcp.min_rto": 1.0}),
-    "fr-t1-ports": ("fr-backup", {"links.access1.rate": 1.544e6, "links.access2.rate": 1.544e6}),
-    "fr-becn": ("fr-backup", {"frame_relay.pvcs.p1.becn_shaping": True}),
-}
-
-
-def corpus(probes: bool = True) -> dict[str, Scenario]:
-    out = {p.name: load_preset(p.name) for p in list_presets() if p.kind == "scenario"}
-    out["fr-backup"] = load_scenario(FR)
-    out.update({k: load_scenario(v) for k, v in user_scenarios().items()})
-    if probes:
-        for name, (base, changes) in PROBES.items():
-            out[name] = apply_changes(out[base], changes)
-    return out
-
-
-#: scenario -> the advisor's target (None: half the check's base time, rounded)
-ADVISE = {
-    "fr-backup": "backup.completion_time<=600s",
-    "riverbed-t1-8k": "backup.completion_time<=200s",
-    "sat": None,
-    "riverbed-drops-reno": None,
-    "shallow": "f.completion_time<=20s",  # the queue and BBR reach it, the 1 Gbit/s link too
-}
 
 
 # --- the checks ------------------------------------------------------------------------------
@@ -389,17 +257,7 @@ def check(name: str, scenario: Scenario, jobs: int) -> tuple[list[str], Any, flo
     prices = {i.key: price(scenario, i.remedy.changes) for i in rep.items}
     for item in rep.items:
         r = item.remedy
-        mine: list[str] = []
-        if r.helps and item.verdict == "worse":
-            mine.append("a: said to help, measured worse")
-        mine += already(scenario, r)
-        if not r.helps and item.verdict == "better" and abs(item.pct or 0.0) > GAIN:
-            mine.append(f"c: 'won't help' ({r.why_not}) measured {item.pct:+.0f}%")
-        mine += words_vs_numbers(scenario, r)
-        mine += bound_beaten(item, rep.metric)
-        mine += misprice(scenario, r.changes, prices[item.key])
-        if r.helps and item.verdict == "no change":
-            mine.append("a?: said to help (the bounds left room), measured no change")
+        mine = item_flags(scenario, item, rep.metric, prices[item.key])
         tag = "helps" if r.helps else f"won't ({r.why_not})"
         p = prices[item.key]
         cost = "?" if p is None else f"{p:,.0f}"
@@ -413,10 +271,33 @@ def check(name: str, scenario: Scenario, jobs: int) -> tuple[list[str], Any, flo
         print(f"   [no change] {r.text}")
     last = rep.text[-1] if rep.text else ""
     print(f"   {last}")
-    want = pick(rep.items, prices)
-    named = [
-        i for i in rep.items if last.startswith(f"Recommended: {change_words(i.remedy.changes)}")
-    ]
+    return flags + recommendation_flags(name, rep.items, last, prices), rep, wall
+
+
+def item_flags(scenario: Scenario, item: CheckItem, metric: str, priced: float | None) -> list[str]:
+    """What is wrong with one measured remedy (flags a, b, c, e, f, g)."""
+    r = item.remedy
+    mine: list[str] = []
+    if r.helps and item.verdict == "worse":
+        mine.append("a: said to help, measured worse")
+    mine += already(scenario, r)
+    if not r.helps and item.verdict == "better" and abs(item.pct or 0.0) > GAIN:
+        mine.append(f"c: 'won't help' ({r.why_not}) measured {item.pct:+.0f}%")
+    mine += words_vs_numbers(scenario, r)
+    mine += bound_beaten(item, metric)
+    mine += misprice(scenario, r.changes, priced)
+    if r.helps and item.verdict == "no change":
+        mine.append("a?: said to help (the bounds left room), measured no change")
+    return mine
+
+
+def recommendation_flags(
+    name: str, items: list[CheckItem], last: str, prices: dict[str, float | None]
+) -> list[str]:
+    """What is wrong with the check's conclusion `last` (flags a and d)."""
+    flags: list[str] = []
+    want = pick(items, prices)
+    named = [i for i in items if last.startswith(f"Recommended: {change_words(i.remedy.changes)}")]
     rec = max(named, key=lambda i: len(change_words(i.remedy.changes)), default=None)
     if rec is not None and rec.verdict != "better":
         flags.append(
@@ -435,7 +316,7 @@ def check(name: str, scenario: Scenario, jobs: int) -> tuple[list[str], Any, flo
         flags.append(
             f"{name}: d: nothing recommended, {change_words(want.remedy.changes)} measured better"
         )
-    return flags, rep, wall
+    return flags
 
 
 def advise(name: str, scenario: Scenario, target: str, jobs: int) -> tuple[list[str], float]:

@@ -95,70 +95,61 @@ def policed(ctx: Context, p: PolicingFacts) -> tuple[list[Remedy | None], bool]:
     the window (at most the port's), the CIR, and shaping at the contract's rate."""
     pvc = p.pvc
     assert pvc.bc is not None
-    base = f"frame_relay.pvcs.{pvc.id}"
-    subject = f"pvc:{pvc.id}"
-    burst = pvc.bc + pvc.be
     figures: dict[str, float | int | str] = {
         "discarded": p.counters.excess_dropped,
         "link_drops": p.link_drops,
         "frame_bits": p.frame_bits,
     }
-    if burst < p.frame_bits:
-        bc = math.ceil((p.frame_bits - pvc.be) / 1e3) * 1000
-        first = pvc_port(ctx, pvc)
-        overhead = link_wire(first, 1000) - 1000 if first is not None else 0
-        mss = int(burst // 8) - overhead - TCP_IP_HEADERS
-        out = [
-            make(
-                ctx,
-                "raise_bc",
-                [Change(path=f"{base}.bc", value=bc, was=pvc.bc)],
-                "pvc",
-                subject=subject,
-                figures=figures,
-            )
-        ]
-        if mss >= 64:
-            out.append(
-                make(
-                    ctx,
-                    "lower_mss",
-                    [Change(path=tcp_path(ctx, "mss"), value=mss, was=ctx.flow.tcp.mss)],
-                    "endpoint",
-                    subject=subject,
-                    figures=figures,
-                )
-            )
-        return out, False
+    if pvc.bc + pvc.be < p.frame_bits:
+        return _frames_fit(ctx, pvc, p.frame_bits, figures), False
+    out = [_burst(ctx, pvc, figures)]
+    out += raise_contract(ctx, pvc)[:1]  # the CIR; Be is the burst rule's above
+    out.append(shape(ctx, pvc, figures))
+    return out, True
+
+
+def _frames_fit(
+    ctx: Context, pvc: Pvc, frame_bits: int, figures: dict[str, float | int | str]
+) -> list[Remedy | None]:
+    """No frame fits Bc + Be whole: Bc raised to let one through, or an MSS whose frames
+    fit the burst as it is."""
+    assert pvc.bc is not None
+    subject = f"pvc:{pvc.id}"
+    bc = math.ceil((frame_bits - pvc.be) / 1e3) * 1000
+    first = pvc_port(ctx, pvc)
+    overhead = link_wire(first, 1000) - 1000 if first is not None else 0
+    mss = int((pvc.bc + pvc.be) // 8) - overhead - TCP_IP_HEADERS
+    change = Change(path=f"frame_relay.pvcs.{pvc.id}.bc", value=bc, was=pvc.bc)
+    out = [make(ctx, "raise_bc", [change], "pvc", subject=subject, figures=figures)]
+    if mss >= 64:
+        change = Change(path=tcp_path(ctx, "mss"), value=mss, was=ctx.flow.tcp.mss)
+        out.append(make(ctx, "lower_mss", [change], "endpoint", subject=subject, figures=figures))
+    return out
+
+
+def _burst(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:
+    """Be that covers the window's bursts, and lets the contract's long-run rate reach what
+    the port allows where covering the window alone would leave it binding (a 16 KiB window
+    behind T1 ports: 100 kbit still holds the flow at 1.02 Mbit/s, 161 kbit reaches the port
+    as the CIR's remedy does, at half its price); never past the port. None when Bc + Be
+    already covers the window, or Be is already that large."""
+    assert pvc.bc is not None
     window_bits = (ctx.facts.window_bytes or 0) * 8
-    out = []
-    # Be covers the window's bursts, and lets the contract's long-run rate reach what the
-    # port allows where covering the window alone would leave it binding (a 16 KiB window
-    # behind T1 ports: 100 kbit still holds the flow at 1.02 Mbit/s, 161 kbit reaches the
-    # port as the CIR's remedy does, at half its price); never past the port.
     most = be_most(ctx, pvc)
     cover = math.ceil((window_bits - pvc.bc) / 1e3) * 1000
     values = unbinding(ctx, pvc)
     be = min(max(cover, values[1] if values else 0), most)
-    if burst < window_bits and be > pvc.be:
-        sized: dict[str, float | int | str] = {"window_bits": window_bits}
-        if be == most and be != cover:  # the port, not the window, sizes it
-            sized = {"port_bps": port_rate(ctx, pvc)}
-        elif be > cover:  # the contract's long-run rate sizes it
-            sized = {}
-        out.append(
-            make(
-                ctx,
-                "raise_be",
-                [Change(path=f"{base}.be", value=be, was=pvc.be)],
-                "pvc",
-                subject=subject,
-                figures={**figures, **sized},
-            )
-        )
-    out += raise_contract(ctx, pvc)[:1]  # the CIR; Be is the burst rule's above
-    out.append(shape(ctx, pvc, figures))
-    return out, True
+    if pvc.bc + pvc.be >= window_bits or be <= pvc.be:
+        return None
+    sized: dict[str, float | int | str] = {"window_bits": window_bits}
+    if be == most and be != cover:  # the port, not the window, sizes it
+        sized = {"port_bps": port_rate(ctx, pvc)}
+    elif be > cover:  # the contract's long-run rate sizes it
+        sized = {}
+    change = Change(path=f"frame_relay.pvcs.{pvc.id}.be", value=be, was=pvc.be)
+    return make(
+        ctx, "raise_be", [change], "pvc", subject=f"pvc:{pvc.id}", figures={**figures, **sized}
+    )
 
 
 def shape(ctx: Context, pvc: Pvc, figures: dict[str, float | int | str]) -> Remedy | None:

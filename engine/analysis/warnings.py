@@ -78,13 +78,7 @@ def _flow_warnings(
         if flow.bytes is not None and hops:
             found.extend(_completion_warnings(scenario, path, flow, topology, hops))
     elif hops:
-        bottleneck, rate = topology.bottleneck(hops)
-        if flow.rate > rate:
-            found.append(
-                f"{path}.rate {format_rate(flow.rate)} exceeds the bottleneck "
-                f"{format_rate(rate)} (link {bottleneck.id}): "
-                "its queue will overflow"
-            )
+        found += _above_path(f"{path}.rate", flow.rate, topology, hops, ": its queue will overflow")
         link = topology.narrowest(hops)
         if flow.packet_size + UDP_IP_HEADERS > link.mtu:
             found.append(
@@ -93,6 +87,19 @@ def _flow_warnings(
                 f"{format_size(link.mtu)} (link {link.id})"
             )
     return found
+
+
+def _above_path(
+    field: str, bps: float, topology: Topology, hops: list[Hop], then: str
+) -> list[str]:
+    """A rate (`field`: a flow's, a PVC's CIR) above what its path's slowest link carries."""
+    bottleneck, rate = topology.bottleneck(hops)
+    if bps <= rate:
+        return []
+    return [
+        f"{field} {format_rate(bps)} exceeds the bottleneck {format_rate(rate)} "
+        f"(link {bottleneck.id}){then}"
+    ]
 
 
 def _completion_warnings(
@@ -190,12 +197,7 @@ def _pvc_warnings(topology: Topology, pvc: Pvc, largest: tuple[int, str, str] | 
         )
     hops = topology.route(pvc.src, pvc.dst)
     if hops:
-        bottleneck, rate = topology.bottleneck(hops)
-        if pvc.cir > rate:
-            found.append(
-                f"{path}.cir {format_rate(pvc.cir)} exceeds the rate of link {bottleneck.id} "
-                f"({format_rate(rate)}) on its path"
-            )
+        found += _above_path(f"{path}.cir", pvc.cir, topology, hops, " on its path")
     if pvc.min_cir is not None and not pvc.becn_shaping:
         found.append(f"{path}.min_cir has no effect without becn_shaping")
     admitted = pvc.cir + pvc.be * pvc.cir / pvc.bc

@@ -76,7 +76,7 @@ def test_queue_and_pvc_warnings():
     assert scenario_warnings(Scenario.model_validate(data)) == [
         "links.lan1.queue.max_th 15 is not below limit_packets 10: the queue overflows before "
         "RED's max_th is reached",
-        "frame_relay.pvcs.pvc1.cir 2 Mbit/s exceeds the rate of link access1 (1.544 Mbit/s) "
+        "frame_relay.pvcs.pvc1.cir 2 Mbit/s exceeds the bottleneck 1.544 Mbit/s (link access1) "
         "on its path",
         "frame_relay.pvcs.pvc1.min_cir has no effect without becn_shaping",
     ]
