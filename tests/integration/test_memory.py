@@ -127,7 +127,8 @@ def _nice(pid: int) -> int:
 def test_a_workers_simulations_run_nicer_than_the_api(low_ceiling: Stack) -> None:
     """Simulations are batch work beside the interactive API on the same cores: every pool
     process of a worker runs 10 nicer (settings.worker_nice) than the worker that forked it,
-    which itself stays as it started, as the API does."""
+    which itself stays as it started, as the API does; and the worker's session (its
+    autogroup) 10 nicer than the API's."""
     worker = low_ceiling.procs["worker"].pid
     low_ceiling.wait_run(
         low_ceiling.client.post("/v1/runs", json={"preset": "riverbed-t1-8k"}).json()["id"]
@@ -136,3 +137,9 @@ def test_a_workers_simulations_run_nicer_than_the_api(low_ceiling: Stack) -> Non
     assert children, "the worker has no pool process"
     assert _nice(worker) == _nice(os.getpid())
     assert [_nice(int(pid)) for pid in children] == [min(19, _nice(worker) + 10)] * len(children)
+    # Linux weighs each session as one (autogroups): the worker leads its own here, as under
+    # `make run`, so its session takes the nice too, or it would compete with the API's
+    # session as an equal whatever its processes' nice.
+    autogroup = Path(f"/proc/{worker}/autogroup")
+    if autogroup.exists():
+        assert autogroup.read_text().split()[-2:] == ["nice", "10"]
