@@ -19,57 +19,20 @@ floor; the same variant without SACK, run beside it, is slower than the flow as 
 from __future__ import annotations
 
 import pytest
+from test_advice_shallow_queue import NBYTES, PAYLOAD, RTT, shallow
 
 from engine import Scenario, simulate
 from engine.advice.check import RemedyCheck
 from engine.advice.local import drive
-from engine.net import wire_bytes
 from engine.study import apply_changes
 
 pytestmark = pytest.mark.unit
 
-MSS = 1460
-NBYTES = 100_000_000
-PAYLOAD = 100e6 * MSS / wire_bytes("ethernet", MSS + 40)
-RTT = 2 * (0.025 + 0.0001 + 0.0001)
-
 
 def shallow_without_sack() -> Scenario:
-    tcp = {
-        "variant": "cubic",
-        "sack": False,
-        "window_scaling": True,
-        "rcv_buf": 4 << 20,
-        "initial_cwnd": 10,
-        "min_rto": 1.0,
-    }
-    return Scenario.model_validate(
-        {
-            "name": "shallow-nosack",
-            "duration": 300,
-            "nodes": [
-                {"id": "a", "kind": "host"},
-                {"id": "r1", "kind": "router"},
-                {"id": "r2", "kind": "router"},
-                {"id": "b", "kind": "host"},
-            ],
-            "links": [
-                {"id": "l1", "a": "a", "b": "r1", "rate": 1e9, "delay": 0.0001},
-                {
-                    "id": "wan",
-                    "a": "r1",
-                    "b": "r2",
-                    "rate": 100e6,
-                    "delay": 0.025,
-                    "queue": {"discipline": "droptail", "limit_packets": 8},
-                },
-                {"id": "l2", "a": "r2", "b": "b", "rate": 1e9, "delay": 0.0001},
-            ],
-            "flows": [
-                {"id": "f", "kind": "tcp_bulk", "src": "a", "dst": "b", "bytes": NBYTES, "tcp": tcp}
-            ],
-        }
-    )
+    """test_advice_shallow_queue's scenario, SACK off and a 1 s minimum RTO, 300 s long."""
+    changes = {"flows.f.tcp.sack": False, "flows.f.tcp.min_rto": 1.0, "duration": 300}
+    return apply_changes(shallow(), changes).model_copy(update={"name": "shallow-nosack"})
 
 
 def test_bbr_comes_with_sack_and_measures_at_the_links_rate() -> None:
