@@ -287,6 +287,14 @@ def _item_text(item: CheckItem, target: Target) -> str:
     what = change_words(item.remedy.changes)
     if item.after is None:
         return f"{what}: not measured yet."
+    if item.verdict == "failed" and item.after.unfinished and item.before.unfinished:
+        # The runs succeeded; the transfer ended in some seeds only, with the change and
+        # without it: no completion time to compare (a longer run would give one).
+        return (
+            f"{what}: not finished in {item.after.unfinished} of {len(item.after.seeds)} "
+            f"runs, nor in {item.before.unfinished} of {len(item.before.seeds)} as it is: "
+            "no completion time to compare."
+        )
     if item.verdict == "failed":
         return f"{what}: the run failed."
     before = target.show(item.before.mean)
