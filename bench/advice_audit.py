@@ -37,10 +37,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from advice_corpus import ADVISE, corpus
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advice_corpus import ADVISE, corpus  # noqa: E402
 
 from engine.advice.check import NEAR_BEST, RemedyCheck
 from engine.advice.levers import CostTable, ladder_for, lever_type
