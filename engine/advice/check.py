@@ -156,7 +156,9 @@ class RemedyCheck:
             self._pick(summary)
         kept = None
         if summary is not None and self._flow is not None and self._metric is not None:
-            kept = record(self._target(), summary, self.tcp_flows)
+            kept = record(self._picked(), summary, self.tcp_flows)
+            if self._metric == "completion_time":  # and the goodput, should a seed not finish
+                kept["g"] = self._goodput().measure(summary, self.tcp_flows)
         self._observed.setdefault(key, {})[str(seed)] = kept
 
     def finished(self) -> bool:
@@ -176,7 +178,7 @@ class RemedyCheck:
     def report(self) -> CheckReport:
         base = self._measured("base", {})
         items = [self._item(r, base) for r in self._remedies if r.changes] if base else []
-        metric = self._metric or "completion_time"
+        metric = self.metric or "completion_time"
         report = CheckReport(
             flow=self._flow,
             metric=metric,  # type: ignore[arg-type]
@@ -192,9 +194,28 @@ class RemedyCheck:
 
     # --- inside -----------------------------------------------------------------------------
 
+    @property
+    def metric(self) -> str | None:
+        """The metric compared: the completion time while every base run's transfer finished,
+        the goodput once one did not (a time is missing there, a rate is not; the records
+        kept since the goodput beside the time). A check stored before keeps its metric."""
+        if self._metric == "completion_time" and any(
+            r and r.get("unfinished") and "g" in r for r in self._observed.get("base", {}).values()
+        ):
+            return "goodput_bps"
+        return self._metric
+
+    def _seen(self, key: str) -> dict[str, Any]:
+        """A configuration's records by seed, in the metric compared."""
+        seen = self._observed.get(key, {})
+        if self.metric == self._metric:
+            return seen
+        return {s: r and {"v": r.get("g"), "unfinished": False} for s, r in seen.items()}
+
     def _pick(self, summary: dict[str, Any]) -> None:
-        """The flow checked and its metric, from the first base run: completion time for a
-        transfer that finished, goodput otherwise."""
+        """The flow checked and the metric its records keep, from the first base run:
+        completion time for a transfer that finished (the goodput kept beside it), goodput
+        otherwise."""
         diagnosis = summary.get("diagnosis") or {}
         flows = [self.request.flow] if self.request.flow else self.tcp_flows
         for fid in flows:
@@ -209,18 +230,26 @@ class RemedyCheck:
         self._metric = "completion_time" if f.get("completed") else "goodput_bps"
 
     def _target(self) -> Target:
+        assert self._flow is not None and self.metric is not None
+        return Target(flow=self._flow, metric=self.metric, value=1.0)  # type: ignore[arg-type]
+
+    def _picked(self) -> Target:
         assert self._flow is not None and self._metric is not None
         return Target(flow=self._flow, metric=self._metric, value=1.0)  # type: ignore[arg-type]
+
+    def _goodput(self) -> Target:
+        assert self._flow is not None
+        return Target(flow=self._flow, metric="goodput_bps", value=1.0)
 
     def _outstanding(self) -> bool:
         return any(len(self._observed.get(k, {})) < len(self._seeds_of(k)) for k in self._proposed)
 
     def _by_seed(self, key: str) -> dict[int, float]:
-        seen = self._observed.get(key, {})
+        seen = self._seen(key)
         return {int(s): float(r["v"]) for s, r in seen.items() if r and r["v"] is not None}
 
     def _measured(self, key: str, changes: dict[str, Any]) -> Measured | None:
-        seen = self._observed.get(key, {})
+        seen = self._seen(key)
         if key not in self._proposed or len(seen) < len(self._seeds_of(key)):
             return None
         seeds = self._seeds_of(key)
@@ -258,7 +287,7 @@ class RemedyCheck:
                 pct_ci = list(d.pct_ci95) if d.pct_ci95 else None
                 sure = abs(d.pct) >= NO_CHANGE if pct_ci is None else pct_ci[0] * pct_ci[1] > 0
                 if sure:
-                    lower = self._metric == "completion_time"
+                    lower = self.metric == "completion_time"
                     verdict = "better" if (d.pct < 0) == lower else "worse"
         item = CheckItem(
             remedy=remedy,

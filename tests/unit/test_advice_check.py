@@ -218,3 +218,84 @@ def test_a_large_change_not_yet_sure_is_run_on_more_seeds():
     assert item.verdict == "better" and item.after is not None and len(item.after.seeds) == 6
     assert item.pct_ci95 is not None and item.pct_ci95[1] < 0
     assert check.finished() and check.propose() == []
+
+
+def _summary(completed: bool, seconds: float, delivered: float) -> dict:
+    """A run's summary as the check reads it: the backup flow's time if it finished, and its
+    goodput (bytes delivered over the time it ran, in bits/s)."""
+    return {
+        "flows": {
+            "backup": {
+                "completed": completed,
+                "completion_time": seconds if completed else None,
+                "goodput_bps": delivered * 8 / seconds,
+            }
+        },
+        "diagnosis": {"backup": {"remedies": [_BBR]}},
+    }
+
+
+_BBR = {
+    "action": "change_variant",
+    "changes": [{"path": "flows.backup.tcp.variant", "value": "bbr", "was": "newreno"}],
+    "cost_class": "endpoint",
+    "subject": "backup",
+    "figures": {},
+    "predicted": None,
+    "helps": True,
+    "why_not": None,
+    "text": "",
+}
+
+
+def test_a_base_seed_unfinished_makes_the_check_compare_goodputs():
+    """The metric follows every base seed, not the first to arrive. The scenario finished
+    2 MB in 100 s on its first seed and delivered 1.2 and 1.0 MB of it in the 300 s the
+    others ran: no completion time to compare, so the check compares goodputs, 160, 32 and
+    26.7 kbit/s against the remedy's 2 MB in 50, 60 and 80 s = 320, 266.7 and 200 kbit/s.
+    Paired differences +160, +234.7, +173.3 kbit/s; their mean 189.3 over the base's 72.9
+    is +259.7%, every seed better: better, where by completion time it was 'failed'."""
+    scenario = apply_changes(
+        load_scenario(EXAMPLE),
+        {"flows.backup.bytes": NBYTES, "links.access1.loss": {"model": "bernoulli", "rate": 0.01}},
+    )
+    check = RemedyCheck(scenario, {"replications": 3, "most_seeds": 3})
+    base = {c.seed: c for c in check.propose()}
+    seeds = sorted(base)
+    runs = [(True, 100.0, 2e6), (False, 300.0, 1.2e6), (False, 300.0, 1.0e6)]
+    for seed, run in zip(seeds, runs, strict=True):
+        check.observe("base", seed, _summary(*run))
+    assert check.metric == "goodput_bps"
+    remedy = check.propose()
+    for c, seconds in zip(sorted(remedy, key=lambda c: c.seed), (50.0, 60.0, 80.0), strict=True):
+        check.observe(c.key, c.seed, _summary(True, seconds, 2e6))
+    report = check.report()
+    assert report.finished and report.metric == "goodput_bps"
+    (item,) = report.items
+    base_mean = (160e3 + 32e3 + 1e6 * 8 / 300) / 3
+    after_mean = (320e3 + 2e6 * 8 / 60 + 200e3) / 3
+    assert item.before.unfinished == 0 and item.before.mean == pytest.approx(base_mean, rel=1e-9)
+    assert item.pct == pytest.approx(100 * (after_mean / base_mean - 1), rel=1e-9)
+    assert item.verdict == "better" and item.recommended
+    # Restored from its JSON state, it compares the same way.
+    again = RemedyCheck(scenario, {"replications": 3, "most_seeds": 3}, check.state()).report()
+    assert again.metric == "goodput_bps" and again.items[0].pct == item.pct
+
+
+def test_every_base_seed_finished_keeps_completion_times():
+    """The same runs with the base finishing on every seed (100, 120, 150 s): the times are
+    compared, 50/60/80 s against 123.3 s mean, -48.6%."""
+    scenario = apply_changes(
+        load_scenario(EXAMPLE),
+        {"flows.backup.bytes": NBYTES, "links.access1.loss": {"model": "bernoulli", "rate": 0.01}},
+    )
+    check = RemedyCheck(scenario, {"replications": 3, "most_seeds": 3})
+    seeds = sorted(c.seed for c in check.propose())
+    for seed, seconds in zip(seeds, (100.0, 120.0, 150.0), strict=True):
+        check.observe("base", seed, _summary(True, seconds, 2e6))
+    for c, seconds in zip(sorted(check.propose(), key=lambda c: c.seed), (50, 60, 80), strict=True):
+        check.observe(c.key, c.seed, _summary(True, float(seconds), 2e6))
+    report = check.report()
+    assert report.metric == "completion_time"
+    assert report.items[0].pct == pytest.approx(100 * (190 / 370 - 1), rel=1e-9)
+    assert report.items[0].verdict == "better"
