@@ -46,16 +46,20 @@ services:
 
 # The tests run the compiled engine: with CI=true they fail rather than run pure Python.
 TEST_BUILD := $(if $(filter true,$(CI)),compiled,auto)
+# The unit tests (one process each, no services) spread over every core (pytest-xdist, a
+# file to a process so module fixtures are built once); the integration and browser tests,
+# which start workers and time what they see, then run one at a time.
 test: install services
-	TCPFR_ENGINE_BUILD=$(TEST_BUILD) $(PY) -m pytest -q
+	TCPFR_ENGINE_BUILD=$(TEST_BUILD) $(PY) -m pytest -q -m unit -n auto --dist loadfile
+	TCPFR_ENGINE_BUILD=$(TEST_BUILD) $(PY) -m pytest -q -m "not unit"
 
 test-unit: install
-	TCPFR_ENGINE_BUILD=$(TEST_BUILD) $(PY) -m pytest -q -m unit
+	TCPFR_ENGINE_BUILD=$(TEST_BUILD) $(PY) -m pytest -q -m unit -n auto --dist loadfile
 
 # The fallback guarded: the engine's own unit tests on pure Python, and every case of
 # bench/goldens.py (presets, scale cases, variants) identical to the byte in both builds.
 test-pure: install
-	TCPFR_ENGINE_BUILD=pure $(PY) -m pytest -q -m unit tests/unit/test_engine_*.py
+	TCPFR_ENGINE_BUILD=pure $(PY) -m pytest -q -m unit -n auto --dist loadfile tests/unit/test_engine_*.py
 
 check-builds: install
 	@mkdir -p build
