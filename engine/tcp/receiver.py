@@ -143,9 +143,9 @@ class TcpReceiver:
             # RFC 7323 4.3 (2), as Linux's tcp_replace_ts_recent: only a segment holding
             # the left edge of the window last acknowledged is remembered (and not an older
             # one, PAWS). So a delayed ACK echoes the earliest segment it covers (3.4 A),
-            # an ACK of out-of-order data the last one in order before the hole (B), and
-            # the ACK of a hole filled the segment that filled it (C): after a
-            # retransmission, the retransmission's own.
+            # the ACKs of out-of-order data what the last ACK echoed, never the newer
+            # segments above the hole (B), and the ACK of a hole filled the segment that
+            # filled it (C): after a retransmission, the retransmission's own.
             self.ts_recent = pkt.sent_at
         rcv_nxt = self.rcv_nxt
         if seq <= rcv_nxt < end:

@@ -184,3 +184,13 @@ def test_bulk_payload_rate_is_the_link_rate_times_1448_over_the_frame(
     assert measured == pytest.approx(expected, rel=1e-9)
     # Without the option the same link carries 1,460 B per frame: 0.8% more.
     assert rate * MSS / frame / expected == pytest.approx(1460 / 1448)
+
+
+def test_off_keeps_the_scenario_hash() -> None:
+    """Off (the default) is what a scenario without the field simulated: it stays out of
+    the identity, so stored scenarios keep their hash and cached results; on, it is in."""
+    plain = one_link()
+    off = one_link(flows=[bulk(timestamps=False)])
+    on = one_link(flows=[bulk(timestamps=True)])
+    assert '"timestamps"' not in off.canonical_json()
+    assert off.scenario_hash() == plain.scenario_hash() != on.scenario_hash()
