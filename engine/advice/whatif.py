@@ -48,7 +48,8 @@ class Bound:
 
 
 # The TCP settings the bounds depend on (the window, the segment, the handshake's wait).
-_TCP_BOUND = frozenset({"rcv_buf", "snd_buf", "window_scaling", "mss", "handshake"})
+# The TCP settings the bounds read: timestamps for the 12 bytes they take from each segment.
+_TCP_BOUND = frozenset({"rcv_buf", "snd_buf", "window_scaling", "mss", "handshake", "timestamps"})
 
 
 @dataclass(frozen=True)
