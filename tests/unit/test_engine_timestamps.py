@@ -168,8 +168,9 @@ def test_bulk_payload_rate_is_the_link_rate_times_1448_over_the_frame(
     the link never idles, so the payload arrives at rate x 1,448 / frame, the frame being
     the 1,500 B datagram with the link's framing (Ethernet's 38 B: preamble, header, FCS,
     gap). The last byte arrives one link delay after the last frame ends: measured over the
-    transfer less that delay, the rate is exact (to 1e-9; the 1 ms granularity of nothing:
-    the clock is continuous)."""
+    transfer less that delay, the rate is exact: the tolerance, a relative 1e-9, is float
+    rounding (the clock is continuous and the link never idles). Ethernet: 10 Mbit/s x
+    1,448 / 1,538 = 9.4148 Mbit/s of payload; PPP (8 B): x 1,448 / 1,508 = 9.6021."""
     segments = 2000
     rate, delay = 10e6, 0.01
     flow = bulk(nbytes=segments * PAYLOAD, variant="none", rcv_buf=48 * MSS, timestamps=True)
