@@ -195,3 +195,23 @@ def test_off_keeps_the_scenario_hash() -> None:
     on = one_link(flows=[bulk(timestamps=True)])
     assert '"timestamps"' not in off.canonical_json()
     assert off.scenario_hash() == plain.scenario_hash() != on.scenario_hash()
+
+
+@pytest.mark.parametrize(("timestamps", "rto"), [(True, 0.3), (False, 3.0)])
+def test_a_resent_syn_is_timed_by_its_echo(timestamps: bool, rto: float) -> None:
+    """A SYN-ACK arrives for a SYN that was resent. Without timestamps it is not timed
+    (Karn) and data starts with an RTO of 3 s (RFC 6298 5.7); with them it echoes the SYN
+    that arrived, 100 ms earlier: a sample r that seeds the estimator, RTO 3r (2.2) above
+    the 200 ms floor, and no fallback to 3 s (Linux's, once the handshake gave a sample).
+    (The engine's scripted losses drop data only: the handshake is driven by hand.)"""
+    flow = bulk(start=5.0, handshake=True, min_rto=0.2, timestamps=timestamps)
+    net = built(one_link(flows=[flow]))
+    net.env.advance(1.0)  # the flow has not started: the sender is ours to drive
+    (tcp,) = tcp_flows(net)
+    sender = tcp.sender
+    sender.syn_retries, sender.syn_sent_at = 1, None  # as after a SYN timed out and resent
+    synack = Packet(tcp, Kind.SYNACK, 52, (), 1.0)
+    synack.tsecr = 0.9
+    sender.accept(synack)
+    assert sender.established
+    assert sender.rtt.rto == pytest.approx(rto, rel=1e-9)
