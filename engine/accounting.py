@@ -52,7 +52,6 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from engine.framerelay import PvcDirection
 from engine.net import Egress
 from engine.packet import Packet
-from engine.protocol import TCP_IP_HEADERS
 from engine.result import FlowTime, RttHop, RttSplit
 from engine.tcp.state import Phase
 from engine.trace import Trace
@@ -132,34 +131,37 @@ class ContractPipe:
         return self.direction.admitted_bits / self.direction.long_run_rate
 
 
-def bottleneck_of(path: Path, mss: int) -> Pipe:
+def bottleneck_of(path: Path, mss: int, headers: int) -> Pipe:
     """The pipe of `path` with the least payload capacity for a full segment (the first of
     equals): a port, a PVC's contract, or any stage that spaces packets at a rate of its
     own and says so with `pipe_rate(ip_size)` (frame bits per second less framing, as a
-    port's) beside `busy_total` and `busy_until`."""
-    return _narrowest(path, mss)[0]
+    port's) beside `busy_total` and `busy_until`. `mss` is a full segment's payload and
+    `headers` its IP and TCP headers, options included."""
+    return _narrowest(path, mss, headers)[0]
 
 
-def ack_clock_of(fwd: Path, rev: Path, mss: int, per_ack: int) -> tuple[Egress, float] | None:
+def ack_clock_of(
+    fwd: Path, rev: Path, mss: int, headers: int, per_ack: int
+) -> tuple[Egress, float] | None:
     """The port of the ACKs' way back that clocks the flow, when it clocks it slower than
     its data bottleneck carries (the diagnosis' `ack_clock_bps`, without its margin): the
-    port of `rev` with the fewest 40-byte ACKs a second, each worth `per_ack` segments; and
+    port of `rev` with the fewest bare ACKs (`headers` bytes) a second, each worth `per_ack` segments; and
     the time one full segment takes at the data bottleneck (a backlog of ACKs longer than
     that at the port holds the window back). None when the way back is the faster."""
-    _, rate = _narrowest(fwd, mss)
+    _, rate = _narrowest(fwd, mss, headers)
     port: Egress | None = None
     acks = math.inf
     for hop in rev:
-        if isinstance(hop, Egress) and hop.rate / (hop.wire(TCP_IP_HEADERS) * 8) < acks:
-            port, acks = hop, hop.rate / (hop.wire(TCP_IP_HEADERS) * 8)
+        if isinstance(hop, Egress) and hop.rate / (hop.wire(headers) * 8) < acks:
+            port, acks = hop, hop.rate / (hop.wire(headers) * 8)
     if port is None or acks * per_ack * mss * 8 >= rate:
         return None
     return port, mss * 8 / rate
 
 
-def _narrowest(path: Path, mss: int) -> tuple[Pipe, float]:
+def _narrowest(path: Path, mss: int, headers: int) -> tuple[Pipe, float]:
     """bottleneck_of's pipe, and its payload rate (bit/s)."""
-    size = mss + TCP_IP_HEADERS
+    size = mss + headers
     best: Pipe | None = None
     best_rate = math.inf
     for hop in path:
@@ -395,12 +397,13 @@ def rtt_split(
     ack_sent: int,
     ack_lost: list[int],
     mss: int,
+    headers: int,
 ) -> RttSplit:
     """The mean round trip of the flow's packets, hop by hop: each port's propagation
     delay and serialisation (of a full segment forward, a bare ACK back) and the mean wait
     at every hop that held them."""
-    hops = _hops(data_path, data_sent, data_lost, "data", mss + TCP_IP_HEADERS)
-    hops += _hops(ack_path, ack_sent, ack_lost, "ack", TCP_IP_HEADERS)
+    hops = _hops(data_path, data_sent, data_lost, "data", mss + headers)
+    hops += _hops(ack_path, ack_sent, ack_lost, "ack", headers)
     return RttSplit(
         propagation=sum(h.propagation for h in hops),
         serialisation=sum(h.serialisation for h in hops),

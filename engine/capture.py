@@ -23,7 +23,11 @@ the payload zero-filled up to the snap length:
   the flow uses SACK) in the 12 option bytes the engine counts for them, padded after an
   end-of-options, so a packet's length on the wire is the engine's; ACKs carry their SACK
   blocks (RFC 2018); the window field is the advertised window shifted by the negotiated
-  scale (RFC 7323);
+  scale (RFC 7323); with `timestamps`, every segment after the handshake carries two
+  NOPs and the timestamps option (RFC 7323 3.2) ahead of any SACK blocks, as Linux orders
+  them: TSval the send time on a 1 ms clock (Linux's), an ACK's TSecr the TSval it echoes,
+  a data segment's 0 (the engine models no data the other way, whose timestamps it would
+  echo);
 - TTL is 64 less the routers the packet crossed; IP and TCP/UDP checksums are correct
   (the zero payload adds nothing to them).
 
@@ -64,8 +68,10 @@ SYN, ACK = 0x02, 0x10  # TCP flags
 NOP, EOL = b"\x01", b"\x00"
 
 #: What a tap keeps of a packet: time, flow, kind, seq, length, ack, window, SACK blocks,
-#: path and hop (the packet's fields at the time, as the packet itself moves on).
-Record = tuple[float, Owner, Kind, int, int, int, int, SackBlocks | None, Path, int]
+#: path and hop (the packet's fields at the time, as the packet itself moves on), its send
+#: time and the send time an ACK echoes (-1 without timestamps).
+Record = tuple[float, Owner, Kind, int, int, int, int, SackBlocks | None, Path, int, float, float]
+TIMESTAMP_HZ = 1000  # Linux's TCP timestamp clock (TCP_TS_HZ)
 
 
 # What a capture reads of the model, which imports this module (a port holds its tap).
@@ -122,6 +128,8 @@ class Tap:
                 pkt.sack,
                 pkt.path,
                 pkt.hop,
+                pkt.sent_at,
+                getattr(pkt, "tsecr", -1.0),  # set on ACKs of a receiver with timestamps
             )
         )
 
@@ -233,6 +241,7 @@ class _Endpoints:
         "window",
         "syn_options",
         "tcp",
+        "timestamps",
     )
 
     def __init__(self, flow: Captured, index: int, addrs: dict[str, bytes]):
@@ -240,9 +249,11 @@ class _Endpoints:
         self.src, self.dst = addrs[spec.src], addrs[spec.dst]
         self.sport, self.dport = FIRST_PORT + index, SINK_PORT
         self.tcp = spec.kind == "tcp_bulk"
+        self.timestamps = False
         if spec.kind != "tcp_bulk":  # not self.tcp, spelled so that the spec's type narrows
             return
         tcp = spec.tcp
+        self.timestamps = tcp.timestamps
         self.isn_src, self.isn_dst = isn(spec.id, "src"), isn(spec.id, "dst")
         self.shift = window_shift(tcp.rcv_buf) if tcp.window_scaling else 0
         # Both ends run the flow's TcpSpec: the same buffer, window and options each way.
@@ -262,10 +273,13 @@ class _Endpoints:
         self.syn_options = options
 
 
-def _tcp_segment(
-    ep: _Endpoints, kind: Kind, seq: int, length: int, ack: int, wnd: int, sack: SackBlocks | None
-) -> tuple[bytes, bytes, bytes, int]:
+def _ts_clock(t: float) -> int:
+    return int(t * TIMESTAMP_HZ) & 0xFFFFFFFF
+
+
+def _tcp_segment(ep: _Endpoints, record: Record) -> tuple[bytes, bytes, bytes, int]:
     """(source address, destination address, TCP header without checksum, payload length)."""
+    _, _, kind, seq, length, ack, wnd, sack, _, _, sent_at, tsecr = record
     options = b""
     if kind == Kind.DATA or kind == Kind.SYN:
         src, dst, sport, dport = ep.src, ep.dst, ep.sport, ep.dport
@@ -283,12 +297,16 @@ def _tcp_segment(
         # The sender's segments acknowledge the peer's SYN and advertise its own window.
         number, ack_number, flags = base + 1 + seq, peer + 1, ACK
         window = ep.window >> ep.shift
+        if ep.timestamps:
+            options = NOP * 2 + struct.pack("!BBII", 8, 10, _ts_clock(sent_at), 0)
     else:
         # The receiver's ACKs carry the window it advertises (the engine's, in bytes).
         number, ack_number, flags = base + 1, peer + 1 + ack, ACK
         window = min(wnd >> ep.shift, 0xFFFF)
+        if ep.timestamps:
+            options = NOP * 2 + struct.pack("!BBII", 8, 10, _ts_clock(sent_at), _ts_clock(tsecr))
         if sack:
-            options = (
+            options += (
                 NOP * 2
                 + struct.pack("!BB", 5, 2 + 8 * len(sack))
                 + b"".join(
@@ -322,9 +340,9 @@ def _ip_header(src: bytes, dst: bytes, proto: int, total: int, ttl: int) -> byte
 
 def _packet(ep: _Endpoints, record: Record, ttl: int) -> tuple[bytes, int]:
     """(the packet's headers, its length on the wire) for one tap record."""
-    _, _, kind, seq, length, ack, wnd, sack, _, _ = record
+    length = record[4]
     if ep.tcp:
-        src, dst, tcp, length = _tcp_segment(ep, kind, seq, length, ack, wnd, sack)
+        src, dst, tcp, length = _tcp_segment(ep, record)
         seg_len = len(tcp) + length
         pseudo = struct.pack("!4s4sBBH", src, dst, 0, PROTO_TCP, seg_len)
         tcp = tcp[:16] + struct.pack("!H", _checksum(pseudo, tcp)) + tcp[18:]

@@ -38,7 +38,6 @@ from engine.advice.whatif import Bound, PathModel
 from engine.analysis import PathFacts
 from engine.analysis.paths import flow_facts
 from engine.net import link_wire
-from engine.protocol import TCP_IP_HEADERS
 from engine.result import Bounds, Diagnosis, Limit, PvcSummary, Result, TcpFlowSummary
 from engine.scenario import Pvc, Scenario, TcpBulkFlow
 from engine.scenario.topology import Topology
@@ -132,7 +131,7 @@ def _policing(
     for key in f.path:  # the first link the PVC carries leaves one of its routers
         link_id, ends = key.split(":")
         if ends.split(">")[0] in (pvc.src, pvc.dst):
-            frame_bits = link_wire(links[link_id], flow.tcp.mss + TCP_IP_HEADERS) * 8
+            frame_bits = link_wire(links[link_id], flow.tcp.payload + flow.tcp.headers) * 8
             break
     return _Policing(pvc, counters, link_drops, frame_bits)
 
@@ -145,7 +144,7 @@ def _window_bound(f: PathFacts, flow: TcpBulkFlow, active: float) -> float | Non
         return None
     if active <= 0:
         return f.window_bps
-    edges = f.window_bps * f.base_rtt / active + flow.tcp.mss * 8 / active
+    edges = f.window_bps * f.base_rtt / active + flow.tcp.payload * 8 / active
     return f.window_bps + edges
 
 
@@ -168,7 +167,7 @@ def _diagnose_tcp(
     # Mathis models a loss-driven window; BBR's rate is not set by loss (docs/scenario.md).
     traits = variant(tcp.variant)
     loss_bound = (
-        mathis_bps(tcp.mss, measured_rtt, p, b)
+        mathis_bps(tcp.payload, measured_rtt, p, b)
         if p > 0 and measured_rtt and traits.loss_based
         else None
     )

@@ -127,7 +127,7 @@ class TcpFlow(Flow):
         )
         self.receiver = TcpReceiver(env, self, tcp, rev + (self.sender,))
         per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
-        clocked = ack_clock_of(fwd, rev, tcp.mss, per_ack)
+        clocked = ack_clock_of(fwd, rev, tcp.payload, tcp.headers, per_ack)
         if clocked is not None:
             self.sender.clock.ack_port, self.sender.clock.ack_hold = clocked
         # The last element of each path is the peer endpoint.
@@ -243,7 +243,8 @@ class TcpFlow(Flow):
             self.receiver.path,
             self.receiver.sent,
             self.lost_acks,
-            self.spec.tcp.mss,
+            self.spec.tcp.payload,
+            self.spec.tcp.headers,
         )
 
 

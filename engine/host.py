@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Protocol
 from engine.kernel import Kernel, Timer
 from engine.net import Discipline, Egress
 from engine.packet import Kind, Packet, Path
-from engine.protocol import TCP_IP_HEADERS
 from engine.tcp.state import Phase
 
 if TYPE_CHECKING:
@@ -98,6 +97,7 @@ class SmallQueue:
         "timer",
         "capped",
         "full_packets",
+        "headers",
     )
 
     def __init__(self, env: Kernel, port: Egress, sender: LocalSender):
@@ -112,7 +112,8 @@ class SmallQueue:
         self.queued = 0  # their bytes: sk_wmem_alloc
         self.timer = Timer(env, sender.try_send)
         self.capped = not sender.pacing  # Linux caps only unpaced sockets' small queues
-        self.full_packets = 2 * (sender.spec.mss + TCP_IP_HEADERS)
+        self.headers = sender.spec.headers  # of each segment, options included
+        self.full_packets = 2 * (sender.spec.payload + self.headers)
 
     def sent(self, size: int) -> None:
         """A data segment of `size` IP bytes joined the port (at its tail)."""
@@ -131,7 +132,7 @@ class SmallQueue:
             self.timer.start(ends[0][0] - now)
             return False
         port = self.port
-        if port.busy_until > now and self._full(port, now, length + TCP_IP_HEADERS):
+        if port.busy_until > now and self._full(port, now, length + self.headers):
             self._enter_cwr()
             # The first waiting packet starts (and leaves the queue) when the port frees.
             self.timer.start(port.next_start() - now)

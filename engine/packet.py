@@ -89,9 +89,13 @@ class Packet:
         # ACK: the send time of the oldest segment this ACK covers (as the timestamps option
         # echoes it); set by the receiver only, never on data.
         "echo_at",
+        # ACK with the timestamps option: TSecr, the echoed segment's send time (RFC 7323
+        # 4.3); set by a receiver with timestamps only.
+        "tsecr",
     )
 
     echo_at: float  # set on ACKs only (see above)
+    tsecr: float
     due: float  # set by the link carrying it
     eid: int
 

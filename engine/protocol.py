@@ -12,6 +12,9 @@ IP_HEADER: Final = 20  # RFC 791, no options
 TCP_HEADER: Final = 20  # RFC 9293, no options
 UDP_HEADER: Final = 8  # RFC 768
 TCP_IP_HEADERS: Final = IP_HEADER + TCP_HEADER
+# RFC 7323 3.2: the timestamps option is 10 bytes; Linux sends it after two NOPs
+# (TCPOLEN_TSTAMP_ALIGNED), 12 bytes on every segment once both ends agreed to it.
+TIMESTAMPS_OPTION: Final = 12
 UDP_IP_HEADERS: Final = IP_HEADER + UDP_HEADER
 # RFC 7323: a window field is 16 bits; a negotiated shift of at most 14 scales it.
 MAX_UNSCALED_WINDOW: Final = 65_535

@@ -38,7 +38,6 @@ from engine.framerelay import PvcDirection
 from engine.kernel import Later
 from engine.net import Egress
 from engine.packet import Path
-from engine.protocol import TCP_IP_HEADERS
 from engine.shaping import Shaper
 
 if TYPE_CHECKING:
@@ -128,8 +127,9 @@ class FlowUsage:
         active = self.flow.active_time(end)
         if window <= 0 or active <= 0:
             return []
-        mss = self.flow.spec.tcp.mss
-        size = mss + TCP_IP_HEADERS
+        tcp = self.flow.spec.tcp
+        mss = tcp.payload
+        size = mss + tcp.headers
         # Every data segment sent and every SYN: at most this many of the flow's packets
         # crossed each port of its data path.
         sender = self.flow.sender

@@ -162,6 +162,7 @@ CATALOGUE: tuple[LeverType, ...] = (
     _t(rf"^flows\.{_ID}\.tcp\.snd_buf$", "bytes", "endpoint", "snd_buf", highest=2**30),
     _t(rf"^flows\.{_ID}\.tcp\.window_scaling$", "switch", "endpoint", "window_scaling"),
     _t(rf"^flows\.{_ID}\.tcp\.sack$", "switch", "endpoint", "sack"),
+    _t(rf"^flows\.{_ID}\.tcp\.timestamps$", "switch", "endpoint", "timestamps"),
     _t(rf"^flows\.{_ID}\.tcp\.delayed_ack\.enabled$", "switch", "endpoint", "delayed_ack"),
     _t(rf"^flows\.{_ID}\.tcp\.variant$", "choice", "endpoint", "variant"),
     _t(rf"^flows\.{_ID}\.tcp\.initial_cwnd$", "segments", "endpoint", "initial_cwnd", highest=100),

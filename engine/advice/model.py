@@ -33,6 +33,7 @@ Action = Literal[
     "change_variant",
     "raise_initial_cwnd",
     "lower_min_rto",
+    "enable_timestamps",
     "raise_queue",
     "upgrade_link",
     "raise_cir",

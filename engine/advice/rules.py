@@ -30,6 +30,10 @@ from engine.variants import names
 
 LINUX_IW = 10  # RFC 6928, Linux's initial window since 2.6.39
 LINUX_MIN_RTO = 0.2  # Linux's TCP_RTO_MIN
+# The share of a flow's time spent waiting for its retransmission timer above which the
+# timer's backoff is worth ending with timestamps: a quarter, when a few timeouts at the
+# minimum RTO cost a few percent and a backoff doubling them cost the run (94% of 300 s).
+BACKOFF_SHARE = 0.25
 
 # --- the rules, one per limit ----------------------------------------------------------------
 
@@ -176,7 +180,7 @@ def policing(ctx: Context) -> list[Remedy | None]:
         return out  # no frame passes whole: nothing the sender's recovery changes
     # The discards stay while the contract does: the sender's side can recover from them
     # sooner (SACK; a Linux minimum RTO where its time went to timeouts).
-    return out + _recovery(ctx, False) + _lower_min_rto(ctx)
+    return out + _recovery(ctx, False) + _lower_min_rto(ctx) + _timestamps(ctx)
 
 
 def _drops(ctx: Context) -> tuple[list[Remedy | None], bool, str | None]:
@@ -277,7 +281,23 @@ def loss(ctx: Context) -> list[Remedy | None]:
 
 def timeouts(ctx: Context) -> list[Remedy | None]:
     dropped, lossy, shallow = _drops(ctx)
-    return [*dropped, *_recovery(ctx, lossy, shallow), *_lower_min_rto(ctx)]
+    return [*dropped, *_recovery(ctx, lossy, shallow), *_lower_min_rto(ctx), *_timestamps(ctx)]
+
+
+def _timestamps(ctx: Context) -> list[Remedy | None]:
+    """Timestamps, where the flow spent a large share of its time waiting for timeouts,
+    repeated ones among them: without them the ACK of a retransmission is no RTT sample
+    (Karn), so each timeout that follows is backed off again; with them it is one, and the
+    RTO falls back (Linux's tcp_ack_update_rtt)."""
+    tcp, s = ctx.flow.tcp, ctx.summary
+    if tcp.timestamps or s.timeouts < 2 or s.time is None or s.time.duration <= 0:
+        return []
+    waiting = s.time.timeout / s.time.duration
+    if waiting < BACKOFF_SHARE:
+        return []
+    return [
+        _sender(ctx, "enable_timestamps", "timestamps", True, timeouts=s.timeouts, waiting=waiting)
+    ]
 
 
 def _lower_min_rto(ctx: Context) -> list[Remedy | None]:

@@ -22,7 +22,6 @@ from typing import Any
 from engine.advice.alike import SharedBounds, change_key, renamed
 from engine.advice.levers import parse_value
 from engine.net import link_wire
-from engine.protocol import TCP_IP_HEADERS
 from engine.scenario import Link, Pvc, QueueSpec, Scenario, TcpBulkFlow, TcpSpec
 from engine.scenario.shaping import ShapingSpec
 from engine.scenario.topology import Hop, Topology
@@ -49,7 +48,8 @@ class Bound:
 
 
 # The TCP settings the bounds depend on (the window, the segment, the handshake's wait).
-_TCP_BOUND = frozenset({"rcv_buf", "snd_buf", "window_scaling", "mss", "handshake"})
+# The TCP settings the bounds read: timestamps for the 12 bytes they take from each segment.
+_TCP_BOUND = frozenset({"rcv_buf", "snd_buf", "window_scaling", "mss", "handshake", "timestamps"})
 
 
 @dataclass(frozen=True)
@@ -181,10 +181,10 @@ class PathModel:
     def _bound(
         self, links: dict[str, Link], tcp: TcpSpec, pvc: Pvc | None, shaper: _Shaper | None
     ) -> Bound:
-        payload = tcp.mss
-        size = payload + TCP_IP_HEADERS
+        payload = tcp.payload
+        size = payload + tcp.headers
         window = effective_window(tcp)
-        seg = size if window >= payload else window + TCP_IP_HEADERS
+        seg = size if window >= payload else window + tcp.headers
         one_way, best = self._forward(links, payload, size, seg)
         ack_way, ack_clock, ack_port = self._way_back(links, tcp)
         rtt = one_way + ack_way
@@ -241,18 +241,18 @@ class PathModel:
 
     def _way_back(self, links: Mapping[str, Link], tcp: TcpSpec) -> tuple[float, float, str]:
         """A bare ACK's way back, as the path facts have it: each return hop's delay and
-        serialisation of 40 bytes; the payload it can clock, its slowest hop's ACKs per
+        serialisation of a bare ACK (40 bytes and any options); the payload it can clock, its slowest hop's ACKs per
         second times the segments each acknowledges times the MSS; and that hop's port key."""
         ack_way, acks, port = 0.0, float("inf"), ""
         for h in self.back:
             link = links.get(h.link.id, h.link)
             rate, delay = _way(link, h.direction)
-            bits = link_wire(link, TCP_IP_HEADERS) * 8
+            bits = link_wire(link, tcp.headers) * 8
             ack_way += delay + bits / rate
             if rate / bits < acks:
                 acks, port = rate / bits, h.key
         per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
-        return ack_way, acks * per_ack * tcp.mss * 8, port
+        return ack_way, acks * per_ack * tcp.payload * 8, port
 
     def _pvc_limit(
         self,

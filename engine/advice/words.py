@@ -77,6 +77,9 @@ _WHY: dict[str, str] = {
     "{per_ack} segments and clocks {per_ack} times the payload",
     "change_variant": "(bbr does not slow down for random loss)",
     "lower_min_rto": "to Linux's floor, shortening each of the {timeouts} stalls",
+    "enable_timestamps": "(RFC 7323, Linux's default) so that the ACK of a retransmission "
+    "is an RTT sample and the timer's backoff ends there, where {waiting:.0%} of the flow's "
+    "time went waiting for it over {timeouts} timeouts",
     "raise_initial_cwnd": "(RFC 6928, Linux's default), saving about {rounds_saved} round "
     "trips of slow start",
     "lengthen_run": "to see the flow fill the path",

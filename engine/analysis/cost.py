@@ -13,7 +13,7 @@ from engine.analysis.memory import memory
 from engine.analysis.paths import PathFacts, _links
 from engine.kernel import SLICES
 from engine.net import link_wire
-from engine.protocol import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
+from engine.protocol import IP_HEADER, UDP_HEADER
 from engine.scenario import Link, Scenario, TcpBulkFlow
 from engine.scenario.common import PCAP_FILE_HEADER, PCAP_RECORD_HEADER
 from engine.scenario.topology import Hop, Topology
@@ -144,11 +144,11 @@ def _tcp_plan(f: TcpBulkFlow, facts: PathFacts, loss_of: LossOf, extra: int) -> 
     tcp = f.tcp
     rtt = max(facts.base_rtt or 0.0, 1e-6)
     b = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
-    pps = min(facts.share_bps, facts.window_bps or math.inf) / (8 * tcp.mss)
-    loss = loss_of(f.src, f.dst, tcp.mss + TCP_IP_HEADERS, max(pps * rtt / 2, 1.0))
+    pps = min(facts.share_bps, facts.window_bps or math.inf) / (8 * tcp.payload)
+    loss = loss_of(f.src, f.dst, tcp.payload + tcp.headers, max(pps * rtt / 2, 1.0))
     p, e = min(loss.mean, 0.99), min(loss.events, 0.99)
     # A timeout ends when a retransmission and its ACK both get through.
-    acked = 1.0 - loss_of(f.dst, f.src, TCP_IP_HEADERS, 1.0).mean
+    acked = 1.0 - loss_of(f.dst, f.src, tcp.headers, 1.0).mean
     first = min(1 - (1 - loss.first) * acked, 0.99)
     again = min(1 - (1 - loss.again) * acked, 0.99)
     traits = variant(tcp.variant)
@@ -175,7 +175,7 @@ def _tcp_plan(f: TcpBulkFlow, facts: PathFacts, loss_of: LossOf, extra: int) -> 
     if f.bytes is None:
         need, end = math.inf, math.inf
     else:
-        need = math.ceil(f.bytes / tcp.mss) / (1 - p) + extra
+        need = math.ceil(f.bytes / tcp.payload) / (1 - p) + extra
         end = f.start + (rtt if tcp.handshake else 0.0) + need / pps + rtt / 2
     if f.stop is not None:
         end = min(end, f.stop)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from engine.net import link_wire
-from engine.protocol import IP_HEADER, TCP_IP_HEADERS, UDP_HEADER
+from engine.protocol import IP_HEADER, UDP_HEADER
 from engine.scenario import Link, Pvc, Scenario, TcpBulkFlow
 from engine.scenario.topology import Hop, Topology
 from engine.tcp.receiver import effective_window
@@ -116,8 +116,8 @@ def flow_facts(
     for f in scenario.flows:
         hops = routes[f.id]
         is_tcp = isinstance(f, TcpBulkFlow)
-        payload = f.tcp.mss if isinstance(f, TcpBulkFlow) else f.packet_size
-        size = payload + (TCP_IP_HEADERS if is_tcp else UDP_HEADER + IP_HEADER)
+        payload = f.tcp.payload if isinstance(f, TcpBulkFlow) else f.packet_size
+        size = payload + (f.tcp.headers if isinstance(f, TcpBulkFlow) else UDP_HEADER + IP_HEADER)
         best, one_way = _port_limit(ports, hops, payload, size, tcp_on if is_tcp else {}, cbr_on)
         span = topo.pvc_span(hops)
         if span is not None:
@@ -177,16 +177,15 @@ def _tcp_facts(
 ) -> _Tcp:
     """Base RTT (a full segment out, its ACK back), the window and its bound, the BDP, and
     the payload rate the ACKs' path can clock: its slowest hop's ACKs per second (a
-    40-byte ACK with that link's framing) times the segments each ACK acknowledges."""
+    bare ACK, 40 bytes and any options, with that link's framing) times the segments each ACK acknowledges."""
     ack_way = 0.0
     acks_per_second = math.inf
     ack_port = None
     directions, wires = ports.directions, ports.wires
+    headers = flow.tcp.headers  # a bare ACK's, options included
     for hop in back:
         rate, delay, _ = directions.get((hop.link_id, hop.src)) or ports.direction(hop)
-        bits = (
-            wires.get((hop.link_id, TCP_IP_HEADERS)) or ports.wire(hop.link_id, TCP_IP_HEADERS)
-        ) * 8
+        bits = (wires.get((hop.link_id, headers)) or ports.wire(hop.link_id, headers)) * 8
         ack_way += delay + bits / rate
         if rate / bits < acks_per_second:
             acks_per_second = rate / bits
@@ -194,14 +193,14 @@ def _tcp_facts(
     tcp = flow.tcp
     window = effective_window(tcp)
     cut = None
-    if window < tcp.mss:
+    if window < tcp.payload:
         # Segments are cut to the window: the round trip of the smaller packet.
-        cut = sum(ports.hop_time(h, window + TCP_IP_HEADERS) for h in hops)
+        cut = sum(ports.hop_time(h, window + headers) for h in hops)
         one_way = cut
     base_rtt = one_way + ack_way
     window_bps = window * 8 / base_rtt if base_rtt > 0 else math.inf
     per_ack = tcp.delayed_ack.count if tcp.delayed_ack.enabled else 1
-    ack_clock = acks_per_second * per_ack * tcp.mss * 8 if back else None
+    ack_clock = acks_per_second * per_ack * tcp.payload * 8 if back else None
     return _Tcp(base_rtt, cut, window, window_bps, capacity * base_rtt / 8, ack_clock, ack_port)
 
 

@@ -260,6 +260,7 @@ class Scenario(_Model):
         _drop_as_before(data["links"], _AS_BEFORE["links"])
         if data["frame_relay"] is not None:
             _drop_as_before(data["frame_relay"]["pvcs"], _AS_BEFORE["pvcs"])
+        _drop_as_before([f["tcp"] for f in data["flows"] if "tcp" in f], _AS_BEFORE["tcp"])
         return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     def scenario_hash(self) -> str:
@@ -279,6 +280,7 @@ _AS_BEFORE: dict[str, dict[str, tuple[Any, ...]]] = {
         "shaping_b_to_a": (None,),
     },
     "pvcs": {"shaping": (None,)},
+    "tcp": {"timestamps": (False,)},
 }
 
 

@@ -14,6 +14,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticKnownError, core_schema
 
+from engine.protocol import TCP_IP_HEADERS, TIMESTAMPS_OPTION
 from engine.scenario.common import Count, PositiveByteSize, PositiveDuration, _Errors, _Model
 from engine.units import Duration, format_duration
 from engine.variants import names, variant
@@ -102,6 +103,15 @@ class TcpSpec(_Model):
     """Send buffer; None means no limit."""
     window_scaling: bool = False
     """RFC 7323 window scale option."""
+    timestamps: bool = False
+    """RFC 7323 timestamps option, on by default in Linux. Every segment, data or ACK,
+    carries 12 more bytes of header (the 10-byte option and two NOPs), so a full segment
+    carries `mss` - 12 bytes of payload (1,448 B at mss 1,460, as Linux's mss_cache).
+    The sender takes an RTT sample from every ACK that advances snd_una, from the
+    timestamp the receiver echoes (RFC 7323 4.3: the segment that held the left edge of
+    its window), retransmissions included, and such a sample resets the RTO's backoff
+    (Linux's tcp_ack_update_rtt); without timestamps one segment per round trip is timed
+    and none after a retransmission (Karn). The clock is the simulated time, exact."""
     initial_cwnd: int = Field(default=1, ge=1, le=100)
     """Initial congestion window in segments."""
     delayed_ack: DelayedAckSpec = Field(default_factory=DelayedAckSpec)
@@ -201,6 +211,22 @@ class TcpSpec(_Model):
     times 1.2 (the first 10 segments leave unpaced); `bbr` paces at its own rate. Null
     means the variant's default: on for `bbr` (which rejects false), off for the others,
     as in Linux without the fq qdisc and in ns-3."""
+
+    @property
+    def option_bytes(self) -> int:
+        """TCP option bytes on every segment after the handshake."""
+        return TIMESTAMPS_OPTION if self.timestamps else 0
+
+    @property
+    def payload(self) -> int:
+        """Payload bytes of a full segment: `mss` less the options every segment carries
+        (Linux's mss_cache; RFC 9293 3.7.1 has MSS exclude them)."""
+        return self.mss - self.option_bytes
+
+    @property
+    def headers(self) -> int:
+        """IP and TCP header bytes of every segment after the handshake, options included."""
+        return TCP_IP_HEADERS + self.option_bytes
 
     @model_validator(mode="after")
     def _check(self) -> TcpSpec:

@@ -61,11 +61,14 @@ def on_synack(snd: Handshaking, pkt: Packet) -> None:
     snd.rwnd = pkt.wnd
     snd.timer.stop()
     snd.st.now = snd.env.now
-    if snd.syn_sent_at is not None:
+    sent_at = snd.syn_sent_at
+    if sent_at is None and snd.spec.timestamps:
+        sent_at = pkt.tsecr  # the SYN-ACK echoes the SYN that arrived, resent or not
+    if sent_at is not None:
         # The SYN's round trip seeds the RTO estimator (RFC 6298 2.2) and nothing else:
         # a 52 B segment's RTT is not a data segment's, and congestion control taking
         # it for BaseRTT/min RTT would see a queue that is not there.
-        snd.rtt.sample(snd.env.now - snd.syn_sent_at)
+        snd.rtt.sample(snd.env.now - sent_at)
         snd.st.srtt = snd.rtt.srtt or 0.0
     elif snd.syn_retries:
         snd.rtt.reset_for_data_after_syn_loss()

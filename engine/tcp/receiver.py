@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from engine.scenario import TcpSpec
 
 MAX_SACK_BLOCKS = 4  # 40 bytes of options: 2 + 4 * 8 (no timestamps option)
+MAX_SACK_BLOCKS_WITH_TIMESTAMPS = 3  # 12 + 2 + 3 * 8 (+ 2 NOPs) = 40 bytes (RFC 2018 3)
 MAX_QUICKACKS = 16  # Linux TCP_MAX_QUICKACKS
 LINUX_INIT_RCVWND = 10  # Linux TCP_DEFAULT_INIT_RCVWND, segments of 1460 B
 
@@ -35,7 +36,7 @@ def quick_acks(spec: TcpSpec, wnd: int) -> int:
         return 0
     if mode == "ns3":
         return 1
-    mss = spec.mss
+    mss = spec.payload  # rcv_mss: the first segment's length
     init_segments = LINUX_INIT_RCVWND if mss <= 1460 else max(1460 * LINUX_INIT_RCVWND // mss, 2)
     rcv_wnd = min(wnd, init_segments * mss)
     return min(max(rcv_wnd // (2 * mss), 2), MAX_QUICKACKS)
@@ -83,6 +84,11 @@ class TcpReceiver:
         "quick",
         "echo_at",
         "syn_options",
+        "headers",
+        "max_sack_blocks",
+        "timestamps",
+        "ts_recent",
+        "last_ack_sent",
         "sent",
         "waits",
     )
@@ -107,11 +113,22 @@ class TcpReceiver:
         self.quick = quick_acks(spec, self.wnd)
         self.echo_at = 0.0  # send time of the oldest segment the next ACK covers
         self.syn_options = spec.syn_options
+        self.headers = spec.headers  # of every ACK, the timestamps option included
+        self.timestamps = spec.timestamps
+        self.max_sack_blocks = (
+            MAX_SACK_BLOCKS_WITH_TIMESTAMPS if self.timestamps else MAX_SACK_BLOCKS
+        )
+        # RFC 7323 4.3: TS.Recent, the timestamp the next ACK echoes (here the echoed
+        # segment's send time: the simulated clock is the timestamp clock), and
+        # Last.ACK.sent, the ACK field of the last ACK sent.
+        self.ts_recent = 0.0
+        self.last_ack_sent = 0
         self.sent = 0  # ACKs and SYN-ACKs sent
         self.waits: list[float] = []  # queueing of the flow's data per hop, set by the flow
 
     def accept(self, pkt: Packet) -> None:
         if pkt.kind == Kind.SYN:
+            self.ts_recent = pkt.sent_at  # the SYN-ACK echoes the SYN that arrived
             self._send(Kind.SYNACK, TCP_IP_HEADERS + self.syn_options)
             return
         if pkt.kind != Kind.DATA:
@@ -122,6 +139,14 @@ class TcpReceiver:
             self.echo_at = pkt.sent_at
         seq = pkt.seq
         end = seq + pkt.length
+        if self.timestamps and seq <= self.last_ack_sent < end and pkt.sent_at >= self.ts_recent:
+            # RFC 7323 4.3 (2), as Linux's tcp_replace_ts_recent: only a segment holding
+            # the left edge of the window last acknowledged is remembered (and not an older
+            # one, PAWS). So a delayed ACK echoes the earliest segment it covers (3.4 A),
+            # the ACKs of out-of-order data what the last ACK echoed, never the newer
+            # segments above the hole (B), and the ACK of a hole filled the segment that
+            # filled it (C): after a retransmission, the retransmission's own.
+            self.ts_recent = pkt.sent_at
         rcv_nxt = self.rcv_nxt
         if seq <= rcv_nxt < end:
             ooo = self.ooo
@@ -166,7 +191,7 @@ class TcpReceiver:
             blocks.append(self.recent)
         starts, ends = ooo.starts, ooo.ends
         k = len(starts) - 1
-        while k >= 0 and len(blocks) < MAX_SACK_BLOCKS:
+        while k >= 0 and len(blocks) < self.max_sack_blocks:
             block = (starts[k], ends[k])
             if block != self.recent:
                 blocks.append(block)
@@ -179,7 +204,7 @@ class TcpReceiver:
         self.pending = 0
         self.timer.stop()
         blocks = self.sack_blocks()
-        size = TCP_IP_HEADERS if blocks is None else TCP_IP_HEADERS + 4 + 8 * len(blocks)
+        size = self.headers if blocks is None else self.headers + 4 + 8 * len(blocks)
         self._send(Kind.ACK, size, blocks)
 
     def _send(self, kind: Kind, size: int, sack: SackBlocks | None = None) -> None:
@@ -190,4 +215,7 @@ class TcpReceiver:
         pkt.sack = sack
         pkt.echo = self.latest
         pkt.echo_at = self.echo_at
+        if self.timestamps:
+            pkt.tsecr = self.ts_recent
+            self.last_ack_sent = self.rcv_nxt
         self.path[0].accept(pkt)

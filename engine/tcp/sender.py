@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from engine.accounting import FlowClock, bottleneck_of
 from engine.kernel import Timer
 from engine.packet import Kind, Owner, Packet, Path
-from engine.protocol import TCP_IP_HEADERS
 from engine.tcp.flight import cong_control, in_flight
 from engine.tcp.handshake import on_synack, send_syn, syn_timeout
 from engine.tcp.pacing import Pacer
@@ -55,6 +54,8 @@ class TcpSender:
         "rto_una",
         "timed_seq",
         "timed_at",
+        "timestamps",
+        "headers",
         "probe",
         "segments_sent",
         "retransmissions",
@@ -87,7 +88,11 @@ class TcpSender:
         self.path = path
         self.cc = cc
         self.recovery = recovery
-        self.st = st = TcpState(spec.mss, spec.initial_cwnd)
+        # With timestamps every segment carries 12 bytes of options: a full segment holds
+        # that much less payload (Linux's mss_cache), and cwnd counts such segments.
+        self.st = st = TcpState(spec.payload, spec.initial_cwnd)
+        self.timestamps = spec.timestamps
+        self.headers = spec.headers
         cc.init(st)
         # HyStart / HyStart++ want every ACK's RTT sample in slow start.
         self.ss_samples = cc.slow_start.samples
@@ -98,7 +103,7 @@ class TcpSender:
             spec.initial_rto, spec.min_rto, spec.max_rto, spec.timer_granularity
         )
         # Where the flow's time goes (engine/accounting.py): told at each send attempt.
-        self.clock = FlowClock(bottleneck_of(path, spec.mss), cc.limits_window)
+        self.clock = FlowClock(bottleneck_of(path, spec.payload, self.headers), cc.limits_window)
         self.timer = Timer(env, self.on_timeout)
         self.waits: list[float] = []  # queueing of this flow's ACKs per hop, set by the flow
         self.established = not spec.handshake
@@ -234,7 +239,7 @@ class TcpSender:
     def _send_data(self, seq: int, length: int) -> None:
         env = self.env
         now = env.now
-        pkt = Packet(self.flow, Kind.DATA, length + TCP_IP_HEADERS, self.path, now)
+        pkt = Packet(self.flow, Kind.DATA, length + self.headers, self.path, now)
         pkt.seq = seq
         pkt.length = length
         self.segments_sent += 1
@@ -372,7 +377,14 @@ class TcpSender:
             self.recovery.on_sack(self, pkt)
         if ack > st.snd_una:
             acked = ack - st.snd_una
-            if self.timed_seq is not None and ack > self.timed_seq:
+            if self.timestamps:
+                # RFC 7323 4.1 (RTTM): every ACK that advances snd_una is a sample, from the
+                # timestamp it echoes, which after a retransmission is the retransmission's
+                # own (4.3): no ambiguity, so Karn's rule does not apply, and the sample
+                # collapses a backed-off RTO (RFC 6298 5's closing note; Linux's
+                # tcp_ack_update_rtt: "only reset backoff on valid RTT measurement").
+                self._rtt_sample(st.now - pkt.tsecr)
+            elif self.timed_seq is not None and ack > self.timed_seq:
                 self._rtt_sample(st.now - self.timed_at)
                 self.timed_seq = None
             if self.cc.ack_samples:

@@ -412,3 +412,23 @@ def test_the_capturing_end() -> None:
     }
     lost = [p for p in leaving if (p["seq"], round(p["t"], 6)) not in left]
     assert len(lost) == 1 and lost[0]["seq"] == isn("f", "src") + 1 + 9 * MSS
+
+
+def test_timestamps_are_on_every_segment_after_the_handshake() -> None:
+    """With `timestamps`, data and ACKs carry NOP, NOP and the 10-byte option (RFC 7323 3.2),
+    so the file's lengths stay the engine's: 1,448 B of payload in a 1,500 B datagram, 52 B
+    ACKs; an ACK's TSecr is the TSval of the segment it echoes, on a 1 ms clock."""
+    doc = lossy_link().model_dump(mode="json")
+    doc["flows"][0]["tcp"].update(timestamps=True, sack=True)
+    result = run(Scenario.model_validate(doc))
+    _, packets = read_pcap(result.pcap("wan", "both"))
+    a = node_address("h1")
+    data = [p for p in packets[2:] if p["src"] == a]
+    acks = [p for p in packets[2:] if p["src"] != a]
+    assert {(p["total"], p["payload"]) for p in data[:-1]} == {(1500, 1448)}
+    assert {p["options"][:4] for p in packets[2:]} == {b"\x01\x01\x08\x0a"}
+    assert {p["total"] for p in acks if len(p["options"]) == 12} == {52}
+    assert any(len(p["options"]) > 12 for p in acks)  # SACK blocks after the loss
+    sent = {struct.unpack_from("!I", p["options"], 4)[0] for p in data}
+    echoed = {struct.unpack_from("!I", p["options"], 8)[0] for p in acks}
+    assert echoed <= sent and len(echoed) > 10
