@@ -19,10 +19,11 @@ from engine_helpers import bulk, dumbbell  # noqa: E402
 
 pytestmark = pytest.mark.e2e
 
-#: The whole test's bound: the run takes some eight seconds of an idle worker (compiled,
-#: since the engine's per-event cost fell by a fifth: a 900 s run was over before a second
-#: snapshot could grow its charts), thrice that on a loaded one.
-BOUND = 75.0
+#: How long the test waits for the run at most: a bound, not a timing. The run takes some
+#: eight seconds of an idle worker (compiled, since the engine's per-event cost fell by a
+#: fifth: a 900 s run was over before a second snapshot could grow its charts) and over 75 s
+#: of one sharing two cores with a load average of 9, where a bound of 75 s failed.
+BOUND = 300.0
 DURATION = 2700.0
 
 
@@ -72,7 +73,7 @@ def test_the_run_page_charts_a_running_run_so_far(pg_stack: Stack, page: Any) ->
     )
     page.goto(f"{pg_stack.base_url}/ui/runs/{run['id']}")
     cwnd = "#charts[data-partial=true] #chart-cwnd"
-    page.wait_for_selector(cwnd, timeout=30_000)
+    page.wait_for_selector(cwnd, timeout=BOUND * 1000)
     drawn = _drawn(page, cwnd)
     assert drawn is not None, "the partial charts were gone at once: the run ended too soon"
     points, first = drawn
@@ -109,4 +110,3 @@ def test_the_run_page_charts_a_running_run_so_far(pg_stack: Stack, page: Any) ->
     page.on("request", lambda req: asked.append(req.url) if "/frame?" in req.url else None)
     page.wait_for_timeout(2500)
     assert asked == []
-    assert time.monotonic() - began < BOUND + 5
