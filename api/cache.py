@@ -9,7 +9,8 @@ Two kinds of answer are kept, each least recently used first out and bounded in 
   are kept.
 - **Versioned pages** (the runs list, which dashboards poll): a page is kept with the
   version of the rows it shows (equal versions, equal pages) and answered again only once
-  the database has given that version anew, so a list never lags a write. Requests for the
+  the database has given that version anew, so a list never lags a write (a page rebuilt
+  to the same bytes keeps its ETag: what moved was not shown). Requests for the
   same page that arrive together share their reads: a request joins a read only if it
   began after the request arrived, so what it gets is never older than what a read of its
   own would have given, and a hundred clients polling one page cost the database one short
@@ -35,7 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -236,6 +237,10 @@ class ResponseCache:
                 return known.page
         started = time.monotonic()
         page = await db.read(source.render, filters)
+        if known is not None and _same_document(known.page, page):
+            # The version moved (a running run's progress, say) but what the page shows did
+            # not: its tag stays, so a client holding it gets a 304, not the same bytes.
+            page = replace(page, etag=known.page.etag)
         if self.page_bytes > 0 and _page_size(page) <= self.page_bytes // 4:
             done = time.monotonic()
             self._pages[key] = _Listed(source, filters, page, done, done - started)
@@ -253,6 +258,11 @@ class ResponseCache:
             del self._reads[key]
         if not task.cancelled():
             task.exception()  # retrieved: each waiter gets it; none may be left to
+
+
+def _same_document(kept: ListPage, built: ListPage) -> bool:
+    """The same bytes, answered the same way (a final page is answered as a finished one)."""
+    return (kept.body, kept.media_type, kept.final) == (built.body, built.media_type, built.final)
 
 
 def _page_size(page: ListPage) -> int:

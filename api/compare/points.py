@@ -17,6 +17,12 @@ class Observation:
     seed: int
     flows: dict[str, Any]
     diagnosis: dict[str, Any]
+    #: Its figures by (flow, metric) as read so far (``report.figure``): a succeeded run's
+    #: figures never change, so a running sweep's summary, rebuilt as runs finish from the
+    #: observations it keeps, reads each run's figures once, not once per rebuild.
+    figures: dict[tuple[str, str], float | None] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
 
 @dataclass

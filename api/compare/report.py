@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeGuard
 
 from api.compare import interactions, stats, words
-from api.compare.points import PointData
+from api.compare.points import Observation, PointData
 from api.compare.schemas import (
     BestPoint,
     Comparison,
@@ -101,19 +101,48 @@ def value(flow: Any, metric: str) -> Any:
     return flow
 
 
+def figure(obs: Observation, flow: str, metric: str) -> float | None:
+    """A run's `metric` of `flow` when it is a finite number, read once per run."""
+    key = (flow, metric)
+    try:
+        return obs.figures[key]
+    except KeyError:
+        v = value(obs.flows.get(flow), metric)
+        found = obs.figures[key] = float(v) if _finite(v) else None
+        return found
+
+
 def _values(point: PointData, flow: str, metric: str) -> dict[int, float]:
     """seed -> value (a seed is one simulation, whatever number of runs served it)."""
     out = {}
     for obs in point.observations:
-        v = value(obs.flows.get(flow), metric)
-        if _finite(v):
-            out[obs.seed] = float(v)
+        if (v := figure(obs, flow, metric)) is not None:
+            out[obs.seed] = v
     return out
 
 
-def _compared(points: Sequence[PointData], flow: str, metric: str) -> bool:
+#: A build's `_values`, each point's metric read once (the metric list, the point's row,
+#: every other point's row when it is the baseline, and the main effects all ask for it).
+#: What it returns is shared: read only.
+Values = Callable[[PointData, str, str], dict[int, float]]
+
+
+def _kept_values() -> Values:
+    kept: dict[tuple[int, str, str], dict[int, float]] = {}
+
+    def values(point: PointData, flow: str, metric: str) -> dict[int, float]:
+        key = (id(point), flow, metric)  # the points outlive the build
+        found = kept.get(key)
+        if found is None:
+            found = kept[key] = _values(point, flow, metric)
+        return found
+
+    return values
+
+
+def _compared(points: Sequence[PointData], flow: str, metric: str, values: Values) -> bool:
     """Some point has the metric (a state of the time: some point spent time in it)."""
-    found = [_values(p, flow, metric) for p in points]
+    found = [values(p, flow, metric) for p in points]
     if metric.startswith("time."):
         return any(v for values in found for v in values.values())
     return any(found)
@@ -145,14 +174,15 @@ def build(
             for fid, f in obs.flows.items():
                 kinds.setdefault(fid, f.get("kind", "tcp"))
     baseline = next((p for p in points if p.is_baseline), None)
+    values = _kept_values()
     metrics = [
         MetricInfo(flow=fid, metric=m, kind=kind, unit=unit, direction=d, label=LABELS.get(m, m))
         for fid, kind in kinds.items()
         for m, unit, d in metrics_of(kind)
-        if _compared(points, fid, m)
+        if _compared(points, fid, m, values)
     ]
     des = stats.design([p.parameters for p in points], paths)
-    rows = [_row(p, metrics, baseline) for p in points]
+    rows = [_row(p, metrics, baseline, values) for p in points]
     best: list[BestPoint] = []
     effects: list[EffectsOut] = []
     for info in metrics:
@@ -160,7 +190,7 @@ def build(
         top = _best(info, points, rows)
         if top is not None:
             best.append(top)
-        eff = stats.main_effects(des, [list(_values(p, fid, m).values()) for p in points])
+        eff = stats.main_effects(des, [list(values(p, fid, m).values()) for p in points])
         if eff is not None:
             effects.append(_effects(info, des, eff))
     found = _interactions(des, rows, metrics, effects, points)
@@ -232,16 +262,18 @@ def _interactions(
     return out
 
 
-def _row(p: PointData, metrics: list[MetricInfo], baseline: PointData | None) -> PointRow:
+def _row(
+    p: PointData, metrics: list[MetricInfo], baseline: PointData | None, values: Values
+) -> PointRow:
     cells: dict[str, dict[str, MetricStat]] = {}
     for info in metrics:
         fid, m = info.flow, info.metric
-        values = _values(p, fid, m)
-        est = stats.estimate(list(values.values()))
+        own = values(p, fid, m)
+        est = stats.estimate(list(own.values()))
         lo, hi = domain(info.unit)
         delta = None
         if baseline is not None and not p.is_baseline:
-            d = stats.difference(values, _values(baseline, fid, m))
+            d = stats.difference(own, values(baseline, fid, m))
             if d is not None:
                 # The point's mean lies in [lo, hi]: its difference from the baseline's
                 # mean in [lo - base, hi - base], and in % that over base (>= 0 here).

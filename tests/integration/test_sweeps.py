@@ -208,6 +208,43 @@ def test_a_summary_built_on_kept_observations_is_the_one_built_afresh(pg_stack: 
         assert served[key] == fresh[key], key
 
 
+def test_a_sweeps_counts_are_one_statement_built_once(
+    pg_stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SweepRepository.progress, which every rebuild of a running sweep's documents reads,
+    gives what run_groups.progress and the poll give, from a statement built once."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import Session
+
+    from store import run_groups
+    from store.models import DEFAULT_TENANT_ID, Run, RunStatus
+    from store.sweeps import SweepRepository
+
+    body = sweep_body(pg_stack, random.randrange(1, 2**40))
+    with pg_stack.client as client:
+        sweep_id = uuid.UUID(client.post("/v1/sweeps", json=body).json()["id"])
+        wait_sweep(pg_stack, str(sweep_id))
+    built = []
+    columns = run_groups.columns
+    monkeypatch.setattr(run_groups, "columns", lambda s: built.append(1) or columns(s))
+    url = pg_stack.env["DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://")
+    engine = create_engine(url)
+    try:
+        with Session(engine) as session:
+            repo = SweepRepository(session)
+            first = repo.progress(sweep_id)
+            after_first = len(built)
+            assert repo.progress(sweep_id) == first
+            assert len(built) == after_first  # not built again
+            assert first == run_groups.progress(session, Run.sweep_id == sweep_id)
+            polled = repo.poll(sweep_id, tenant_id=DEFAULT_TENANT_ID)
+            assert polled is not None and polled[1] == first
+            assert first.counts[RunStatus.succeeded] == 12
+            assert repo.progress(uuid.uuid4()).finished == 0  # no such sweep: no runs
+    finally:
+        engine.dispose()
+
+
 def test_a_resubmitted_sweep_simulates_nothing(pg_stack: Stack) -> None:
     body = sweep_body(pg_stack, random.randrange(1, 2**40))
     with pg_stack.client as client:

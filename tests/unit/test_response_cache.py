@@ -26,6 +26,7 @@ class FakeDb:
         self.gate: asyncio.Event | None = None
         self.versions_read = self.pages_read = 0
         self.fail: Exception | None = None
+        self.body: bytes | None = None  # what the page shows; None: its version
 
     async def read(self, fn: Any, filters: dict[str, Any]) -> Any:
         seen = self.version
@@ -37,7 +38,7 @@ class FakeDb:
             self.versions_read += 1
             return seen
         self.pages_read += 1
-        return ListPage(seen, f'"{seen}"', seen.encode())
+        return ListPage(seen, f'"{seen}"', self.body or seen.encode())
 
 
 def _version(_session: Any, _filters: dict[str, Any]) -> str:
@@ -133,6 +134,31 @@ def test_a_changed_page_is_read_again_and_kept_within_bounds(max_bytes: int) -> 
         kept = cache._pages.get(KEY)
         assert (kept.filters if kept else None) == (FILTERS if max_bytes else None)
         assert db.pages_read == 2
+
+    asyncio.run(main())
+
+
+def test_a_page_rebuilt_to_the_same_bytes_keeps_its_etag() -> None:
+    """A version can move where the page shows nothing of it (a running sweep's runs
+    progress by less than its figures show): the page rebuilt to the same bytes keeps its
+    ETag, so a client holding it gets a 304; a page whose bytes changed gets a new one."""
+
+    async def main() -> None:
+        db, cache = FakeDb(), cache_of(1 << 20)
+        db.body = b"shown"
+        first = await page(cache, db)
+        db.version = "v2"
+        same = await page(cache, db)
+        assert db.pages_read == 2 and same.version == "v2"  # read again: the version moved
+        assert same.etag == first.etag == '"v1"' and same.body == b"shown"
+        assert same.response(_request(first.etag)).status_code == 304
+        assert await page(cache, db) is same and db.pages_read == 2  # kept at v2
+
+        db.version, db.body = "v3", b"changed"
+        changed = await page(cache, db)
+        assert changed.body == b"changed" and changed.etag == '"v3"'
+        resp = changed.response(_request(first.etag))
+        assert resp.status_code == 200 and resp.body == b"changed"
 
     asyncio.run(main())
 
