@@ -20,6 +20,7 @@ import asyncio
 import functools
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 
 import anyio
@@ -75,9 +76,6 @@ def reconcile_once(
         }
         silent = runs.silent(run_lease=settings.run_lease) if take_back_running else []
         unclaimed = runs.unclaimed(queued_lease=settings.queued_lease)
-        requeues = {
-            run.id: runs.events.count(run.id, EventKind.requeued) for run in [*silent, *unclaimed]
-        }
     if unclaimed:
         try:
             waiting = queue_depth(celery, settings.queue)
@@ -88,6 +86,13 @@ def reconcile_once(
             # Messages are still waiting: these runs are presumably among them, behind a
             # backlog (a big sweep), not lost.
             unclaimed = []
+    # Each run's requeues so far, in one statement, once the broker has had its say (a
+    # backlog of a big sweep's runs left waiting in the queue needs none).
+    requeues: dict[uuid.UUID, int] = {}
+    if silent or unclaimed:
+        with session_scope(sessions) as session:
+            ids = [r.id for r in [*silent, *unclaimed]]
+            requeues = RunRepository(session).events.counts(ids, EventKind.requeued)
 
     for run, reason in [
         *((r, "lease expired: the worker running it stopped beating") for r in silent),
@@ -97,7 +102,7 @@ def reconcile_once(
         ),
     ]:
         try:
-            _take_back(sessions, run, reason, requeues[run.id], settings, done, to_send)
+            _take_back(sessions, run, reason, requeues.get(run.id, 0), settings, done, to_send)
         except Exception as exc:
             if not lock_timed_out(exc):
                 raise

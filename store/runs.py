@@ -296,8 +296,10 @@ class RunRepository(Repository[Run]):
     # -- reconciliation ----------------------------------------------------------------
 
     def _oldest(self, *where: ColumnElement[bool], limit: int) -> Sequence[Run]:
-        """The first `limit` runs that match, oldest first (ids are UUIDv7)."""
-        return self.session.scalars(select(Run).where(*where).order_by(Run.id).limit(limit)).all()
+        """The first `limit` runs that match, oldest first (ids are UUIDv7), without their
+        scenario documents (the reconciler, their one reader, needs their state only)."""
+        stmt = select(Run).options(defer(Run.scenario, raiseload=True))
+        return self.session.scalars(stmt.where(*where).order_by(Run.id).limit(limit)).all()
 
     def never_sent(self, *, limit: int = 100) -> Sequence[Run]:
         """Queued runs whose message never reached the broker (down at submit time, or

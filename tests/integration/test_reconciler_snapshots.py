@@ -122,3 +122,46 @@ def test_a_run_the_reconciler_fails_keeps_no_snapshot(settings: Settings, sessio
         assert list(events) == ["queued", "started", "failed"]
         other = session.get(Run, alive)
         assert other is not None and other.status is RunStatus.running
+
+
+def test_silent_runs_requeues_are_counted_in_one_statement(
+    settings: Settings, sessions: Any
+) -> None:
+    """Two silent runs, one sent again twice before (two starts allowed: its two requeues
+    reach the budget, so it is failed, saying so), the other never (taken back). Their requeues are read in one statement, not one per run: a pass
+    over a big sweep's hundred stale runs made a hundred."""
+    from sqlalchemy import event
+
+    from store.run_events import EventKind, RunEventRepository
+
+    settings = settings.model_copy(update={"max_attempts": 2})
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    again, fresh = _running(sessions, tenant), _running(sessions, tenant)
+    with session_scope(sessions) as session:
+        for _ in range(2):
+            RunEventRepository(session).add(again, EventKind.requeued)
+        session.execute(
+            update(Run)
+            .where(Run.id.in_([again, fresh]))
+            .values(heartbeat_at=utcnow() - timedelta(hours=1))
+        )
+    with session_scope(sessions) as session:
+        counts = RunEventRepository(session).counts([again, fresh], EventKind.requeued)
+    assert counts == {again: 2}
+
+    statements: list[str] = []
+    engine = sessions.kw["bind"]
+    listen = lambda *args: statements.append(str(args[2]))  # noqa: E731 (conn, cursor, sql)
+    event.listen(engine, "before_cursor_execute", listen)
+    try:
+        done = reconcile_once(sessions, make_celery(settings), settings)
+    finally:
+        event.remove(engine, "before_cursor_execute", listen)
+    assert (done.failed, done.requeued) == (1, 1)
+    counted = [s for s in statements if "count(" in s.lower() and "run_events" in s]
+    assert len(counted) == 1, counted
+    with session_scope(sessions) as session:
+        failed, taken = session.get(Run, again), session.get(Run, fresh)
+        assert failed is not None and failed.status is RunStatus.failed
+        assert failed.error is not None and "sent again 2 times" in failed.error["message"]
+        assert taken is not None and taken.status is RunStatus.queued
