@@ -24,6 +24,7 @@ Per packet O(1), a comparison or two; thinning, O(points kept), once per doublin
 from __future__ import annotations
 
 import math
+import struct
 from array import array
 from typing import Final
 
@@ -33,6 +34,12 @@ from engine.budget import TRACE_CAP, PointBudget
 from engine.result import Series, Thinning
 
 KEEP: Final = 4  # points a bucket keeps: first, least, greatest, last (M4)
+#: Points a trace holds in its list before they join its arrays (Trace._flush).
+STAGED: Final = 64
+#: STAGED floats as the doubles an array holds (native size and order, as array("d")):
+#: struct reads each with PyFloat_AsDouble, where numpy's array() of a list spent ~37k
+#: instructions a call finding out what the list holds.
+_PACK_BLOCK: Final = struct.Struct(f"{STAGED}d").pack
 #: A bucket width for points that all came at one instant (time cannot be cut by zero):
 #: the next later point doubles it to its scale.
 TINY_WIDTH = 1e-9
@@ -60,8 +67,9 @@ class Trace:
 
     __slots__ = (
         "unit",
-        "t",
-        "v",
+        "_t",
+        "_v",
+        "_staged",
         "cap",
         "last_v",
         "rate",
@@ -86,36 +94,46 @@ class Trace:
     )
 
     def __init__(self, unit: str, cap: int = TRACE_CAP, rate: bool = False):
-        self.unit = unit
-        self.t = array("d")
-        self.v = array("d")
-        self.cap = cap
-        self.last_v: float | None = None
-        self.rate = rate
-        self.budget: PointBudget | None = None  # set by share()
-        self.halvings = 0
+        # Assigned in the order the compiled class lays its fields out: what `add` and
+        # `sample` read on every call first, so that they share the object's first cache
+        # lines (with a thousand flows every trace is cold when its flow's turn comes).
+        # NaN until the first point: unequal to every value, as None was, and a float the
+        # compiled class holds unboxed (a boxed one was a cold object read on every add).
+        self.last_v = math.nan
         # Change-driven, once bucketed (width > 0): buckets [t0 + k*width, t0 + (k+1)*width);
         # the current one is bucket `k`, its kept points are t[o:], its least and greatest
         # at indices mn and mx (the earliest of equals), their values lo and hi.
-        self.t0 = 0.0
+        self.edge = -math.inf  # where bucket k ends; -inf until bucketed
         self.width = 0.0
-        self.k = 0
-        self.o = 0
-        self.mn = 0
-        self.mx = 0
+        self.role = HELD  # what else the last point of the current bucket is
         self.lo = 0.0  # t[mn]'s and t[mx]'s values
         self.hi = 0.0
-        self.role = HELD  # what else the last point of the current bucket is
-        self.edge = -math.inf  # where bucket k ends; -inf until bucketed
-        # Sampled: samples per point; the last point's sum and count while under `stride`.
-        self.stride = 1
-        self.acc = 0.0
-        self.acc_n = 0
         # While `pending`, t[-1] and v[-1] are these (_settle): a move on every ACK stores
         # two floats, where compiled item assignments on an array cost ~375 instructions.
         self.pending = False
         self.pending_t = 0.0
         self.pending_v = 0.0
+        # The latest points, t and v in turn, not yet in the arrays: a compiled list append
+        # costs a few dozen instructions where array.append parsed its float twice with a
+        # format string (~710 instructions a value, two a point); numpy moves them into the
+        # arrays STAGED points at a time (`_flush`). The series is _t + _staged's times.
+        self._staged: list[float] = []
+        self._t = array("d")
+        self.cap = cap
+        # Sampled: samples per point; the last point's sum and count while under `stride`.
+        self.acc_n = 0
+        self.stride = 1
+        self.acc = 0.0
+        self._v = array("d")
+        self.unit = unit
+        self.rate = rate
+        self.budget: PointBudget | None = None  # set by share()
+        self.halvings = 0
+        self.t0 = 0.0
+        self.k = 0
+        self.o = 0
+        self.mn = 0
+        self.mx = 0
 
     def share(self, budget: PointBudget) -> Trace:
         """This series' points come out of the run's `budget`: its first share as its cap."""
@@ -123,11 +141,54 @@ class Trace:
         self.cap = budget.first_share()
         return self
 
+    @property
+    def t(self) -> array[float]:
+        """The times of the points, a moving last point excepted (see `pending`)."""
+        self._flush()
+        return self._t
+
+    @property
+    def v(self) -> array[float]:
+        """The values of the points, a moving last point excepted (see `pending`)."""
+        self._flush()
+        return self._v
+
+    def _len(self) -> int:
+        """The number of points, staged ones included."""
+        return len(self._t) + len(self._staged) // 2
+
+    def _stage(self, t: float, v: float) -> None:
+        """`(t, v)` the last point."""
+        staged = self._staged
+        staged.append(t)
+        staged.append(v)
+        if len(staged) >= 2 * STAGED:
+            self._flush()
+
+    def _flush(self) -> None:
+        """The staged points into the arrays, in one conversion each: the same doubles as
+        appending them one by one (a moving last point stays the last, pending)."""
+        staged = self._staged
+        if staged:
+            n = len(staged) // 2
+            if n == STAGED:
+                self._t.frombytes(_PACK_BLOCK(*staged[0::2]))
+                self._v.frombytes(_PACK_BLOCK(*staged[1::2]))
+            else:
+                self._t.frombytes(struct.pack(f"{n}d", *staged[0::2]))
+                self._v.frombytes(struct.pack(f"{n}d", *staged[1::2]))
+            self._staged = []
+
     def _settle(self) -> None:
-        """A moved last point written into the arrays, before anything reads or grows them."""
+        """A moved last point written where it is kept, before anything reads or grows it."""
         if self.pending:
-            self.t[-1] = self.pending_t
-            self.v[-1] = self.pending_v
+            staged = self._staged
+            if staged:
+                staged[-2] = self.pending_t
+                staged[-1] = self.pending_v
+            else:
+                self._t[-1] = self.pending_t
+                self._v[-1] = self.pending_v
             self.pending = False
 
     # --- change-driven ------------------------------------------------------------------
@@ -158,9 +219,8 @@ class Trace:
             return
         self._settle()
         if self.width == 0.0:  # not bucketed yet (edge is -inf): every change
-            self.t.append(t)
-            self.v.append(v)
-            if len(self.t) >= self.cap:
+            self._stage(t, v)
+            if self._len() >= self.cap:
                 self._full()
             return
         k = int((t - self.t0) / self.width)
@@ -183,9 +243,8 @@ class Trace:
     def _open(self, k: int, t: float, v: float) -> None:
         """`(t, v)` starts bucket `k`."""
         self.k = k
-        self.o = self.mn = self.mx = len(self.t)
-        self.t.append(t)
-        self.v.append(v)
+        self.o = self.mn = self.mx = self._len()
+        self._stage(t, v)
         self.lo = self.hi = v
         self.role = HELD
         self.edge = self._edge(k)
@@ -193,7 +252,8 @@ class Trace:
     def _into_bucket(self, t: float, v: float) -> None:
         """`(t, v)` is the current bucket's latest point: kept as its last, and as its least
         or greatest if it is; a point no longer first, least, greatest or last goes."""
-        ts, vs = self.t, self.v
+        self._flush()
+        ts, vs = self._t, self._v
         last = len(ts) - 1
         o, mn, mx = self.o, self.mn, self.mx
         new = last + 1
@@ -238,8 +298,9 @@ class Trace:
     def _rebucket(self, width: float) -> None:
         """Buckets of `width` (a power-of-two multiple of the last, or the first): each keeps
         the first, least, greatest and last of its points (the earliest of equals)."""
-        t = np.frombuffer(self.t, dtype=np.float64)
-        v = np.frombuffer(self.v, dtype=np.float64)
+        self._flush()
+        t = np.frombuffer(self._t, dtype=np.float64)
+        v = np.frombuffer(self._v, dtype=np.float64)
         n = len(t)
         # The same arithmetic as `add`'s, so a point stays in the bucket it was kept for.
         k = ((t - self.t0) / width).astype(np.int64)
@@ -249,14 +310,15 @@ class Trace:
         lows = np.lexsort((pos, v, k))[starts]  # by bucket, value, then time: least first
         highs = np.lexsort((pos, -v, k))[starts]
         keep = np.unique(np.concatenate((starts, ends, lows, highs)))
-        self.t = array("d", t[keep].tobytes())
-        self.v = array("d", v[keep].tobytes())
+        self._t = array("d", t[keep].tobytes())
+        self._v = array("d", v[keep].tobytes())
         self.width = width
         self._reopen()
 
     def _reopen(self) -> None:
         """The last bucket's roles, found again among the kept points."""
-        ts, vs = self.t, self.v
+        self._flush()
+        ts, vs = self._t, self._v
         n = len(ts)
         if not n:
             self.k = self.o = self.mn = self.mx = 0
@@ -290,14 +352,13 @@ class Trace:
             self.pending = True
         else:
             self._settle()  # the complete last point may have moved
-            self.t.append(t)
-            self.v.append(v)
+            self._stage(t, v)
             acc, n = v, 1
         if n < self.stride:
             self.acc, self.acc_n = acc, n
             return
         self.acc_n = 0
-        if len(self.t) >= self.cap:
+        if self._len() >= self.cap:
             self._settle()
             self._full()
 
@@ -305,6 +366,7 @@ class Trace:
         """`sample()` for each (t[i], v[i]) in turn, a run of points at a time: the same
         sums, added left to right (cumsum), so the same floats."""
         self._settle()
+        self._flush()
         i, n = 0, len(t)
         while i < n:
             stride = self.stride
@@ -313,43 +375,44 @@ class Trace:
                 acc = float(np.cumsum(np.concatenate(([self.acc], v[i : i + m])))[-1])
                 count = self.acc_n + m
                 i += m
-                self.t[-1] = float(t[i - 1])
-                self.v[-1] = acc / count
+                self._t[-1] = float(t[i - 1])
+                self._v[-1] = acc / count
                 if count < stride:
                     self.acc, self.acc_n = acc, count
                     return
                 self.acc_n = 0
-                if len(self.t) >= self.cap:
+                if len(self._t) >= self.cap:
                     self._full()
                 continue
-            full = min(self.cap - len(self.t), (n - i) // stride)
+            full = min(self.cap - len(self._t), (n - i) // stride)
             if full:
                 j = i + full * stride
                 if stride == 1:
                     means = v[i:j]
                 else:
                     means = np.cumsum(v[i:j].reshape(full, stride), axis=1)[:, -1] / stride
-                self.t.frombytes(np.ascontiguousarray(t[i + stride - 1 : j : stride]).tobytes())
-                self.v.frombytes(np.ascontiguousarray(means, dtype=np.float64).tobytes())
+                self._t.frombytes(np.ascontiguousarray(t[i + stride - 1 : j : stride]).tobytes())
+                self._v.frombytes(np.ascontiguousarray(means, dtype=np.float64).tobytes())
                 i = j
-                if len(self.t) >= self.cap:
+                if len(self._t) >= self.cap:
                     self._full()
                     continue
             if i < n:  # fewer than a stride left: an open point
                 acc = float(np.cumsum(v[i:n])[-1])
-                self.t.append(float(t[n - 1]))
-                self.v.append(acc / (n - i))
+                self._t.append(float(t[n - 1]))
+                self._v.append(acc / (n - i))
                 self.acc, self.acc_n = acc, n - i
                 return
 
     def _halve(self) -> None:
         """Adjacent points averaged in pairs, each the mean of twice the samples; an odd
         last point becomes the open one, with its samples' sum."""
+        self._flush()
         self.halvings += 1
-        count = len(self.v)
+        count = len(self._v)
         n = count // 2 * 2
-        v = np.frombuffer(self.v, dtype=np.float64)
-        t = np.frombuffer(self.t, dtype=np.float64)
+        v = np.frombuffer(self._v, dtype=np.float64)
+        t = np.frombuffer(self._t, dtype=np.float64)
         means = (v[0:n:2] + v[1:n:2]) / 2.0
         ends = t[1:n:2]
         if count > n:
@@ -358,13 +421,14 @@ class Trace:
             self.acc = float(v[n]) * self.stride
             self.acc_n = self.stride
         self.stride *= 2
-        self.v = array("d", means.tobytes())
-        self.t = array("d", ends.tobytes())
+        self._v = array("d", means.tobytes())
+        self._t = array("d", ends.tobytes())
 
     # --- both ---------------------------------------------------------------------------
 
     def _full(self) -> None:
         """At the cap: a larger share of the run's budget, or else thinned."""
+        self._flush()
         cap = self.cap
         self._grow()
         if self.cap > cap:
@@ -374,28 +438,30 @@ class Trace:
             return
         # A change-driven series starts its buckets: those of its points so far fill at
         # most half the buckets the cap allows.
-        self.t0 = self.t[0]
-        span = self.t[-1] - self.t0
+        self.t0 = self._t[0]
+        span = self._t[-1] - self.t0
         self.halvings += 1
         self._rebucket(span / max(1, self.cap // KEEP // 2) if span > 0 else TINY_WIDTH)
 
     def rewind(self, t: float) -> None:
         """Forget the points at or after `t` (a stretch re-booked after the fact)."""
         self._settle()
-        ts = self.t
+        self._flush()
+        ts = self._t
         n = len(ts)
         while n and ts[n - 1] >= t:
             n -= 1
         if n < len(ts):
-            del self.t[n:]
-            del self.v[n:]
-            self.last_v = self.v[-1] if n else None
+            del self._t[n:]
+            del self._v[n:]
+            self.last_v = self._v[-1] if n else math.nan
             if self.width > 0.0:
                 self._reopen()
 
     def series(self) -> Series:
         # Not validated again: the floats recorded (tens of thousands of series per run).
-        t, v = self.t.tolist(), self.v.tolist()
+        self._flush()
+        t, v = self._t.tolist(), self._v.tolist()
         if self.pending:  # read, not settled: reading leaves the trace as it was
             t[-1], v[-1] = self.pending_t, self.pending_v
         series = Series.recorded(self.unit, t, v)
