@@ -305,30 +305,38 @@ class Egress:
         """`framing`: a (wire bytes, serialisation time) table by IP size, which the ports
         of one encapsulation, overhead and rate share: a thousand access links then keep
         one table warm rather than a thousand cold ones."""
+        # Assigned in the order the compiled class lays its fields out: what `accept` reads
+        # of every packet first, and the two the rate sampler reads on every beat side by
+        # side (with a thousand flows each access port is cold when its packet comes).
         self.env = env
+        self.busy_until = 0.0
+        self.busy_total = 0.0
+        self.queued_bytes = 0
+        # (start_time, wire_bytes) of packets not yet started
+        self._waiting: deque[tuple[float, int]] = deque()
+        self._wire_cache = {} if framing is None else framing
+        self.queue = queue
+        self.admits_idle = False
+        self.use_queue(queue)
+        self.packets = self.bytes = 0
+        self.probe: LinkProbe | None = None
+        # The queue length last shown to the probe, so that a port whose queue has not
+        # changed does not wake its probe (a cold object per packet with many flows); -1
+        # for none yet, a plain int the compiled class holds unboxed.
+        self.shown = -1
+        self.loss = loss
+        self.tap: TapPoint | None = None  # set when this direction is captured
+        self.line = Line(env)  # packets propagating to the next hop, in arrival order
+        self.delay = link.delay_from(src)
+        self.wait_total = 0.0
+        self.queue_max = 0
         self.link_id = link.id
         self.src, self.dst = src, dst
         self.key = f"{link.id}:{src}>{dst}"
         self.rate = link.rate_from(src)
-        self.delay = link.delay_from(src)
         self.encap = link.encap
         self.overhead = link.overhead_bytes
-        self.use_queue(queue)
-        self.loss = loss
-        self.busy_until = 0.0
-        self.queued_bytes = 0
-        # (start_time, wire_bytes) of packets not yet started
-        self._waiting: deque[tuple[float, int]] = deque()
-        self.probe: LinkProbe | None = None
-        self.tap: TapPoint | None = None  # set when this direction is captured
-        self.line = Line(env)  # packets propagating to the next hop, in arrival order
-        self.packets = self.bytes = self.drops = self.error_drops = 0
-        self.busy_total = self.wait_total = 0.0
-        self.queue_max = 0
-        # The queue length last shown to the probe, so that a port whose queue has not
-        # changed does not wake its probe (a cold object per packet with many flows).
-        self.shown: int | None = None
-        self._wire_cache = {} if framing is None else framing
+        self.drops = self.error_drops = 0
 
     def use_queue(self, queue: Discipline) -> None:
         """Queue with `queue` from now on."""

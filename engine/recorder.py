@@ -170,6 +170,7 @@ class TcpProbe:
         "_ssthresh",
         "_rwnd",
         "_srtt",
+        "_samples",
         "_rto",
         "_retransmissions",
         "cc_traces",
@@ -201,12 +202,15 @@ class TcpProbe:
         self.delay = Trace("s", rate=True)
         # The last values of ssthresh, rwnd, srtt, rto and retransmissions, as their traces
         # hold them: read here, on every ACK, instead of in five trace objects (each a
-        # cold cache line when a thousand flows take turns).
-        self._ssthresh: int | None = None
-        self._rwnd: int | None = None
-        self._srtt: float | None = None
-        self._rto: float | None = None
-        self._retransmissions: int | None = None
+        # cold cache line when a thousand flows take turns). -1 until the first: none of
+        # them is ever negative, and the compiled class holds a plain int or float unboxed
+        # where an optional one is a pointer to an object of its own, cold too.
+        self._ssthresh = -1
+        self._rwnd = -1
+        self._srtt = -1.0
+        self._samples = 0  # the RTT estimator's samples when srtt was last read
+        self._rto = -1.0
+        self._retransmissions = -1
         self.cwnd_max = 0
         self.cwnd_area = 0.0
         self._cwnd_since = 0.0  # when the current cwnd began (start() sets it)
@@ -264,9 +268,13 @@ class TcpProbe:
         self.inflight.add(now, st.snd_nxt - st.snd_una)
         self.ack.add(now, st.snd_una)
         rtt = self._rtt
-        if rtt.srtt is not None and rtt.srtt != self._srtt:
-            self._srtt = rtt.srtt
-            self.srtt.add(now, rtt.srtt)
+        # srtt moves only with a sample: its count is read in place, where srtt itself is
+        # an object of its own (optional), cold when a thousand flows take turns.
+        if rtt.samples != self._samples:
+            self._samples = rtt.samples
+            if rtt.srtt is not None and rtt.srtt != self._srtt:
+                self._srtt = rtt.srtt
+                self.srtt.add(now, rtt.srtt)
         if rtt.rto != self._rto:
             self._rto = rtt.rto
             self.rto.add(now, rtt.rto)

@@ -111,7 +111,9 @@ class TcpSender:
         self.syn_retries = 0
         self.dupacks = 0
         self.rto_una: int | None = None  # snd_una at the last timeout
-        self.timed_seq: int | None = None  # one segment timed at a time (Karn's rule)
+        # One segment timed at a time (Karn's rule); -1 for none: a plain int, which the
+        # compiled class holds unboxed (an optional one pointed to an object read per ACK).
+        self.timed_seq = -1
         self.timed_at = 0.0
         self.probe: TcpProbe | None = None
         # counters read by the recorder
@@ -247,8 +249,8 @@ class TcpSender:
             self.retransmissions += 1
             # Karn: no sample across a retransmission (the ACK would be ambiguous or
             # would include the recovery's delay), as BSD clears t_rtt.
-            self.timed_seq = None
-        elif self.timed_seq is None:
+            self.timed_seq = -1
+        elif self.timed_seq < 0:
             self.timed_seq = seq
             self.timed_at = now
         if not self.timer.running:
@@ -315,7 +317,7 @@ class TcpSender:
         """Resume sending from the first unacknowledged byte (timeouts; Tahoe)."""
         st = self.st
         st.snd_nxt = st.snd_una
-        self.timed_seq = None
+        self.timed_seq = -1
         self.timer.stop()
 
     def congestion_event(self) -> None:
@@ -384,9 +386,9 @@ class TcpSender:
                 # collapses a backed-off RTO (RFC 6298 5's closing note; Linux's
                 # tcp_ack_update_rtt: "only reset backoff on valid RTT measurement").
                 self._rtt_sample(st.now - pkt.tsecr)
-            elif self.timed_seq is not None and ack > self.timed_seq:
+            elif self.timed_seq >= 0 and ack > self.timed_seq:
                 self._rtt_sample(st.now - self.timed_at)
-                self.timed_seq = None
+                self.timed_seq = -1
             if self.cc.ack_samples:
                 self.cc.on_ack_rtt(st, st.now - pkt.echo_at)
             st.snd_una = ack
