@@ -161,6 +161,28 @@ def test_the_check_restores_from_plain_json_at_every_step():
     assert all(item.after is not None for item in report.items)
 
 
+#: The check's one remedy in the tests that give it their own runs: NewReno to BBR.
+_BBR = {
+    "action": "change_variant",
+    "changes": [{"path": "flows.backup.tcp.variant", "value": "bbr", "was": "newreno"}],
+    "cost_class": "endpoint",
+    "subject": "backup",
+    "figures": {},
+    "predicted": None,
+    "helps": True,
+    "why_not": None,
+    "text": "",
+}
+
+
+def _lossy():
+    """The backup with 1% loss on its access link: a scenario with randomness (3 seeds)."""
+    return apply_changes(
+        load_scenario(EXAMPLE),
+        {"flows.backup.bytes": NBYTES, "links.access1.loss": {"model": "bernoulli", "rate": 0.01}},
+    )
+
+
 def test_a_large_change_not_yet_sure_is_run_on_more_seeds():
     """Three seeds of a lossy path can spread so widely that a remedy faster in every one
     measures 'no change': the scenario took 2.6, 45 and 45 s, the remedy 1.7 s each, a
@@ -168,21 +190,7 @@ def test_a_large_change_not_yet_sure_is_run_on_more_seeds():
     24.5/sqrt 3 = -29.2 +/- 60.8 s holds zero. The check runs the scenario and that remedy on three more
     seeds (paired, the same for both); with 45 s and 1.7 s there, the six differences give
     -36.2 +/- 2.571 x 17.3/sqrt 6 = -36.2 +/- 18.2 s: better, and it stops."""
-    scenario = apply_changes(
-        load_scenario(EXAMPLE),
-        {"flows.backup.bytes": NBYTES, "links.access1.loss": {"model": "bernoulli", "rate": 0.01}},
-    )
-    remedy = {
-        "action": "change_variant",
-        "changes": [{"path": "flows.backup.tcp.variant", "value": "bbr", "was": "newreno"}],
-        "cost_class": "endpoint",
-        "subject": "backup",
-        "figures": {},
-        "predicted": None,
-        "helps": True,
-        "why_not": None,
-        "text": "",
-    }
+    scenario = _lossy()
     check = RemedyCheck(scenario, {})
     assert check.seeds == [scenario.seed + i for i in range(3)] and check.most == 9
     changes = {"flows.backup.tcp.variant": "bbr"}
@@ -198,7 +206,7 @@ def test_a_large_change_not_yet_sure_is_run_on_more_seeds():
         "observed": {"base": seen(enumerate([2.6, 45.0, 45.0])), key: seen(enumerate([1.7] * 3))},
         "flow": "backup",
         "metric": "completion_time",
-        "remedies": [remedy],
+        "remedies": [_BBR],
     }
     check = RemedyCheck(scenario, {}, state)
     first = check.report().items[0]
@@ -235,19 +243,6 @@ def _summary(completed: bool, seconds: float, delivered: float) -> dict:
     }
 
 
-_BBR = {
-    "action": "change_variant",
-    "changes": [{"path": "flows.backup.tcp.variant", "value": "bbr", "was": "newreno"}],
-    "cost_class": "endpoint",
-    "subject": "backup",
-    "figures": {},
-    "predicted": None,
-    "helps": True,
-    "why_not": None,
-    "text": "",
-}
-
-
 def test_a_base_seed_unfinished_makes_the_check_compare_goodputs():
     """The metric follows every base seed, not the first to arrive. The scenario finished
     2 MB in 100 s on its first seed and delivered 1.2 and 1.0 MB of it in the 300 s the
@@ -255,10 +250,7 @@ def test_a_base_seed_unfinished_makes_the_check_compare_goodputs():
     26.7 kbit/s against the remedy's 2 MB in 50, 60 and 80 s = 320, 266.7 and 200 kbit/s.
     Paired differences +160, +234.7, +173.3 kbit/s; their mean 189.3 over the base's 72.9
     is +259.7%, every seed better: better, where by completion time it was 'failed'."""
-    scenario = apply_changes(
-        load_scenario(EXAMPLE),
-        {"flows.backup.bytes": NBYTES, "links.access1.loss": {"model": "bernoulli", "rate": 0.01}},
-    )
+    scenario = _lossy()
     check = RemedyCheck(scenario, {"replications": 3, "most_seeds": 3})
     base = {c.seed: c for c in check.propose()}
     seeds = sorted(base)
@@ -285,10 +277,7 @@ def test_a_base_seed_unfinished_makes_the_check_compare_goodputs():
 def test_every_base_seed_finished_keeps_completion_times():
     """The same runs with the base finishing on every seed (100, 120, 150 s): the times are
     compared, 50/60/80 s against 123.3 s mean, -48.6%."""
-    scenario = apply_changes(
-        load_scenario(EXAMPLE),
-        {"flows.backup.bytes": NBYTES, "links.access1.loss": {"model": "bernoulli", "rate": 0.01}},
-    )
+    scenario = _lossy()
     check = RemedyCheck(scenario, {"replications": 3, "most_seeds": 3})
     seeds = sorted(c.seed for c in check.propose())
     for seed, seconds in zip(seeds, (100.0, 120.0, 150.0), strict=True):
