@@ -10,7 +10,7 @@ import math
 
 from engine.advice.build import make, port_direction, tcp_path
 from engine.advice.context import Context, PolicingFacts
-from engine.advice.model import Change, Remedy
+from engine.advice.model import Action, Change, Remedy
 from engine.net import link_wire
 from engine.protocol import TCP_IP_HEADERS
 from engine.scenario import Link, Pvc
@@ -29,21 +29,19 @@ def raise_contract(ctx: Context, pvc: Pvc) -> list[Remedy | None]:
         return []
     cir, be = values
     base = f"frame_relay.pvcs.{pvc.id}"
+    raises: tuple[tuple[Action, str, float], ...] = (
+        ("raise_cir", "cir", cir),
+        ("raise_be", "be", be),
+    )
     return [
         make(
             ctx,
-            "raise_cir",
-            [Change(path=f"{base}.cir", value=cir, was=pvc.cir)],
+            action,
+            [Change(path=f"{base}.{field}", value=value, was=getattr(pvc, field))],
             "pvc",
             subject=f"pvc:{pvc.id}",
-        ),
-        make(
-            ctx,
-            "raise_be",
-            [Change(path=f"{base}.be", value=be, was=pvc.be)],
-            "pvc",
-            subject=f"pvc:{pvc.id}",
-        ),
+        )
+        for action, field, value in raises
     ]
 
 
