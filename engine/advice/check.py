@@ -156,9 +156,9 @@ class RemedyCheck:
             self._pick(summary)
         kept = None
         if summary is not None and self._flow is not None and self._metric is not None:
-            kept = record(self._picked(), summary, self.tcp_flows)
+            kept = record(self._target(self._metric), summary, self.tcp_flows)
             if self._metric == "completion_time":  # and the goodput, should a seed not finish
-                kept["g"] = self._goodput().measure(summary, self.tcp_flows)
+                kept["g"] = self._target("goodput_bps").measure(summary, self.tcp_flows)
         self._observed.setdefault(key, {})[str(seed)] = kept
 
     def finished(self) -> bool:
@@ -229,17 +229,11 @@ class RemedyCheck:
         f = (summary.get("flows") or {}).get(self._flow or "", {})
         self._metric = "completion_time" if f.get("completed") else "goodput_bps"
 
-    def _target(self) -> Target:
-        assert self._flow is not None and self.metric is not None
-        return Target(flow=self._flow, metric=self.metric, value=1.0)  # type: ignore[arg-type]
-
-    def _picked(self) -> Target:
-        assert self._flow is not None and self._metric is not None
-        return Target(flow=self._flow, metric=self._metric, value=1.0)  # type: ignore[arg-type]
-
-    def _goodput(self) -> Target:
-        assert self._flow is not None
-        return Target(flow=self._flow, metric="goodput_bps", value=1.0)
+    def _target(self, metric: str | None = None) -> Target:
+        """The flow checked, read in `metric` (by default the metric compared)."""
+        metric = metric or self.metric
+        assert self._flow is not None and metric is not None
+        return Target(flow=self._flow, metric=metric, value=1.0)  # type: ignore[arg-type]
 
     def _outstanding(self) -> bool:
         return any(len(self._observed.get(k, {})) < len(self._seeds_of(k)) for k in self._proposed)
