@@ -164,10 +164,22 @@ def _interval(
     return Interval(low=low, high=high, clipped=(low, high) != ci)
 
 
+#: Each point's last row and what it was built from (``build``'s `kept`), by point index.
+KeptRows = dict[int, tuple[tuple[object, ...], PointRow]]
+
+
 def build(
-    points: Sequence[PointData], paths: Sequence[str], *, partial_note: str | None = None
+    points: Sequence[PointData],
+    paths: Sequence[str],
+    *,
+    partial_note: str | None = None,
+    kept: KeptRows | None = None,
 ) -> Comparison:
-    """The comparison of these points."""
+    """The comparison of these points. `kept`: the rows of an earlier build of the same
+    points (a running sweep's summary, rebuilt as its runs finish), each reused while its
+    point and the baseline have the same observations and the metrics are the same, and
+    replaced by the new rows: a rebuild recomputes only the points whose runs finished
+    since (most of a 500-run sweep's rebuild was its unchanged rows)."""
     kinds: dict[str, str] = {}
     for p in points:
         for obs in p.observations:
@@ -182,7 +194,7 @@ def build(
         if _compared(points, fid, m, values)
     ]
     des = stats.design([p.parameters for p in points], paths)
-    rows = [_row(p, metrics, baseline, values) for p in points]
+    rows = [_kept_row(p, metrics, baseline, values, kept) for p in points]
     best: list[BestPoint] = []
     effects: list[EffectsOut] = []
     for info in metrics:
@@ -260,6 +272,31 @@ def _interactions(
                     des, rows, info.flow, info.metric, j, frm, to, des.cells[base_i]
                 )
     return out
+
+
+def _kept_row(
+    p: PointData,
+    metrics: list[MetricInfo],
+    baseline: PointData | None,
+    values: Values,
+    kept: KeptRows | None,
+) -> PointRow:
+    """The point's row, from `kept` when nothing it shows has changed (a succeeded run's
+    figures never do: its id stands for them)."""
+    if kept is None:
+        return _row(p, metrics, baseline, values)
+    shown = tuple((m.flow, m.metric, m.unit) for m in metrics)
+    key = (p.runs, _observed(p), None if baseline is None else _observed(baseline), shown)
+    found = kept.get(p.index)
+    if found is not None and found[0] == key:
+        return found[1]
+    row = _row(p, metrics, baseline, values)
+    kept[p.index] = (key, row)
+    return row
+
+
+def _observed(p: PointData) -> tuple[object, ...]:
+    return (p.is_baseline, tuple(obs.run_id for obs in p.observations))
 
 
 def _row(

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Body, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
 from api.cache import Conditional, ListPage, PageSource
-from api.compare import table
+from api.compare import report, table
 from api.compare.points import Observation
 from api.conditional import REPRESENTATION_VERSION
 from api.db import Db
@@ -200,9 +200,12 @@ def _render(session: Session, filters: dict[str, Any]) -> ListPage:
 #: units, which never change. Rendering runs in threads: the caches are locked.
 _SUMMARIES: LRUCache[uuid.UUID, tuple[str, float, dict[str, Any]]] = LRUCache(maxsize=16)
 _SI: LRUCache[uuid.UUID, dict[int, dict[str, Any]]] = LRUCache(maxsize=256)
-#: The observations of each sweep's succeeded runs read so far (sweep_summary.build): a
-#: rebuild reads only the results finished since. A 500-run sweep's are a few MB.
-_OBSERVED: LRUCache[uuid.UUID, dict[uuid.UUID, Observation]] = LRUCache(maxsize=4)
+#: The observations of each sweep's succeeded runs read so far, and its points' rows
+#: (sweep_summary.build): a rebuild reads only the results finished since and recomputes
+#: only the points they belong to. A 500-run sweep's are a few MB.
+_OBSERVED: LRUCache[uuid.UUID, tuple[dict[uuid.UUID, Observation], report.KeptRows]] = LRUCache(
+    maxsize=4
+)
 _LOCK = threading.Lock()
 
 

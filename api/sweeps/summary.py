@@ -23,11 +23,13 @@ def build(
     sweep: Sweep,
     progress: Progress | None = None,
     known: dict[uuid.UUID, Observation] | None = None,
+    rows: report.KeptRows | None = None,
 ) -> SweepSummary:
     """The summary as the runs stand now. `known` keeps the observations of runs already
     read, by run id (a succeeded run's figures never change): a running sweep's summary,
     rebuilt while a dashboard polls it, reads only the results finished since; the new
-    ones are added to it."""
+    ones are added to it. `rows` keeps its points' rows (``report.build``'s `kept`), so a
+    rebuild recomputes only the points whose runs finished since."""
     repo = SweepRepository(session)
     runs = repo.outline(sweep.id)
     known = {} if known is None else known
@@ -57,7 +59,7 @@ def build(
             f"Only {len(done)} of {len(runs)} runs succeeded (the others failed or were "
             "cancelled): the figures are over those."
         )
-    comparison = report.build(points, paths_of(sweep), partial_note=note)
+    comparison = report.build(points, paths_of(sweep), partial_note=note, kept=rows)
     progress = progress or repo.progress(sweep.id)
     return SweepSummary(
         **dict(comparison),

@@ -71,3 +71,47 @@ def test_a_runs_figures_are_read_once_across_builds(monkeypatch: pytest.MonkeyPa
     assert report.build(fresh, ["x"]).model_dump(mode="json") == first
     plr = first["points"][1]["metrics"]["f"]["plr"]
     assert plr["n"] == 3  # the NaN of seed 3 is not a figure
+
+
+def _partial(points: list[PointData], counts: list[int]) -> list[PointData]:
+    """The same points with only their first `counts` observations (runs still running)."""
+    return [
+        PointData(p.index, p.parameters, p.is_baseline, p.runs, [], p.observations[:n])
+        for p, n in zip(points, counts, strict=True)
+    ]
+
+
+def test_a_rebuild_recomputes_only_the_rows_whose_runs_finished_since(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A running sweep's summary is rebuilt as its runs finish: the rows of points whose
+    observations (and baseline's) are those of the last build are taken as they were, the
+    others recomputed, and what it gives is what a build from nothing gives."""
+    points = _points()
+    rows: report.KeptRows = {}
+    built: list[int] = []
+    row = report._row
+
+    def counted(p: PointData, *args: Any) -> Any:
+        built.append(p.index)
+        return row(p, *args)
+
+    monkeypatch.setattr(report, "_row", counted)
+    stages = [[4, 1, 0], [4, 2, 0], [4, 2, 3], [4, 4, 4]]
+    expected_built = [[0, 1, 2], [1], [2], [1, 2]]
+    last = None
+    for counts, recomputed in zip(stages, expected_built, strict=True):
+        built.clear()
+        now = _partial(points, counts)
+        kept = report.build(now, ["x"], kept=rows).model_dump(mode="json")
+        assert built == recomputed, counts
+        built.clear()
+        assert kept == report.build(now, ["x"]).model_dump(mode="json")  # as from nothing
+        assert built == [0, 1, 2]
+        last = kept
+    assert last is not None and [p["succeeded"] for p in last["points"]] == [4, 4, 4]
+
+    # The baseline's runs changing changes every delta: every row is recomputed.
+    built.clear()
+    report.build(_partial(points, [3, 4, 4]), ["x"], kept=rows)
+    assert built == [0, 1, 2]
