@@ -21,13 +21,8 @@ Two kinds of answer are kept, each least recently used first out and bounded in 
   (`PageSource.settle`, and at least SETTLE_COST_FACTOR times what building it took), so
   its builds cost a process at most a small, bounded share of a core however many panels
   poll; a dashboard sees the sweep's figures at most that old. Its version is still read
-  on every poll, but from a short read several pages share (`Shared`: a sweep's
-  document, progress and summary are all made from its runs' counts) and reuse for
-  `Shared.fresh` seconds after it began, so twenty panels on one sweep cost the database a
-  few reads a second, not twenty: what a poll answers is at most that much older than its
-  arrival. Past that, a change of status (`PageSource.urgent`: the sweep has finished,
-  been cancelled) is never held back; a cancel made through this process is seen at once.
-  A final page is kept as a document.
+  on every poll (a short read): a change of status (`PageSource.urgent`: the sweep has
+  finished, been cancelled) is never held back. A final page is kept as a document.
 
 An endpoint answers through ``Conditional`` (the ``CachedDep`` dependency) with one call,
 ``answer`` or ``page``; ``ServeCached`` answers from the same entries before routing when
@@ -98,27 +93,13 @@ class ListPage:
 
 
 @dataclass(frozen=True, slots=True)
-class Shared:
-    """A short read that several pages' versions are made from (a sweep's runs' counts,
-    which its document, progress and summary all show), keyed by `key` (a path prefix
-    first: what ``forget`` drops) and reused by all of them for `fresh` seconds after it
-    began. Only for settling pages: a list's version is read for each request."""
-
-    key: Callable[[dict[str, Any]], Key]
-    read: Callable[[Session, dict[str, Any]], object]
-    version: Callable[[object, dict[str, Any]], str]
-    fresh: float
-
-
-@dataclass(frozen=True, slots=True)
 class PageSource:
     """How a versioned list is read for some filters: the version of the rows a page would
-    show (a short read of its own, or made from a `Shared` one), and the page itself,
-    rendered. `settle`: seconds a page that is not final is answered as built, though its
-    version moved, before it is rebuilt (0: at once; a list must never lag a write, a
-    running sweep's figures may)."""
+    show (a short read), and the page itself, rendered. `settle`: seconds a page that is
+    not final is answered as built, though its version moved, before it is rebuilt (0:
+    at once; a list must never lag a write, a running sweep's figures may)."""
 
-    version: Callable[[Session, dict[str, Any]], str] | Shared
+    version: Callable[[Session, dict[str, Any]], str]
     render: Callable[[Session, dict[str, Any]], ListPage]
     settle: float = 0.0
     #: The part of a version that may not lag (a sweep's status): a page whose new version
@@ -177,8 +158,6 @@ class ResponseCache:
         self._lock = threading.Lock()  # cachetools is not thread-safe; one loop, cheap
         self._reads: dict[Key, _Read] = {}
         self._started = 0
-        #: Shared reads by their key: (time.monotonic() when the read began, what it read).
-        self._shared: LRUCache[Key, tuple[float, object]] = LRUCache(maxsize=1024)
 
     @staticmethod
     def key(request: Request, tenant_id: uuid.UUID) -> Key:
@@ -250,7 +229,7 @@ class ResponseCache:
     ) -> ListPage:
         known = self._pages.get(key) if self.page_bytes > 0 else None
         if known is not None:
-            version = await self._version(db, filters, source)
+            version = await db.read(source.version, filters)
             if version == known.page.version:
                 return known.page
             held = known.settled_for(time.monotonic())
@@ -267,33 +246,12 @@ class ResponseCache:
             self._pages[key] = _Listed(source, filters, page, done, done - started)
         return page
 
-    async def _version(self, db: Db, filters: dict[str, Any], source: PageSource) -> str:
-        """The version of the page `source` gives for `filters`: read now, or made from a
-        shared read begun at most `fresh` seconds ago."""
-        shared = source.version
-        if not isinstance(shared, Shared):
-            return await db.read(shared, filters)
-        key = shared.key(filters)
-        began = time.monotonic()
-        with self._lock:
-            kept = self._shared.get(key)
-        if kept is None or began - kept[0] >= shared.fresh:
-            kept = (began, await db.read(shared.read, filters))
-            with self._lock:
-                newer = self._shared.get(key)
-                if newer is None or newer[0] < began:
-                    self._shared[key] = kept
-        return shared.version(kept[1], filters)
-
     def forget(self, prefix: str) -> None:
-        """Drop the kept pages whose path starts with `prefix`, and the shared reads under
-        it (a write this process made: a cancelled sweep is read anew at once, not after
-        its pages' hold)."""
+        """Drop the kept pages whose path starts with `prefix` (a write this process made:
+        a cancelled sweep is read anew at once, not after its pages' hold)."""
         with self._lock:
             for key in [k for k in self._pages if str(k[1]).startswith(prefix)]:
                 self._pages.pop(key, None)
-            for key in [k for k in self._shared if str(k[0]).startswith(prefix)]:
-                self._shared.pop(key, None)
 
     def _done(self, key: Key, read: _Read, task: asyncio.Task[ListPage]) -> None:
         if self._reads.get(key) is read:

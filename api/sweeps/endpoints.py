@@ -6,7 +6,7 @@ import hashlib
 import threading
 import time
 import uuid
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import anyio
 from cachetools import LRUCache
@@ -14,7 +14,7 @@ from celery import Celery
 from fastapi import APIRouter, Body, Query, Request, Response, status
 from sqlalchemy.orm import Session
 
-from api.cache import Conditional, ListPage, PageSource, Shared
+from api.cache import Conditional, ListPage, PageSource
 from api.compare import report, table
 from api.compare.points import Observation
 from api.conditional import REPRESENTATION_VERSION
@@ -40,7 +40,7 @@ from api.sweeps.schemas import (
 from engine.presets import list_presets, load_study
 from settings import Settings
 from store.models import RunStatus, Sweep
-from store.sweeps import Progress, SweepHead, SweepRepository
+from store.sweeps import Progress, SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
 #: POST /v1/presets/{name}/sweep: a study preset launched as a sweep.
@@ -219,8 +219,8 @@ def _summary(session: Session, sweep: Sweep, progress: Progress, version: str) -
         if built_version == version or (not settled and now - built < SETTLE):
             return found
     with _LOCK:
-        known, rows = _OBSERVED.setdefault(sweep.id, ({}, {}))
-    found = sweep_summary.build(session, sweep, progress, known, rows).model_dump(mode="json")
+        known = _OBSERVED.setdefault(sweep.id, {})
+    found = sweep_summary.build(session, sweep, progress, known).model_dump(mode="json")
     with _LOCK:
         _SUMMARIES[sweep.id] = (version, now, found)
     return found
@@ -241,35 +241,19 @@ def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
 SETTLE = 1.0
 
 
-def _poll(session: Session, filters: dict[str, Any]) -> tuple[SweepHead, Progress]:
-    return service.poll(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
-
-
-def _version(polled: object, filters: dict[str, Any]) -> str:
-    head, progress = cast(tuple[SweepHead, Progress], polled)
+def _version(session: Session, filters: dict[str, Any]) -> str:
+    head, progress = service.poll(session, filters["sweep_id"], tenant_id=filters["tenant_id"])
     return state.version(head, progress, filters["view"])
 
 
-#: Seconds a poll of a sweep's runs' counts serves every poll of its documents (any view,
-#: shape) in a process: 20 panels on a sweep cost the database at most 4 reads a second.
-FRESH = 0.25
-
 #: A sweep's documents as the response cache reads them: a poll costs the short read of
-#: its runs' counts (shared by its views for FRESH seconds), and the document is rebuilt
-#: (once per process, however many clients poll) only when those changed, and at most once
-#: per SETTLE seconds (or 50 builds' time) while runs finish: a dashboard sees a running
-#: sweep's figures at most that old, and its status (a version's first part) within FRESH
-#: seconds. Once every run has finished, a kept finished document.
+#: its runs' counts, and the document is rebuilt (once per process, however many clients
+#: poll) only when those changed, and at most once per SETTLE seconds (or 50 builds' time)
+#: while runs finish: a dashboard sees a running sweep's figures at most that old, and its
+#: status (a version's first part) at once. Once every run has finished, a kept finished
+#: document.
 SWEEP_DOCUMENTS = PageSource(
-    version=Shared(
-        key=lambda f: (f"/v1/sweeps/{f['sweep_id']}", f["tenant_id"]),
-        read=_poll,
-        version=_version,
-        fresh=FRESH,
-    ),
-    render=_render,
-    settle=SETTLE,
-    urgent=lambda v: v.split("|", 1)[0],
+    version=_version, render=_render, settle=SETTLE, urgent=lambda v: v.split("|", 1)[0]
 )
 
 

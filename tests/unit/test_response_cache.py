@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from api.cache import ListPage, PageSource, ResponseCache, Shared
+from api.cache import ListPage, PageSource, ResponseCache
 
 pytestmark = pytest.mark.unit
 
@@ -190,70 +190,3 @@ def test_a_settling_document_is_revalidated_until_final_then_kept() -> None:
     assert kept is not None and kept.body == b"a,b\n1,2\n"
     hit = cache.document(_request('"v2"'), KEY)
     assert hit is not None and hit.status_code == 304
-
-
-class SharedDb:
-    """A sweep's runs' counts as a database holds them: each shared read sees `state`."""
-
-    def __init__(self) -> None:
-        self.state = "running|1"
-        self.reads = 0
-
-    async def read(self, fn: Any, filters: dict[str, Any]) -> Any:
-        if fn is _counts:
-            self.reads += 1
-            return self.state
-        version = self.state if filters["view"] == "detail" else self.state.split("|")[0]
-        return ListPage(version, f'"{filters["view"]}|{version}"', version.encode())
-
-
-def _counts(_session: Any, _filters: dict[str, Any]) -> str:
-    raise AssertionError("SharedDb reads")
-
-
-def _shared_source(fresh: float) -> PageSource:
-    return PageSource(
-        version=Shared(
-            key=lambda f: ("/v1/sweeps/s", "tenant"),
-            read=_counts,
-            version=lambda state, f: (
-                str(state) if f["view"] == "detail" else str(state).split("|")[0]
-            ),
-            fresh=fresh,
-        ),
-        render=_render,
-    )
-
-
-@pytest.mark.parametrize("fresh", [0.0, 3600.0])
-def test_a_shared_read_serves_every_view_while_fresh_and_a_cancel_drops_it(fresh: float) -> None:
-    """A sweep's views make their versions from one read of its runs' counts: while it is
-    fresh, a poll of any view costs no read (and may show the state as that read saw it);
-    once stale, or after this process's own write under the path, it is read again."""
-
-    async def main() -> None:
-        db, cache = SharedDb(), cache_of(1 << 20)
-        source = _shared_source(fresh)
-
-        async def poll(view: str) -> ListPage:
-            key = ("/v1/sweeps/s", view)
-            return await cache.page(db, key, {"view": view}, source)  # type: ignore[arg-type]
-
-        for view in ("detail", "summary"):
-            assert (await poll(view)).version.startswith("running")  # built, nothing read
-        assert db.reads == 0
-        for _ in range(3):
-            for view in ("detail", "summary", "detail"):
-                await poll(view)
-        assert db.reads == (9 if fresh == 0 else 1)  # each poll, or one for all nine
-
-        db.state = "succeeded|2"
-        seen = await poll("summary")
-        assert seen.version == ("succeeded" if fresh == 0 else "running")  # at most `fresh` old
-        cache.forget("/v1/sweeps/s")  # a cancel through this process
-        reads = db.reads
-        assert (await poll("summary")).version == "succeeded"
-        assert (await poll("detail")).version == "succeeded|2"
-        assert db.reads == reads + (2 if fresh == 0 else 1)
-
-    asyncio.run(main())
