@@ -237,8 +237,11 @@ def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
     return found
 
 
-#: Seconds a running sweep's document is answered as built (api/cache.py, settling pages).
-SETTLE = 1.0
+#: Seconds a running sweep's document is answered as built (api/cache.py, settling pages):
+#: with 20 panels polling each second, at 1 s the API spent 4.4-6.5% of a core more than
+#: with nobody looking (three runs of bench/dashboard_load.py), at 2 s 3.9-4.8% (three
+#: rounds); its status is read on every poll either way.
+SETTLE = 2.0
 
 
 def _version(session: Session, filters: dict[str, Any]) -> str:
