@@ -219,8 +219,8 @@ def _summary(session: Session, sweep: Sweep, progress: Progress, version: str) -
         if built_version == version or (not settled and now - built < SETTLE):
             return found
     with _LOCK:
-        known = _OBSERVED.setdefault(sweep.id, {})
-    found = sweep_summary.build(session, sweep, progress, known).model_dump(mode="json")
+        known, rows = _OBSERVED.setdefault(sweep.id, ({}, {}))
+    found = sweep_summary.build(session, sweep, progress, known, rows).model_dump(mode="json")
     with _LOCK:
         _SUMMARIES[sweep.id] = (version, now, found)
     return found
