@@ -196,8 +196,8 @@ def _render(session: Session, filters: dict[str, Any]) -> ListPage:
 
 #: The summary last built for each sweep, with the version of its finished runs and when it
 #: was built, so that its JSON, CSV and records are rendered from one build (per process),
-#: and a running sweep's from one build per SETTLE seconds; and the swept values in base
-#: units, which never change. Rendering runs in threads: the caches are locked.
+#: and a running sweep's from one build per SETTLE["summary"] seconds; and the swept values
+#: in base units, which never change. Rendering runs in threads: the caches are locked.
 _SUMMARIES: LRUCache[uuid.UUID, tuple[str, float, dict[str, Any]]] = LRUCache(maxsize=16)
 _SI: LRUCache[uuid.UUID, dict[int, dict[str, Any]]] = LRUCache(maxsize=256)
 #: The observations of each sweep's succeeded runs read so far, and its points' rows
@@ -216,7 +216,7 @@ def _summary(session: Session, sweep: Sweep, progress: Progress, version: str) -
     if kept is not None:
         built_version, built, found = kept
         settled = state.settled(sweep, progress)
-        if built_version == version or (not settled and now - built < SETTLE):
+        if built_version == version or (not settled and now - built < SETTLE["summary"]):
             return found
     with _LOCK:
         known, rows = _OBSERVED.setdefault(sweep.id, ({}, {}))
@@ -237,11 +237,15 @@ def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
     return found
 
 
-#: Seconds a running sweep's document is answered as built (api/cache.py, settling pages):
-#: with 20 panels polling each second, at 1 s the API spent 4.4-6.5% of a core more than
-#: with nobody looking (three runs of bench/dashboard_load.py), at 2 s 3.9-4.8% (three
-#: rounds); its status is read on every poll either way.
-SETTLE = 2.0
+#: Seconds a running sweep's documents are answered as built (api/cache.py, settling
+#: pages), by view: its progress (a few hundred bytes, cheap to build) is at most 2 s old,
+#: its document (the points and spec beside the same counts) and its summary (statistics
+#: over the finished runs, in three shapes) at most 5 s. Its status is read on every poll
+#: whatever the view. With 20 panels polling each second on 2 API processes, holding every
+#: view 1 s cost the API 4.4-6.5% of a core more than nobody looking and 2 s 3.9-5.8%,
+#: and the sweep, its workers on the same two cores, took 4-13% longer
+#: (bench/dashboard_load.py, 500 runs of 50 MB).
+SETTLE: dict[state.View, float] = {"progress": 2.0, "detail": 5.0, "summary": 5.0}
 
 
 def _version(session: Session, filters: dict[str, Any]) -> str:
@@ -249,15 +253,18 @@ def _version(session: Session, filters: dict[str, Any]) -> str:
     return state.version(head, progress, filters["view"])
 
 
-#: A sweep's documents as the response cache reads them: a poll costs the short read of
-#: its runs' counts, and the document is rebuilt (once per process, however many clients
-#: poll) only when those changed, and at most once per SETTLE seconds (or 50 builds' time)
-#: while runs finish: a dashboard sees a running sweep's figures at most that old, and its
-#: status (a version's first part) at once. Once every run has finished, a kept finished
-#: document.
-SWEEP_DOCUMENTS = PageSource(
-    version=_version, render=_render, settle=SETTLE, urgent=lambda v: v.split("|", 1)[0]
-)
+#: A sweep's documents as the response cache reads them, by view: a poll costs the short
+#: read of its runs' counts, and the document is rebuilt (once per process, however many
+#: clients poll) only when those changed, and at most once per its SETTLE seconds (or 50
+#: builds' time) while runs finish: a dashboard sees a running sweep's figures at most that
+#: old, and its status (a version's first part) at once. Once every run has finished, a
+#: kept finished document.
+SWEEP_DOCUMENTS: dict[state.View, PageSource] = {
+    view: PageSource(
+        version=_version, render=_render, settle=hold, urgent=lambda v: v.split("|", 1)[0]
+    )
+    for view, hold in SETTLE.items()
+}
 
 
 async def _polled(
@@ -271,7 +278,7 @@ async def _polled(
     filters: dict[str, Any] = dict(
         tenant_id=tenant_id, sweep_id=sweep_id, view=view, shape=shape, settings=settings
     )
-    return await cached.settling(SWEEP_DOCUMENTS, filters)
+    return await cached.settling(SWEEP_DOCUMENTS[view], filters)
 
 
 @router.get(
