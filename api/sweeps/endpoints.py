@@ -299,8 +299,9 @@ async def get_sweep(
 ) -> Response:
     """A sweep: its points, status from its runs, counts by status and an estimate of time
     left. Carries an ETag while it runs too: `If-None-Match` gets a 304 until its runs'
-    state changes. To poll, `GET /v1/sweeps/{id}/progress` is the same state, without the
-    points and spec."""
+    state changes, and while they run it is rebuilt at most every 5 s (its status is current
+    on every poll). To poll, `GET /v1/sweeps/{id}/progress` is the same state, without the
+    points and spec, at most 2 s old."""
     return await _polled(cached, sweep_id, tenant_id, "detail", settings)
 
 
@@ -318,7 +319,8 @@ async def get_sweep_progress(
 ) -> Response:
     """The sweep's state alone, for dashboards: status, counts by status, fraction done and
     time left, in a few hundred bytes, with an ETag (`If-None-Match`: a 304 until a run's
-    state or progress changes)."""
+    state or progress changes; while runs go it is rebuilt at most every 2 s, its status
+    current on every poll)."""
     return await _polled(cached, sweep_id, tenant_id, "progress", settings)
 
 
@@ -398,7 +400,8 @@ async def get_sweep_summary(
     conclusions in words. While runs are still going, a partial summary (`partial: true`).
     As a table (`format=csv` or `Accept: text/csv`; `format=records` for JSON): one row per
     point and flow, a column per parameter (in base units) and per metric statistic.
-    Carries an ETag while partial too; it is rebuilt only when a run finishes."""
+    Carries an ETag while partial too; it is rebuilt only when a run finishes, and at most
+    every 5 s while runs do (its status is current on every poll)."""
     shape = table.wants(request, format)
     return await _polled(cached, sweep_id, tenant_id, "summary", settings, shape)
 
