@@ -116,7 +116,8 @@ class Trace:
         # The latest points, t and v in turn, not yet in the arrays: a compiled list append
         # costs a few dozen instructions where array.append parsed its float twice with a
         # format string (~710 instructions a value, two a point); `_flush` moves them into
-        # the arrays STAGED points at a time, one struct pack each. The series is _t + _staged's times.
+        # the arrays STAGED points at a time, one struct pack each. The series is _t +
+        # _staged's times.
         self._staged: list[float] = []
         self._t = array("d")
         self.cap = cap
