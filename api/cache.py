@@ -20,9 +20,11 @@ Two kinds of answer are kept, each least recently used first out and bounded in 
   version and rebuild. A settling page is therefore answered as built for a short while
   (`PageSource.settle`, and at least SETTLE_COST_FACTOR times what building it took), so
   its builds cost a process at most a small, bounded share of a core however many panels
-  poll; a dashboard sees the sweep's figures at most that old. Its version is still read
-  on every poll (a short read): a change of status (`PageSource.urgent`: the sweep has
-  finished, been cancelled) is never held back. A final page is kept as a document.
+  poll; a dashboard sees the sweep's figures at most that old. Its status is still read
+  on every poll, while the page is held by a read lighter than its version's
+  (`PageSource.urgent_now`), else with the version: a change of status
+  (`PageSource.urgent`: the sweep has finished, been cancelled) is never held back. A
+  final page is kept as a document.
 
 An endpoint answers through ``Conditional`` (the ``CachedDep`` dependency) with one call,
 ``answer`` or ``page``; ``ServeCached`` answers from the same entries before routing when
@@ -105,6 +107,10 @@ class PageSource:
     #: The part of a version that may not lag (a sweep's status): a page whose new version
     #: differs there is rebuilt at once, held or not.
     urgent: Callable[[str], str] = lambda version: ""  # noqa: E731
+    #: That part as the database holds it now, by a read lighter than the version's (None:
+    #: it cannot tell, read the version): a page held as built is answered again when this
+    #: equals its own, without reading the version.
+    urgent_now: Callable[[Db, dict[str, Any]], Awaitable[str | None]] | None = None
 
 
 #: A settling page is answered as built for at least this many times its build's duration:
@@ -127,7 +133,7 @@ class _Listed:
     source: PageSource
     filters: dict[str, Any]
     page: ListPage
-    built: float = 0.0  # time.monotonic() when it was rendered
+    built: float = 0.0  # time.monotonic() when it was last known current: built, or read equal
     cost: float = 0.0  # seconds its render took
 
     def settled_for(self, now: float) -> bool:
@@ -161,8 +167,13 @@ class ResponseCache:
 
     @staticmethod
     def key(request: Request, tenant_id: uuid.UUID) -> Key:
-        query = tuple(sorted(request.query_params.multi_items()))
-        return (tenant_id, request.url.path, query, request.headers.get("accept", ""))
+        # The scope's path, not request.url's: building the URL parses the Host header, a
+        # tenth of what a kept page's poll cost the API in Python (py-spy).
+        scope = request.scope
+        query = (
+            tuple(sorted(request.query_params.multi_items())) if scope.get("query_string") else ()
+        )
+        return (tenant_id, scope["path"], query, request.headers.get("accept", ""))
 
     def document(self, request: Request, key: Key) -> Response | None:
         """The kept response (or a 304 when the client's copy is current), else None."""
@@ -229,8 +240,14 @@ class ResponseCache:
     ) -> ListPage:
         known = self._pages.get(key) if self.page_bytes > 0 else None
         if known is not None:
+            if source.urgent_now is not None and known.settled_for(time.monotonic()):
+                urgent = await source.urgent_now(db, filters)
+                if urgent is not None and urgent == source.urgent(known.page.version):
+                    return known.page
             version = await db.read(source.version, filters)
             if version == known.page.version:
+                if source.settle > 0:  # current now: held again from now on
+                    self._pages[key] = replace(known, built=time.monotonic())
                 return known.page
             held = known.settled_for(time.monotonic())
             if held and source.urgent(version) == source.urgent(known.page.version):

@@ -166,6 +166,7 @@ def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextMan
         async with contextlib.AsyncExitStack() as stack:
             app.state.db, db_engine = open_db(settings)
             stack.push_async_callback(_dispose, db_engine)
+            stack.push_async_callback(app.state.db.close)
             app.state.celery = make_celery(settings, name="tcpfr-api")
             app.state.rate_limiter = RateLimiter(settings)
             app.state.cache = ResponseCache(settings.response_cache_bytes)

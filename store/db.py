@@ -42,24 +42,30 @@ def _engine_options(settings: Settings, kwargs: dict[str, Any]) -> dict[str, Any
     else:
         # A restarted server leaves dead connections in the pool: ping before use, reconnect.
         options["pool_pre_ping"] = True
-        # An unreachable host answers nothing at all: give up in seconds, not minutes, so a
-        # request gets its 503 and a worker its retry. A machine that vanishes after
-        # connecting answers nothing either: both ends probe a silent connection (libpq's
-        # keepalives here, the server's for its session) and drop it within ~2x db_keepalive.
-        idle, every = round(settings.db_keepalive), max(1, round(settings.db_keepalive) // 3)
-        options["connect_args"] = {
-            "connect_timeout": 5,
-            "keepalives": 1,
-            "keepalives_idle": idle,
-            "keepalives_interval": every,
-            "keepalives_count": 3,
-            "options": f"-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={every} "
-            "-c tcp_keepalives_count=3",
-        }
+        options["connect_args"] = postgres_connect_args(settings)
         options["pool_size"] = 5
         options["max_overflow"] = 10
     options.update(kwargs)
     return options
+
+
+def postgres_connect_args(settings: Settings) -> dict[str, Any]:
+    """What every connection to PostgreSQL is opened with (libpq's parameters).
+
+    An unreachable host answers nothing at all: give up in seconds, not minutes, so a
+    request gets its 503 and a worker its retry. A machine that vanishes after connecting
+    answers nothing either: both ends probe a silent connection (libpq's keepalives here,
+    the server's for its session) and drop it within ~2x db_keepalive."""
+    idle, every = round(settings.db_keepalive), max(1, round(settings.db_keepalive) // 3)
+    return {
+        "connect_timeout": 5,
+        "keepalives": 1,
+        "keepalives_idle": idle,
+        "keepalives_interval": every,
+        "keepalives_count": 3,
+        "options": f"-c tcp_keepalives_idle={idle} -c tcp_keepalives_interval={every} "
+        "-c tcp_keepalives_count=3",
+    }
 
 
 def _instrument(engine: Engine) -> None:

@@ -111,6 +111,8 @@ class Run(Base):
         # A tenant's runs newest first (the runs list), and its active runs (the limit).
         Index("ix_runs_tenant_id_id", "tenant_id", "id"),
         Index("ix_runs_tenant_id_status", "tenant_id", "status"),
+        # A sweep's runs, and whether it has any left to go (store.sweeps.STATE_PROBE).
+        Index("ix_runs_sweep_id_status", "sweep_id", "status"),
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_runs_tenant_idempotency_key"),
     )
 
@@ -118,7 +120,7 @@ class Run(Base):
     tenant_id: Mapped[uuid.UUID] = _tenant_column()
     # A run of a sweep: which sweep, which point of it, which replication (0-based).
     sweep_id: Mapped[uuid.UUID | None] = mapped_column(
-        Uuid, ForeignKey("sweeps.id", ondelete="CASCADE"), index=True
+        Uuid, ForeignKey("sweeps.id", ondelete="CASCADE")
     )
     point_index: Mapped[int | None] = mapped_column(Integer)
     replication: Mapped[int | None] = mapped_column(Integer)

@@ -40,7 +40,7 @@ from api.sweeps.schemas import (
 from engine.presets import list_presets, load_study
 from settings import Settings
 from store.models import RunStatus, Sweep
-from store.sweeps import Progress, SweepRepository
+from store.sweeps import STATE_PROBE, Progress, SweepRepository
 
 router = APIRouter(prefix="/v1/sweeps", tags=["sweeps"])
 #: POST /v1/presets/{name}/sweep: a study preset launched as a sweep.
@@ -253,6 +253,15 @@ def _version(session: Session, filters: dict[str, Any]) -> str:
     return state.version(head, progress, filters["view"])
 
 
+async def _status_now(db: Db, filters: dict[str, Any]) -> str | None:
+    """A running sweep's status by the state probe (store.sweeps.STATE_PROBE), what a held
+    document's poll reads: None once it has no run to go (or it is not found), when its
+    counts decide."""
+    params = {"sweep_id": filters["sweep_id"], "tenant_id": filters["tenant_id"]}
+    row = await db.first(STATE_PROBE, params)
+    return None if row is None else state.status_while_active(row[2], row[3])
+
+
 #: A sweep's documents as the response cache reads them, by view: a poll costs the short
 #: read of its runs' counts, and the document is rebuilt (once per process, however many
 #: clients poll) only when those changed, and at most once per its SETTLE seconds (or 50
@@ -261,7 +270,11 @@ def _version(session: Session, filters: dict[str, Any]) -> str:
 #: kept finished document.
 SWEEP_DOCUMENTS: dict[state.View, PageSource] = {
     view: PageSource(
-        version=_version, render=_render, settle=hold, urgent=lambda v: v.split("|", 1)[0]
+        version=_version,
+        render=_render,
+        settle=hold,
+        urgent=lambda v: v.split("|", 1)[0],
+        urgent_now=_status_now,
     )
     for view, hold in SETTLE.items()
 }

@@ -35,6 +35,16 @@ def status_of(progress: Progress, total: int, *, cancel_requested: bool = False)
     return "running"
 
 
+def status_while_active(active: bool, started: bool) -> SweepStatus | None:
+    """The status of a sweep from whether it has runs still to go (`active`: queued or
+    running) and whether any has started (`started`: any not queued), as status_of gives
+    it from the counts; None once none is to go, when the counts decide between the final
+    statuses."""
+    if not active:
+        return None
+    return "running" if started else "queued"
+
+
 def progress_of(
     sweep: Sweep, progress: Progress, settings: Settings, measured: speed.Speed | None = None
 ) -> SweepProgress:

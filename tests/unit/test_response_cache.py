@@ -190,3 +190,49 @@ def test_a_settling_document_is_revalidated_until_final_then_kept() -> None:
     assert kept is not None and kept.body == b"a,b\n1,2\n"
     hit = cache.document(_request('"v2"'), KEY)
     assert hit is not None and hit.status_code == 304
+
+
+def test_a_held_page_is_answered_on_its_status_alone_until_that_changes() -> None:
+    """A settling page held as built (a running sweep's): a poll reads its status by the
+    light read (`urgent_now`) and, while that is the page's own, answers the page without
+    reading the version; a status that changed, or one the light read cannot tell (None),
+    reads the version, and a new status rebuilds the page at once, held or not."""
+
+    async def main() -> None:
+        db, cache = FakeDb(), cache_of(1 << 20)
+        status = {"now": "running"}
+        probes: list[str | None] = []
+
+        async def urgent_now(_db: Any, _filters: dict[str, Any]) -> str | None:
+            probes.append(status["now"])
+            return status["now"]
+
+        source = PageSource(
+            version=SOURCE.version,
+            render=SOURCE.render,
+            settle=60.0,
+            urgent=lambda v: v.split("|")[0],
+            urgent_now=urgent_now,
+        )
+
+        async def poll() -> ListPage:
+            return await cache.page(db, KEY, FILTERS, source)  # type: ignore[arg-type]
+
+        db.version = "running|1"
+        first = await poll()
+        assert (db.versions_read, db.pages_read, probes) == (0, 1, [])  # nothing kept yet
+        db.version = "running|2"  # runs finished: the figures moved, the status did not
+        for _ in range(3):
+            assert await poll() is first
+        assert (db.versions_read, db.pages_read) == (0, 1) and probes == ["running"] * 3
+
+        status["now"] = None  # type: ignore[assignment]  # the light read cannot tell
+        assert await poll() is first  # the version read: same status, still held
+        assert (db.versions_read, db.pages_read) == (1, 1)
+
+        status["now"] = "succeeded"  # what the light read says differs from the page's
+        db.version = "succeeded|3"
+        done = await poll()
+        assert done.version == "succeeded|3" and (db.versions_read, db.pages_read) == (2, 2)
+
+    asyncio.run(main())

@@ -1,0 +1,165 @@
+"""A polled sweep's status by its light read (store.sweeps.STATE_PROBE, issue 31): what a
+held document's poll reads instead of its runs' counts. Through each database's ``Db`` (on
+PostgreSQL the API process's own connection), at every stage of a sweep's life it gives the
+status its counts give, or says it cannot tell once no run is left to go; and a connection
+that dies costs one poll its light read, not the next one's."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from servicekit import ROOT
+from sqlalchemy import update
+
+from api.db import Db, OwnConnection, open_db
+from api.sweeps import state
+from engine.presets import load_preset
+from settings import Settings
+from store.db import make_engine, make_sessionmaker, session_scope
+from store.models import DEFAULT_TENANT_ID, Run, RunStatus
+from store.new_runs import add_runs, new_run
+from store.sweeps import STATE_PROBE, SweepRepository
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    if request.param == "postgres":
+        return Settings(_env_file=None, database_url=request.getfixturevalue("pg_database"))
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["TCPFR_DATA_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return Settings(_env_file=None, data_dir=tmp_path)
+
+
+@pytest.fixture
+def sessions(settings: Settings) -> Iterator[Any]:
+    engine = make_engine(settings)
+    yield make_sessionmaker(engine)
+    engine.dispose()
+
+
+def _sweep(sessions: Any, runs: int) -> tuple[uuid.UUID, list[uuid.UUID]]:
+    scenario = load_preset("riverbed-t1-8k")
+    with session_scope(sessions) as session:
+        sweep = SweepRepository(session).create(
+            tenant_id=DEFAULT_TENANT_ID,
+            name="probe",
+            spec={},
+            points=[{}],
+            seeds=list(range(runs)),
+            run_count=runs,
+        )
+        made = [
+            new_run(
+                tenant_id=DEFAULT_TENANT_ID,
+                scenario=scenario,
+                seed=seed,
+                sweep_id=sweep.id,
+                point_index=0,
+                replication=seed,
+            )
+            for seed in range(runs)
+        ]
+        add_runs(session, made)
+        return sweep.id, [r.id for r in made]
+
+
+def _set(sessions: Any, run_ids: list[uuid.UUID], status: RunStatus) -> None:
+    with session_scope(sessions) as session:
+        session.execute(update(Run).where(Run.id.in_(run_ids)).values(status=status))
+
+
+def _by_counts(sessions: Any, sweep_id: uuid.UUID) -> str:
+    with session_scope(sessions) as session:
+        head, progress = SweepRepository(session).poll(sweep_id, tenant_id=DEFAULT_TENANT_ID)
+        return state.status_of(progress, head.run_count, cancel_requested=head.cancel_requested)
+
+
+def _probe(db: Db, sweep_id: uuid.UUID, tenant_id: uuid.UUID = DEFAULT_TENANT_ID) -> Any:
+    return db.first(STATE_PROBE, {"sweep_id": sweep_id, "tenant_id": tenant_id})
+
+
+def test_the_light_read_gives_the_status_the_counts_give(settings: Settings, sessions: Any) -> None:
+    sweep_id, runs = _sweep(sessions, 6)
+
+    async def main() -> None:
+        db, engine = open_db(settings)
+        assert isinstance(db._own, OwnConnection) == (not settings.is_sqlite)
+        try:
+            stages = [
+                ([], None, "queued"),  # nothing started
+                (runs[:1], RunStatus.cancelled, "running"),  # one done before any ran
+                (runs[1:3], RunStatus.running, "running"),
+                (runs[1:5], RunStatus.succeeded, "running"),  # one still queued
+                (runs[5:], RunStatus.failed, None),  # none to go: the counts decide
+            ]
+            for changed, status, expected in stages:
+                if status is not None:
+                    _set(sessions, changed, status)
+                row = await _probe(db, sweep_id)
+                assert row is not None and row[0] == 6 and row[1] is False
+                assert state.status_while_active(row[2], row[3]) == expected
+                if expected is not None:
+                    assert _by_counts(sessions, sweep_id) == expected
+            assert _by_counts(sessions, sweep_id) == "partial"
+            # Another tenant's sweep, or none: no row, never another's state.
+            assert await _probe(db, sweep_id, uuid.uuid4()) is None
+            assert await _probe(db, uuid.uuid4()) is None
+        finally:
+            await db.close()
+            await _dispose(engine)
+
+    asyncio.run(main())
+
+
+def test_a_dead_own_connection_costs_one_light_read(settings: Settings, sessions: Any) -> None:
+    """The server ends the API's own connection (a restart, an administrator): the next
+    light read answers None (the poll reads the usual way) and the one after reconnects."""
+    if settings.is_sqlite:
+        pytest.skip("SQLite reads through the pool: there is no connection of its own")
+    sweep_id, _ = _sweep(sessions, 2)
+
+    async def main() -> None:
+        db, engine = open_db(settings)
+        own = db._own
+        assert isinstance(own, OwnConnection)
+        own.RETRY_AFTER = 0.0
+        try:
+            assert await _probe(db, sweep_id) == (2, False, True, False)
+            pid = own._conn.info.backend_pid  # type: ignore[union-attr]
+            url = settings.sqlalchemy_url.replace("postgresql+psycopg://", "postgresql://")
+            with psycopg.connect(url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            assert await _probe(db, sweep_id) is None
+            assert await _probe(db, sweep_id) == (2, False, True, False)
+            assert own._conn is not None and own._conn.info.backend_pid != pid
+        finally:
+            await db.close()
+            await _dispose(engine)
+
+    asyncio.run(main())
+
+
+async def _dispose(engine: Any) -> None:
+    if hasattr(engine, "sync_engine"):
+        await engine.dispose()
+    else:
+        engine.dispose()
