@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
@@ -153,6 +154,16 @@ async def _dispose(engine: Engine | AsyncEngine) -> None:
         engine.dispose()
 
 
+def _freeze_startup_objects() -> None:
+    """Everything made by the time the app starts (its modules, routes, schemas, the ORM's
+    mappers: about 190,000 objects) lives as long as the process: moved out of the cyclic
+    collector's sight (gc.freeze), it is not traversed again by every full collection.
+    With it there, one full collection cost ~90 ms of a request's time (a running sweep's
+    summary rebuild took 12 ms, and 104 ms each time one ran)."""
+    gc.collect()
+    gc.freeze()
+
+
 def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -188,6 +199,7 @@ def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextMan
             app.state.loop_lag = await stack.enter_async_context(LoopLag().watching())
             app.state.stopping = Stopping()
             stack.enter_context(app.state.stopping.watching_signals())
+            _freeze_startup_objects()
             yield
 
     return lifespan

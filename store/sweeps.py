@@ -97,9 +97,10 @@ def _state_probe() -> TextualSelect:
 #: Whether a sweep still has runs to go, and whether any has started, in one short read:
 #: (run_count, cancel_requested, any queued or running, any not queued), no row if the
 #: tenant has no such sweep. Two probes of ix_runs_sweep_id_status, each stopping at its
-#: first match, where counting reads every run's row (measured on PostgreSQL with 500
-#: runs: 0.2 ms against 0.5 ms). While runs go, that is all a sweep's status depends on
-#: (api/sweeps/state.status_while_active); a polled page held as built reads this alone.
+#: first match, where counting reads every run's row: with 500 runs, 0.05 ms of the
+#: server's CPU against 0.47 ms for the counts (SweepRepository.poll). While runs go, that
+#: is all a sweep's status depends on (api/sweeps/state.status_while_active); a polled page
+#: held as built reads this alone.
 STATE_PROBE = _state_probe()
 
 
