@@ -11,13 +11,16 @@ A run taken back or sent again ``max_attempts`` times fails with ``RetryBudgetEx
 instead of looping. A workflow (advice, a remedy check) that went quiet with no run left
 to wait for is sent another step (``worker.workflows``; a step with nothing new does
 nothing). Every step is a conditional update recorded in the run's history, so
-several API processes can reconcile at once.
+several processes could reconcile at once; on PostgreSQL one does (``Leadership``): the
+others pass their turns until it goes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import hashlib
 import logging
 import time
 import uuid
@@ -25,6 +28,8 @@ from dataclasses import dataclass
 
 import anyio
 from celery import Celery
+from sqlalchemy import Connection, Engine
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session, sessionmaker
 
 from messaging import queue_depth, send_advance, send_run
@@ -186,6 +191,75 @@ def _wake_workflows(sessions: sessionmaker[Session], celery: Celery, settings: S
     return woken
 
 
+#: The PostgreSQL advisory lock the reconciling process holds: a bigint of its own (the
+#: first 8 bytes of sha256("tcpfr.reconciler")); advisory locks are per database, so two
+#: deployments on one server do not meet.
+LEADER_LOCK = int.from_bytes(hashlib.sha256(b"tcpfr.reconciler").digest()[:8], "big", signed=True)
+
+
+class Leadership:
+    """Whether this process is the one that reconciles. On PostgreSQL, the holder of a
+    session-level advisory lock (LEADER_LOCK) on a connection of its own: every API process
+    of a deployment (each of a container's, each container's) runs the loop, the first to
+    take the lock reconciles and the others pass their turns, at one short connection a
+    turn. The server frees the lock when its holder's connection ends (its process exits,
+    its host or network goes: the keepalives end it), and the next to try takes it, one
+    reconcile_interval later. The holder checks its connection each turn: one it lost is
+    a turn passed, not a second reconciler. On SQLite (one machine): always this one.
+    Used from one thread at a time (the loop's)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._conn: Connection | None = None
+
+    def held(self) -> bool:
+        if self._engine.dialect.name != "postgresql":
+            return True
+        if self._conn is not None:
+            try:
+                self._conn.exec_driver_sql("SELECT 1").scalar()
+                return True
+            except sa_exc.DBAPIError:
+                log.warning("reconciler: lost the connection that held the lock; passing")
+                self.release()
+                return False
+        conn = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        try:
+            taken = conn.exec_driver_sql(
+                "SELECT pg_try_advisory_lock(%(key)s)", {"key": LEADER_LOCK}
+            ).scalar()
+        except BaseException:
+            conn.invalidate()
+            conn.close()
+            raise
+        if not taken:
+            conn.close()  # another process reconciles: hold no connection for nothing
+            return False
+        log.info("reconciler: this process reconciles (it holds the lock)")
+        self._conn = conn
+        return True
+
+    def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.invalidate()  # the server ends the session, and the lock with it
+            conn.close()
+
+
+def _turn(
+    leadership: Leadership,
+    sessions: sessionmaker[Session],
+    celery: Celery,
+    settings: Settings,
+    *,
+    take_back_running: bool,
+) -> Pass | None:
+    """One turn of the loop: a pass if this process reconciles, else None."""
+    if not leadership.held():
+        return None
+    return reconcile_once(sessions, celery, settings, take_back_running=take_back_running)
+
+
 async def reconcile_forever(
     sessions: sessionmaker[Session], celery: Celery, settings: Settings
 ) -> None:
@@ -194,26 +268,44 @@ async def reconcile_forever(
     answering_since: float | None = None
     # One thread of its own: never one of the request path's, never more than one pass.
     thread = anyio.CapacityLimiter(1)
-    while True:
-        await asyncio.sleep(settings.reconcile_interval)
-        now = time.monotonic()
-        settled = answering_since is not None and now - answering_since >= settings.run_lease
-        try:
-            await anyio.to_thread.run_sync(
-                functools.partial(
-                    reconcile_once, sessions, celery, settings, take_back_running=settled
-                ),
-                limiter=thread,
+    bind = sessions.kw["bind"]
+    leadership = Leadership(bind)
+    try:
+        while True:
+            await asyncio.sleep(settings.reconcile_interval)
+            answering_since = await _next_turn(
+                leadership, sessions, celery, settings, thread, answering_since
             )
-        except Exception as exc:
-            if database_unavailable(exc):  # expected during a restart: one line, no trace
-                log.warning("reconciler: database unavailable (%s)", type(exc).__name__)
-            else:
-                log.warning("reconciler pass failed", exc_info=True)
-            answering_since = None
-            continue
-        if answering_since is None:
-            answering_since = now
+    finally:
+        with contextlib.suppress(Exception):
+            leadership.release()
+
+
+async def _next_turn(
+    leadership: Leadership,
+    sessions: sessionmaker[Session],
+    celery: Celery,
+    settings: Settings,
+    thread: anyio.CapacityLimiter,
+    answering_since: float | None,
+) -> float | None:
+    """A turn, in the loop's thread; what answering_since is after it."""
+    now = time.monotonic()
+    settled = answering_since is not None and now - answering_since >= settings.run_lease
+    try:
+        await anyio.to_thread.run_sync(
+            functools.partial(
+                _turn, leadership, sessions, celery, settings, take_back_running=settled
+            ),
+            limiter=thread,
+        )
+    except Exception as exc:
+        if database_unavailable(exc):  # expected during a restart: one line, no trace
+            log.warning("reconciler: database unavailable (%s)", type(exc).__name__)
+        else:
+            log.warning("reconciler pass failed", exc_info=True)
+        return None
+    return now if answering_since is None else answering_since
 
 
 def main() -> None:

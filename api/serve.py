@@ -270,8 +270,9 @@ def _signal_group(proc: subprocess.Popen, signum: int) -> None:
 
 def serve_api_only() -> None:
     """``python -m api.serve --api-only``: the API server alone, as a container runs it
-    (migrations, workers and the reconciler are the deployment's other services; each API
-    process then reconciles, which several may do at once)."""
+    (migrations and workers are the deployment's other services; each API process runs
+    the reconciler's loop, and on PostgreSQL one of all of them reconciles: api.reconciler's
+    Leadership)."""
     raise_fd_limit()
     argv = api_command(get_settings())
     os.execv(argv[0], argv)
