@@ -241,10 +241,11 @@ def _si_parameters(session: Session, sweep: Sweep) -> dict[int, dict[str, Any]]:
 #: pages), by view: its progress (a few hundred bytes, cheap to build) is at most 2 s old,
 #: its document (the points and spec beside the same counts) and its summary (statistics
 #: over the finished runs, in three shapes) at most 5 s. Its status is read on every poll
-#: whatever the view. With 20 panels polling each second on 2 API processes, holding every
-#: view 1 s cost the API 4.4-6.5% of a core more than nobody looking and 2 s 3.9-5.8%,
-#: and the sweep, its workers on the same two cores, took 4-13% longer
-#: (bench/dashboard_load.py, 500 runs of 50 MB).
+#: whatever the view (while held, by the state probe alone: _status_now). With 20 panels
+#: polling each second on 2 API processes, holding every view 1 s cost the API 4.4-6.5%
+#: of a core more than nobody looking and 2 s 3.9-5.8%, and the sweep, its workers on the
+#: same two cores, 4-13% longer; these holds, with held polls reading the probe, 1.8-2.6%
+#: and +1.3% on average over eight rounds (bench/dashboard_load.py, 500 runs of 50 MB).
 SETTLE: dict[state.View, float] = {"progress": 2.0, "detail": 5.0, "summary": 5.0}
 
 
