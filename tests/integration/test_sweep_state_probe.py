@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 from servicekit import ROOT
-from sqlalchemy import update
+from sqlalchemy import Boolean, text, update
 
 from api.db import Db, OwnConnection, open_db
 from api.sweeps import state
@@ -163,3 +163,31 @@ async def _dispose(engine: Any) -> None:
         await engine.dispose()
     else:
         engine.dispose()
+
+
+def test_a_light_read_stopped_midway_leaves_no_broken_connection(
+    settings: Settings, sessions: Any
+) -> None:
+    """A read cancelled while the server works on it (its request's task stopped): psycopg
+    cancels the statement on the server and leaves the connection usable, so the next
+    light read answers, not a None for the pool to stand in."""
+    if settings.is_sqlite:
+        pytest.skip("SQLite reads through the pool: there is no connection of its own")
+    sweep_id, _ = _sweep(sessions, 2)
+    slow = text("SELECT pg_sleep(5) IS NULL AS slept").columns(slept=Boolean)
+
+    async def main() -> None:
+        db, engine = open_db(settings)
+        try:
+            assert await _probe(db, sweep_id) == (2, False, True, False)
+            reading = asyncio.ensure_future(db.first(slow, {}))
+            await asyncio.sleep(0.3)
+            reading.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await reading
+            assert await _probe(db, sweep_id) == (2, False, True, False)
+        finally:
+            await db.close()
+            await _dispose(engine)
+
+    asyncio.run(main())
