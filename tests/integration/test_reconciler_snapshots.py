@@ -4,17 +4,13 @@ SQLite default alike, and nothing else of it or of another run goes with them.""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
-from servicekit import REDIS_URL, ROOT
+from servicekit import REDIS_URL
 from sqlalchemy import func, select, update
 
 from api.reconciler import reconcile_once
@@ -38,24 +34,11 @@ SNAPSHOT = {
 }
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
-def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+@pytest.fixture
+def settings(migrated: dict[str, Any]) -> Settings:
     """Settings on a migrated database of either kind, with a retry budget of one start: a
     silent run is failed, not taken back. No message is sent (no run is queued)."""
-    common: dict[str, Any] = {"_env_file": None, "max_attempts": 1, "broker_url": REDIS_URL}
-    if request.param == "postgres":
-        return Settings(database_url=request.getfixturevalue("pg_database"), **common)
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env["TCPFR_DATA_DIR"] = str(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "alembic", "upgrade", "head"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    return Settings(data_dir=tmp_path, **common)
+    return Settings(_env_file=None, max_attempts=1, broker_url=REDIS_URL, **migrated)
 
 
 @pytest.fixture

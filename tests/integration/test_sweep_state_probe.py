@@ -7,17 +7,12 @@ that dies costs one poll its light read, not the next one's."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from servicekit import ROOT
 from sqlalchemy import Boolean, text, update
 
 from api.db import Db, OwnConnection, open_db
@@ -32,21 +27,9 @@ from store.sweeps import STATE_PROBE, SweepRepository
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
-def settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
-    if request.param == "postgres":
-        return Settings(_env_file=None, database_url=request.getfixturevalue("pg_database"))
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env["TCPFR_DATA_DIR"] = str(tmp_path)
-    done = subprocess.run(
-        [sys.executable, "-m", "alembic", "upgrade", "head"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    assert done.returncode == 0, done.stderr
-    return Settings(_env_file=None, data_dir=tmp_path)
+@pytest.fixture
+def settings(migrated: dict[str, Any]) -> Settings:
+    return Settings(_env_file=None, **migrated)
 
 
 @pytest.fixture
