@@ -30,11 +30,13 @@ def engines(pg_database: str) -> Iterator[tuple[Engine, Engine, str]]:
 
 
 def _holders(url: str) -> list[int]:
-    """The backends holding the reconciler's lock, from pg_locks."""
+    """The backends holding the reconciler's lock in this database, from pg_locks (other
+    databases' API processes, the other tests' stacks, hold theirs)."""
     hi, lo = divmod(LEADER_LOCK % (1 << 64), 1 << 32)
     with psycopg.connect(url, autocommit=True) as admin:
         rows = admin.execute(
             "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
             " AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 1",
             (hi, lo),
         ).fetchall()
