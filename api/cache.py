@@ -164,6 +164,8 @@ class ResponseCache:
         self._lock = threading.Lock()  # cachetools is not thread-safe; one loop, cheap
         self._reads: dict[Key, _Read] = {}
         self._started = 0
+        #: Counts `forget` calls: a read under way across one keeps nothing it read.
+        self._forgets = 0
 
     @staticmethod
     def key(request: Request, tenant_id: uuid.UUID) -> Key:
@@ -238,6 +240,7 @@ class ResponseCache:
     async def _read(
         self, db: Db, key: Key, filters: dict[str, Any], source: PageSource
     ) -> ListPage:
+        forgets = self._forgets
         known = self._pages.get(key) if self.page_bytes > 0 else None
         if known is not None:
             if source.urgent_now is not None and known.settled_for(time.monotonic()):
@@ -246,8 +249,8 @@ class ResponseCache:
                     return known.page
             version = await db.read(source.version, filters)
             if version == known.page.version:
-                if source.settle > 0:  # current now: held again from now on
-                    self._pages[key] = replace(known, built=time.monotonic())
+                if source.settle > 0 and self._forgets == forgets:
+                    self._pages[key] = replace(known, built=time.monotonic())  # held anew
                 return known.page
             held = known.settled_for(time.monotonic())
             if held and source.urgent(version) == source.urgent(known.page.version):
@@ -258,15 +261,19 @@ class ResponseCache:
             # The version moved (a running run's progress, say) but what the page shows did
             # not: its tag stays, so a client holding it gets a 304, not the same bytes.
             page = replace(page, etag=known.page.etag)
-        if self.page_bytes > 0 and _page_size(page) <= self.page_bytes // 4:
+        fits = self.page_bytes > 0 and _page_size(page) <= self.page_bytes // 4
+        if fits and self._forgets == forgets:  # else: read before a write forgot the page
             done = time.monotonic()
             self._pages[key] = _Listed(source, filters, page, done, done - started)
         return page
 
     def forget(self, prefix: str) -> None:
         """Drop the kept pages whose path starts with `prefix` (a write this process made:
-        a cancelled sweep is read anew at once, not after its pages' hold)."""
+        a cancelled sweep is read anew at once, not after its pages' hold). A read under
+        way meanwhile answers its own request but keeps nothing: it may have read before
+        the write."""
         with self._lock:
+            self._forgets += 1
             for key in [k for k in self._pages if str(k[1]).startswith(prefix)]:
                 self._pages.pop(key, None)
 

@@ -100,7 +100,9 @@ class OwnConnection:
     A failure or a read slower than `timeout` closes it and answers None (the caller then
     reads through the pool, with its errors and its 503); it is opened again at the next
     read, but not within a second of a failure, so a database that is down costs a poll
-    one attempt a second, not one each."""
+    one attempt a second, not one each. A read that waits longer than `timeout` for the
+    ones before it answers None too, and closes nothing. Not for a transaction-pooling
+    PgBouncer (its statements are prepared on the connection)."""
 
     RETRY_AFTER = 1.0
 
@@ -115,17 +117,25 @@ class OwnConnection:
         self._conn: psycopg.AsyncConnection[tuple[Any, ...]] | None = None
         self._sql: dict[TextualSelect, str] = {}
         self._retry_at = 0.0
+        self._closed = False
 
     async def first(
         self, statement: TextualSelect, params: dict[str, Any]
     ) -> tuple[Any, ...] | None:
-        if time.monotonic() < self._retry_at:
+        if self._closed or time.monotonic() < self._retry_at:
             return None
         sql = self._sql.get(statement)
         if sql is None:
             sql = self._sql[statement] = str(statement.compile(dialect=self._dialect))
         try:
-            async with asyncio.timeout(self._timeout), self._lock:
+            async with asyncio.timeout(self._timeout):
+                await self._lock.acquire()
+        except TimeoutError:
+            return None  # the reads before it are slow: this one goes through the pool
+        try:
+            if self._closed:
+                return None
+            async with asyncio.timeout(self._timeout):
                 if self._conn is None or self._conn.closed:
                     self._conn = await psycopg.AsyncConnection.connect(
                         self._conninfo, autocommit=True, **self._args
@@ -134,10 +144,19 @@ class OwnConnection:
                 return await cursor.fetchone()
         except (psycopg.Error, OSError, TimeoutError):
             self._retry_at = time.monotonic() + self.RETRY_AFTER
-            await self.close()
+            await self._drop()
             return None
+        finally:
+            self._lock.release()
 
     async def close(self) -> None:
+        """At the process's end: closed once the read under way is done, never reopened."""
+        self._closed = True
+        async with self._lock:
+            await self._drop()
+
+    async def _drop(self) -> None:
+        """Close the connection (the lock held): the next read opens another."""
         conn, self._conn = self._conn, None
         if conn is not None and not conn.closed:
             with contextlib.suppress(psycopg.Error, OSError):

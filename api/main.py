@@ -159,9 +159,11 @@ def _freeze_startup_objects() -> None:
     mappers: about 190,000 objects) lives as long as the process: moved out of the cyclic
     collector's sight (gc.freeze), it is not traversed again by every full collection.
     With it there, one full collection cost ~90 ms of a request's time (a running sweep's
-    summary rebuild took 12 ms, and 104 ms each time one ran)."""
-    gc.collect()
-    gc.freeze()
+    summary rebuild took 12 ms, and 104 ms each time one ran). Once per process: a second
+    app started in it (tests start many) is collected as usual, so its garbage is freed."""
+    if gc.get_freeze_count() == 0:
+        gc.collect()
+        gc.freeze()
 
 
 def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:

@@ -174,3 +174,37 @@ def test_a_light_read_stopped_midway_leaves_no_broken_connection(
             await _dispose(engine)
 
     asyncio.run(main())
+
+
+def test_a_read_that_waits_too_long_closes_nothing_and_a_closed_one_stays_closed(
+    settings: Settings, sessions: Any
+) -> None:
+    """A light read that waits longer than the timeout for the one before it answers None
+    (its poll reads through the pool) and leaves the connection the other is using; once
+    the process has closed its Db, no read opens the connection again."""
+    if settings.is_sqlite:
+        pytest.skip("SQLite reads through the pool: there is no connection of its own")
+    sweep_id, _ = _sweep(sessions, 2)
+
+    async def main() -> None:
+        db, engine = open_db(settings)
+        own = db._own
+        assert isinstance(own, OwnConnection)
+        try:
+            assert await _probe(db, sweep_id) == (2, False, True, False)
+            pid = own._conn.info.backend_pid  # type: ignore[union-attr]
+            own._timeout = 0.2
+            await own._lock.acquire()  # a read under way, slow
+            try:
+                assert await _probe(db, sweep_id) is None
+            finally:
+                own._lock.release()
+            assert await _probe(db, sweep_id) == (2, False, True, False)
+            assert own._conn is not None and own._conn.info.backend_pid == pid
+            await db.close()
+            assert await _probe(db, sweep_id) is None and own._conn is None
+        finally:
+            await db.close()
+            await _dispose(engine)
+
+    asyncio.run(main())

@@ -236,3 +236,38 @@ def test_a_held_page_is_answered_on_its_status_alone_until_that_changes() -> Non
         assert done.version == "succeeded|3" and (db.versions_read, db.pages_read) == (2, 2)
 
     asyncio.run(main())
+
+
+def test_a_read_under_way_when_a_write_forgets_the_page_keeps_nothing() -> None:
+    """A cancel drops the sweep's kept pages (forget). A read that began before it may have
+    read the state before the cancel: it answers its own request, but neither puts the page
+    back held anew (its version read equal) nor keeps what it rendered, so the next poll
+    reads the cancelled sweep afresh."""
+
+    async def main() -> None:
+        key = ("tenant", "/v1/sweeps/x", (), "")
+        # Held a minute, but any change of version is urgent: rebuilt at once.
+        held = PageSource(
+            version=SOURCE.version, render=SOURCE.render, settle=60.0, urgent=lambda v: v
+        )
+        db, cache = FakeDb(), cache_of(1 << 20)
+
+        async def read() -> ListPage:
+            return await cache.page(db, key, FILTERS, held)  # type: ignore[arg-type]
+
+        for moved in (False, True):  # the version read equal; the page rendered anew
+            first = await read()
+            assert cache._pages.get(key) is not None
+            db.gate = asyncio.Event()
+            if moved:
+                db.version = db.version + "+"
+            reading = asyncio.ensure_future(read())
+            await settle()  # the read is under way, stopped at the gate
+            cache.forget("/v1/sweeps/x")
+            db.gate.set()
+            answered = await reading
+            assert answered.version == db.version and (answered is first) != moved
+            assert cache._pages.get(key) is None  # nothing kept: the next poll reads anew
+            db.gate = None
+
+    asyncio.run(main())
