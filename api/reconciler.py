@@ -268,8 +268,7 @@ async def reconcile_forever(
     answering_since: float | None = None
     # One thread of its own: never one of the request path's, never more than one pass.
     thread = anyio.CapacityLimiter(1)
-    bind = sessions.kw["bind"]
-    leadership = Leadership(bind)
+    leadership = Leadership(sessions.kw["bind"])
     try:
         while True:
             await asyncio.sleep(settings.reconcile_interval)

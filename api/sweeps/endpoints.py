@@ -263,8 +263,9 @@ async def _status_now(db: Db, filters: dict[str, Any]) -> str | None:
     return None if row is None else state.status_while_active(row[2], row[3])
 
 
-#: A sweep's documents as the response cache reads them, by view: a poll costs the short
-#: read of its runs' counts, and the document is rebuilt (once per process, however many
+#: A sweep's documents as the response cache reads them, by view: a poll costs the state
+#: probe while the document is held, else the short read of its runs' counts; the
+#: document is rebuilt (once per process, however many
 #: clients poll) only when those changed, and at most once per its SETTLE seconds (or 50
 #: builds' time) while runs finish: a dashboard sees a running sweep's figures at most that
 #: old, and its status (a version's first part) at once. Once every run has finished, a

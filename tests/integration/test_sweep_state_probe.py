@@ -7,8 +7,9 @@ that dies costs one poll its light read, not the next one's."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import psycopg
@@ -80,13 +81,38 @@ def _probe(db: Db, sweep_id: uuid.UUID, tenant_id: uuid.UUID = DEFAULT_TENANT_ID
     return db.first(STATE_PROBE, {"sweep_id": sweep_id, "tenant_id": tenant_id})
 
 
+@contextlib.asynccontextmanager
+async def _opened(settings: Settings) -> AsyncIterator[Db]:
+    """The API process's Db for `settings`, closed (and its engine disposed) after."""
+    db, engine = open_db(settings)
+    try:
+        yield db
+    finally:
+        await db.close()
+        if hasattr(engine, "sync_engine"):
+            await engine.dispose()
+        else:
+            engine.dispose()
+
+
+def _own_sweep(settings: Settings, sessions: Any) -> uuid.UUID:
+    """A 2-run sweep, both queued, for the tests of the own connection (PostgreSQL's
+    alone: SQLite reads through the pool)."""
+    if settings.is_sqlite:
+        pytest.skip("SQLite reads through the pool: there is no connection of its own")
+    return _sweep(sessions, 2)[0]
+
+
+#: The probe of _own_sweep's sweep: 2 runs, not cancelled, runs to go, none started.
+OWN_SWEEP = (2, False, True, False)
+
+
 def test_the_light_read_gives_the_status_the_counts_give(settings: Settings, sessions: Any) -> None:
     sweep_id, runs = _sweep(sessions, 6)
 
     async def main() -> None:
-        db, engine = open_db(settings)
-        assert isinstance(db._own, OwnConnection) == (not settings.is_sqlite)
-        try:
+        async with _opened(settings) as db:
+            assert isinstance(db._own, OwnConnection) == (not settings.is_sqlite)
             stages = [
                 ([], None, "queued"),  # nothing started
                 (runs[:1], RunStatus.cancelled, "running"),  # one done before any ran
@@ -106,9 +132,6 @@ def test_the_light_read_gives_the_status_the_counts_give(settings: Settings, ses
             # Another tenant's sweep, or none: no row, never another's state.
             assert await _probe(db, sweep_id, uuid.uuid4()) is None
             assert await _probe(db, uuid.uuid4()) is None
-        finally:
-            await db.close()
-            await _dispose(engine)
 
     asyncio.run(main())
 
@@ -116,36 +139,23 @@ def test_the_light_read_gives_the_status_the_counts_give(settings: Settings, ses
 def test_a_dead_own_connection_costs_one_light_read(settings: Settings, sessions: Any) -> None:
     """The server ends the API's own connection (a restart, an administrator): the next
     light read answers None (the poll reads the usual way) and the one after reconnects."""
-    if settings.is_sqlite:
-        pytest.skip("SQLite reads through the pool: there is no connection of its own")
-    sweep_id, _ = _sweep(sessions, 2)
+    sweep_id = _own_sweep(settings, sessions)
 
     async def main() -> None:
-        db, engine = open_db(settings)
-        own = db._own
-        assert isinstance(own, OwnConnection)
-        own.RETRY_AFTER = 0.0
-        try:
-            assert await _probe(db, sweep_id) == (2, False, True, False)
+        async with _opened(settings) as db:
+            own = db._own
+            assert isinstance(own, OwnConnection)
+            own.RETRY_AFTER = 0.0
+            assert await _probe(db, sweep_id) == OWN_SWEEP
             pid = own._conn.info.backend_pid  # type: ignore[union-attr]
             url = settings.sqlalchemy_url.replace("postgresql+psycopg://", "postgresql://")
             with psycopg.connect(url, autocommit=True) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
             assert await _probe(db, sweep_id) is None
-            assert await _probe(db, sweep_id) == (2, False, True, False)
+            assert await _probe(db, sweep_id) == OWN_SWEEP
             assert own._conn is not None and own._conn.info.backend_pid != pid
-        finally:
-            await db.close()
-            await _dispose(engine)
 
     asyncio.run(main())
-
-
-async def _dispose(engine: Any) -> None:
-    if hasattr(engine, "sync_engine"):
-        await engine.dispose()
-    else:
-        engine.dispose()
 
 
 def test_a_light_read_stopped_midway_leaves_no_broken_connection(
@@ -154,24 +164,18 @@ def test_a_light_read_stopped_midway_leaves_no_broken_connection(
     """A read cancelled while the server works on it (its request's task stopped): psycopg
     cancels the statement on the server and leaves the connection usable, so the next
     light read answers, not a None for the pool to stand in."""
-    if settings.is_sqlite:
-        pytest.skip("SQLite reads through the pool: there is no connection of its own")
-    sweep_id, _ = _sweep(sessions, 2)
+    sweep_id = _own_sweep(settings, sessions)
     slow = text("SELECT pg_sleep(5) IS NULL AS slept").columns(slept=Boolean)
 
     async def main() -> None:
-        db, engine = open_db(settings)
-        try:
-            assert await _probe(db, sweep_id) == (2, False, True, False)
+        async with _opened(settings) as db:
+            assert await _probe(db, sweep_id) == OWN_SWEEP
             reading = asyncio.ensure_future(db.first(slow, {}))
             await asyncio.sleep(0.3)
             reading.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await reading
-            assert await _probe(db, sweep_id) == (2, False, True, False)
-        finally:
-            await db.close()
-            await _dispose(engine)
+            assert await _probe(db, sweep_id) == OWN_SWEEP
 
     asyncio.run(main())
 
@@ -182,16 +186,13 @@ def test_a_read_that_waits_too_long_closes_nothing_and_a_closed_one_stays_closed
     """A light read that waits longer than the timeout for the one before it answers None
     (its poll reads through the pool) and leaves the connection the other is using; once
     the process has closed its Db, no read opens the connection again."""
-    if settings.is_sqlite:
-        pytest.skip("SQLite reads through the pool: there is no connection of its own")
-    sweep_id, _ = _sweep(sessions, 2)
+    sweep_id = _own_sweep(settings, sessions)
 
     async def main() -> None:
-        db, engine = open_db(settings)
-        own = db._own
-        assert isinstance(own, OwnConnection)
-        try:
-            assert await _probe(db, sweep_id) == (2, False, True, False)
+        async with _opened(settings) as db:
+            own = db._own
+            assert isinstance(own, OwnConnection)
+            assert await _probe(db, sweep_id) == OWN_SWEEP
             pid = own._conn.info.backend_pid  # type: ignore[union-attr]
             own._timeout = 0.2
             await own._lock.acquire()  # a read under way, slow
@@ -199,12 +200,9 @@ def test_a_read_that_waits_too_long_closes_nothing_and_a_closed_one_stays_closed
                 assert await _probe(db, sweep_id) is None
             finally:
                 own._lock.release()
-            assert await _probe(db, sweep_id) == (2, False, True, False)
+            assert await _probe(db, sweep_id) == OWN_SWEEP
             assert own._conn is not None and own._conn.info.backend_pid == pid
             await db.close()
             assert await _probe(db, sweep_id) is None and own._conn is None
-        finally:
-            await db.close()
-            await _dispose(engine)
 
     asyncio.run(main())
